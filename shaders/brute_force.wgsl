@@ -1,0 +1,54 @@
+// Brute force: every ray against every triangle, nearest hit kept.
+// Mirrored by src/cpu/brute_force.rs. Prepended with types.wgsl and intersect.wgsl.
+//
+// One invocation per ray. The workgroup loads triangles into workgroup memory one
+// tile at a time, and every invocation tests its ray against the whole tile.
+// Triangles are visited in increasing id order and a hit replaces the best one only
+// when strictly nearer, so ties go to the lowest triangle id. When `accumulate` is
+// set, the best hit so far comes from the hit buffer (earlier triangle chunks, all
+// with lower ids), which keeps that rule across chunks.
+
+@group(0) @binding(0) var<uniform> params: TraceParams;
+@group(0) @binding(1) var<storage, read> triangles: array<PackedTriangle>;
+@group(0) @binding(2) var<storage, read> rays: array<Ray>;
+@group(0) @binding(3) var<storage, read_write> hits: array<Hit>;
+
+const WORKGROUP_SIZE: u32 = 64u;
+
+var<workgroup> tile: array<PackedTriangle, WORKGROUP_SIZE>;
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn brute_force(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let ray_index = gid.x;
+    let in_range = ray_index < params.ray_count;
+    var ray: Ray;
+    var best = Hit(params.miss_t, 0.0, 0.0, MISS);
+    if in_range {
+        ray = rays[ray_index];
+        if params.accumulate != 0u {
+            best = hits[ray_index];
+        }
+    }
+    for (var base = 0u; base < params.tri_count; base += WORKGROUP_SIZE) {
+        if base + lane < params.tri_count {
+            tile[lane] = triangles[base + lane];
+        }
+        workgroupBarrier();
+        let count = min(WORKGROUP_SIZE, params.tri_count - base);
+        if in_range {
+            for (var j = 0u; j < count; j++) {
+                let c = intersect(ray, tile[j], params.cull, best.t);
+                if c.accepted {
+                    best = Hit(c.t, c.u, c.v, params.tri_base + base + j);
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    if in_range {
+        hits[ray_index] = best;
+    }
+}

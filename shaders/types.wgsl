@@ -1,0 +1,46 @@
+// Structs shared by every raypick compute stage. Each one mirrors a `#[repr(C)]`
+// struct in src/types.rs; tests/layout.rs checks sizes and member offsets with naga.
+
+// A ray o + t*d over [tmin, tmax]; same layout as the `.rays` file (32 bytes).
+struct Ray {
+    origin: vec3<f32>,
+    tmin: f32,
+    dir: vec3<f32>,
+    tmax: f32,
+}
+
+// Nearest hit of one ray (16 bytes); prim == MISS for a miss.
+struct Hit {
+    t: f32,
+    u: f32,
+    v: f32,
+    prim: u32,
+}
+
+// First vertex and the edges e1 = v1 - v0, e2 = v2 - v0 (48 bytes).
+// Degenerate triangles are all zeros and never hit.
+struct PackedTriangle {
+    v0: vec3<f32>,
+    _pad0: u32,
+    e1: vec3<f32>,
+    _pad1: u32,
+    e2: vec3<f32>,
+    _pad2: u32,
+}
+
+// Per-dispatch parameters (uniform, 32 bytes).
+struct TraceParams {
+    ray_count: u32,
+    tri_count: u32,
+    tri_base: u32,
+    cull: u32,
+    accumulate: u32,
+    miss_t: f32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+const MISS: u32 = 0xffffffffu;
+const CULL_NONE: u32 = 0u;
+const CULL_BACK: u32 = 1u;
+const CULL_FRONT: u32 = 2u;

@@ -1,0 +1,151 @@
+//! Brute force on the CPU, mirroring `shaders/brute_force.wgsl`.
+//!
+//! The shader walks triangles in id order in tiles of workgroup memory; here they are
+//! walked in id order in blocks of [`LANES`] triangles stored as structure of arrays,
+//! so the per-lane loop compiles to AVX-512 / AVX2 vector code. Each lane keeps its
+//! own best hit (strictly nearer wins, so the lowest id wins ties within a lane) and
+//! the lanes are reduced at the end by (t, id) — the same answer as the shader's
+//! sequential walk.
+
+use super::intersect::{accepts, intersect_lane};
+use crate::prepare::sanitize_ray;
+use crate::types::{Hit, MISS, PackedTriangle, Ray};
+
+/// Triangles per block: one AVX-512 register of f32, or two AVX2 registers.
+pub const LANES: usize = 16;
+
+/// [`LANES`] packed triangles as structure of arrays (x, y, z rows of `v0`, `e1`, `e2`).
+/// Unused lanes of the last block are zero, i.e. degenerate, and never hit.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+pub struct TriangleBlock {
+    v0: [[f32; LANES]; 3],
+    e1: [[f32; LANES]; 3],
+    e2: [[f32; LANES]; 3],
+}
+
+/// A mesh laid out for the CPU brute-force kernel.
+#[derive(Clone, Debug, Default)]
+pub struct TriangleBlocks {
+    blocks: Vec<TriangleBlock>,
+    triangle_count: usize,
+}
+
+impl TriangleBlocks {
+    /// Lays packed triangles out in blocks, keeping id order.
+    pub fn new(triangles: &[PackedTriangle]) -> Self {
+        let blocks = triangles
+            .chunks(LANES)
+            .map(|chunk| {
+                let mut block = TriangleBlock::default();
+                for (lane, tri) in chunk.iter().enumerate() {
+                    for axis in 0..3 {
+                        block.v0[axis][lane] = tri.v0[axis];
+                        block.e1[axis][lane] = tri.e1[axis];
+                        block.e2[axis][lane] = tri.e2[axis];
+                    }
+                }
+                block
+            })
+            .collect();
+        Self {
+            blocks,
+            triangle_count: triangles.len(),
+        }
+    }
+
+    /// Number of triangles.
+    pub fn triangle_count(&self) -> usize {
+        self.triangle_count
+    }
+
+    /// Bytes held.
+    pub fn size_bytes(&self) -> usize {
+        std::mem::size_of_val(self.blocks.as_slice())
+    }
+}
+
+/// Nearest hit of one (already sanitised) ray; `CULL` is `crate::Cull::to_u32`.
+#[inline(always)]
+fn trace_ray<const CULL: u32>(blocks: &[TriangleBlock], ray: &Ray) -> Hit {
+    let o: [f32; 3] = ray.origin.into();
+    let d: [f32; 3] = ray.dir.into();
+    let mut best_t = [f32::INFINITY; LANES];
+    let mut best_u = [0.0f32; LANES];
+    let mut best_v = [0.0f32; LANES];
+    let mut best_id = [MISS; LANES];
+    for (index, block) in blocks.iter().enumerate() {
+        let base = (index * LANES) as u32;
+        for lane in 0..LANES {
+            let column = |rows: &[[f32; LANES]; 3]| [rows[0][lane], rows[1][lane], rows[2][lane]];
+            let (det, t, u, v) =
+                intersect_lane(o, d, column(&block.v0), column(&block.e1), column(&block.e2));
+            let ok = accepts(det, t, u, v, ray, CULL, best_t[lane]);
+            best_t[lane] = if ok { t } else { best_t[lane] };
+            best_u[lane] = if ok { u } else { best_u[lane] };
+            best_v[lane] = if ok { v } else { best_v[lane] };
+            best_id[lane] = if ok { base + lane as u32 } else { best_id[lane] };
+        }
+    }
+    let mut hit = Hit::MISS;
+    for lane in 0..LANES {
+        let nearer = best_t[lane] < hit.t || (best_t[lane] == hit.t && best_id[lane] < hit.prim);
+        if best_id[lane] != MISS && nearer {
+            hit = Hit {
+                t: best_t[lane],
+                u: best_u[lane],
+                v: best_v[lane],
+                prim: best_id[lane],
+            };
+        }
+    }
+    hit
+}
+
+#[inline(always)]
+fn trace_rays_with<const CULL: u32>(blocks: &[TriangleBlock], rays: &[Ray], hits: &mut [Hit]) {
+    for (ray, hit) in rays.iter().zip(hits) {
+        *hit = trace_ray::<CULL>(blocks, &sanitize_ray(ray));
+    }
+}
+
+#[inline(always)]
+fn trace_rays_portable(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32) {
+    let blocks = blocks.blocks.as_slice();
+    match cull {
+        1 => trace_rays_with::<1>(blocks, rays, hits),
+        2 => trace_rays_with::<2>(blocks, rays, hits),
+        _ => trace_rays_with::<0>(blocks, rays, hits),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn trace_rays_avx512(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32) {
+    trace_rays_portable(blocks, rays, hits, cull)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn trace_rays_avx2(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32) {
+    trace_rays_portable(blocks, rays, hits, cull)
+}
+
+/// Traces `rays` against all triangles on the calling thread, writing one hit per
+/// ray. Picks the widest vector unit the CPU has at run time; results are bit for
+/// bit the same on every path (no fused multiply-add, IEEE division).
+pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32) {
+    assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F, checked just above.
+            return unsafe { trace_rays_avx512(blocks, rays, hits, cull) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { trace_rays_avx2(blocks, rays, hits, cull) };
+        }
+    }
+    trace_rays_portable(blocks, rays, hits, cull)
+}

@@ -1,0 +1,101 @@
+//! The CPU backend: the fallback when there is no GPU, and the oracle the GPU is
+//! tested against. One module per shader stage, with the same names and loop order:
+//! [`intersect`] mirrors `shaders/intersect.wgsl`, [`brute_force`] mirrors
+//! `shaders/brute_force.wgsl`. Rays are traced in parallel on a rayon thread pool.
+
+pub mod brute_force;
+pub mod intersect;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::options::{Accel, TraceOptions};
+use crate::prepare::pack_mesh;
+use crate::types::{Hit, Ray};
+use crate::Mesh;
+use brute_force::TriangleBlocks;
+
+/// Rays handed to one rayon task: big enough to amortise scheduling, small enough to
+/// balance load across threads.
+const RAYS_PER_TASK: usize = 64;
+
+/// A mesh prepared for the CPU backend.
+#[derive(Clone, Debug)]
+pub struct CpuMesh {
+    blocks: TriangleBlocks,
+}
+
+impl CpuMesh {
+    /// Prepares a mesh (packs triangles and lays them out in SIMD blocks).
+    pub fn new(mesh: &Mesh) -> Self {
+        Self {
+            blocks: TriangleBlocks::new(&pack_mesh(mesh)),
+        }
+    }
+
+    /// Number of triangles.
+    pub fn triangle_count(&self) -> usize {
+        self.blocks.triangle_count()
+    }
+
+    /// Bytes of triangle data held.
+    pub fn size_bytes(&self) -> usize {
+        self.blocks.size_bytes()
+    }
+}
+
+/// The CPU backend: a thread pool (rayon's global one unless a thread count is given).
+#[derive(Debug, Default)]
+pub struct CpuBackend {
+    pool: Option<rayon::ThreadPool>,
+}
+
+impl CpuBackend {
+    /// A backend on rayon's global thread pool (all cores unless `RAYON_NUM_THREADS` says otherwise).
+    pub fn new() -> Self {
+        Self { pool: None }
+    }
+
+    /// A backend with its own pool of `threads` threads.
+    pub fn with_threads(threads: usize) -> Result<Self> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .thread_name(|i| format!("raypick-cpu-{i}"))
+            .build()
+            .map_err(|e| Error::Unsupported(format!("cannot start {threads} CPU threads: {e}")))?;
+        Ok(Self { pool: Some(pool) })
+    }
+
+    /// Number of threads rays are traced on.
+    pub fn threads(&self) -> usize {
+        self.pool
+            .as_ref()
+            .map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
+    }
+
+    /// Traces `rays` and returns one hit per ray.
+    pub fn trace(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions) -> Vec<Hit> {
+        let mut hits = vec![Hit::MISS; rays.len()];
+        self.trace_into(mesh, rays, options, &mut hits);
+        hits
+    }
+
+    /// Traces `rays` into `hits` (one slot per ray).
+    ///
+    /// # Panics
+    /// If `hits.len() != rays.len()`.
+    pub fn trace_into(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions, hits: &mut [Hit]) {
+        assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
+        let cull = options.cull.to_u32();
+        let mut run = || match options.accel {
+            Accel::Brute => rays
+                .par_chunks(RAYS_PER_TASK)
+                .zip(hits.par_chunks_mut(RAYS_PER_TASK))
+                .for_each(|(rays, hits)| brute_force::trace_rays(&mesh.blocks, rays, hits, cull)),
+        };
+        match &self.pool {
+            Some(pool) => pool.install(run),
+            None => run(),
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in raypick. Misses are not errors: they come back as
+/// [`crate::Hit::MISS`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No GPU adapter could be found (no driver, or none that supports compute).
+    #[error("no GPU adapter found: {0}")]
+    NoAdapter(String),
+    /// The adapter refused to create a device with the limits raypick needs.
+    #[error("could not create a GPU device: {0}")]
+    Device(String),
+    /// The GPU reported an error (validation, out of memory, device lost).
+    #[error("GPU error: {0}")]
+    Gpu(String),
+    /// Reading results back from the GPU failed.
+    #[error("GPU readback failed: {0}")]
+    Readback(String),
+    /// A mesh index refers to a vertex that does not exist.
+    #[error("triangle {triangle} uses vertex {index}, but the mesh has {vertices} vertices")]
+    IndexOutOfRange {
+        /// Triangle whose index is bad.
+        triangle: usize,
+        /// The bad index.
+        index: u32,
+        /// Number of vertices in the mesh.
+        vertices: usize,
+    },
+    /// A mesh has more triangles than a 32-bit triangle id can name.
+    #[error("mesh has {0} triangles; at most 4294967294 are supported")]
+    TooManyTriangles(usize),
+    /// A mesh was used with a context or backend it was not created for.
+    #[error("mesh belongs to a different backend or GPU context")]
+    WrongBackend,
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// A file was read but its content is not valid for its format.
+    #[error("{path}: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A request that raypick does not support (for example an unknown file extension).
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// Shorthand for `Result<T, raypick::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,226 @@
+//! The GPU context: device, queue, limits and pipelines, created once and reused for
+//! every mesh and ray batch.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::pipelines::Pipelines;
+use super::trace::Scratch;
+use crate::error::{Error, Result};
+
+/// Options for creating a [`GpuContext`].
+#[derive(Clone, Debug, Default)]
+pub struct GpuOptions {
+    /// Adapter preference when raypick creates its own device.
+    pub power_preference: wgpu::PowerPreference,
+    /// Lowers the largest storage binding raypick uses (bytes). Meshes and ray
+    /// batches larger than this are split across bindings and dispatches. `None`
+    /// uses the device limit.
+    pub max_binding_bytes: Option<u64>,
+    /// Most rays traced per dispatch (`None`: 1 Mi rays, or fewer if the device
+    /// limits require).
+    pub max_rays_per_dispatch: Option<usize>,
+}
+
+/// What raypick knows about the adapter it runs on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AdapterSummary {
+    /// Adapter name, e.g. `NVIDIA GeForce RTX 4090` or `llvmpipe (LLVM 15.0.6, 256 bits)`.
+    pub name: String,
+    /// Graphics API backend, e.g. `Vulkan`.
+    pub backend: String,
+    /// Device type, e.g. `DiscreteGpu` or `Cpu` (a software rasteriser such as lavapipe).
+    pub device_type: String,
+    /// Driver name and version.
+    pub driver: String,
+}
+
+impl AdapterSummary {
+    fn from_info(info: &wgpu::AdapterInfo) -> Self {
+        Self {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            device_type: format!("{:?}", info.device_type),
+            driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
+        }
+    }
+}
+
+/// Errors the device reported outside any call (uncaptured errors, device loss).
+#[derive(Debug, Default)]
+pub(crate) struct ErrorSink(Mutex<Option<String>>);
+
+impl ErrorSink {
+    fn record(&self, message: String) {
+        log::error!("raypick GPU error: {message}");
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(message);
+    }
+
+    /// The first recorded error, if any (it stays recorded: a lost device stays lost).
+    pub(crate) fn check(&self) -> Result<()> {
+        match &*self.0.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(message) => Err(Error::Gpu(message.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A wgpu device and queue with raypick's pipelines built once.
+///
+/// Create one with [`GpuContext::new`] (raypick picks an adapter) or
+/// [`GpuContext::from_device`] (share a renderer's device and queue). Upload meshes
+/// with [`GpuContext::upload`] and trace ray batches of any size with
+/// [`GpuContext::trace`] or [`GpuContext::trace_async`].
+pub struct GpuContext {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) pipelines: Pipelines,
+    pub(crate) scratch: futures_intrusive::sync::Mutex<Option<Scratch>>,
+    pub(crate) errors: Arc<ErrorSink>,
+    pub(crate) id: u64,
+    adapter: AdapterSummary,
+    max_binding_bytes: u64,
+    max_rays_per_dispatch: usize,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.adapter)
+            .field("max_binding_bytes", &self.max_binding_bytes)
+            .field("max_rays_per_dispatch", &self.max_rays_per_dispatch)
+            .finish_non_exhaustive()
+    }
+}
+
+static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl GpuContext {
+    /// Creates a device on the best adapter found (blocking).
+    pub fn new() -> Result<Self> {
+        pollster::block_on(Self::new_async(GpuOptions::default()))
+    }
+
+    /// Creates a device with options (blocking).
+    pub fn with_options(options: GpuOptions) -> Result<Self> {
+        pollster::block_on(Self::new_async(options))
+    }
+
+    /// Creates a device on the best adapter found. Backends can be restricted with
+    /// the `WGPU_BACKEND` environment variable (e.g. `vulkan`).
+    pub async fn new_async(options: GpuOptions) -> Result<Self> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: options.power_preference,
+                force_fallback_adapter: false,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| Error::NoAdapter(e.to_string()))?;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("raypick"),
+                required_limits: adapter.limits(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| Error::Device(e.to_string()))?;
+        let errors = Arc::new(ErrorSink::default());
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| sink.record(e.to_string())));
+        let sink = errors.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if reason != wgpu::DeviceLostReason::Destroyed {
+                sink.record(format!("device lost: {message}"));
+            }
+        });
+        Self::build(device, queue, AdapterSummary::from_info(&adapter.get_info()), errors, options)
+    }
+
+    /// Uses a device and queue the caller already has (a renderer's). raypick leaves
+    /// the device's error handlers alone; `adapter` is only used for reporting.
+    pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, adapter: &wgpu::AdapterInfo) -> Result<Self> {
+        Self::build(
+            device,
+            queue,
+            AdapterSummary::from_info(adapter),
+            Arc::default(),
+            GpuOptions::default(),
+        )
+    }
+
+    fn build(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter: AdapterSummary,
+        errors: Arc<ErrorSink>,
+        options: GpuOptions,
+    ) -> Result<Self> {
+        let limits = device.limits();
+        let device_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+        let max_binding_bytes = options.max_binding_bytes.map_or(device_binding, |b| b.min(device_binding));
+        let ray_bytes = std::mem::size_of::<crate::Ray>() as u64;
+        let max_rays_per_dispatch = [
+            options.max_rays_per_dispatch.unwrap_or(1 << 20) as u64,
+            max_binding_bytes / ray_bytes,
+            limits.max_compute_workgroups_per_dimension as u64 * crate::shaders::BRUTE_FORCE_WORKGROUP as u64,
+        ]
+        .into_iter()
+        .min()
+        .unwrap_or(1)
+        .max(1) as usize;
+        let pipelines = Pipelines::new(&device)?;
+        Ok(Self {
+            device,
+            queue,
+            pipelines,
+            scratch: futures_intrusive::sync::Mutex::new(None, false),
+            errors,
+            id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
+            adapter,
+            max_binding_bytes,
+            max_rays_per_dispatch,
+        })
+    }
+
+    /// The adapter this context runs on.
+    pub fn adapter(&self) -> &AdapterSummary {
+        &self.adapter
+    }
+
+    /// The wgpu device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The wgpu queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Largest storage binding raypick uses, in bytes.
+    pub fn max_binding_bytes(&self) -> u64 {
+        self.max_binding_bytes
+    }
+
+    /// Most rays traced in one dispatch; larger batches are split.
+    pub fn max_rays_per_dispatch(&self) -> usize {
+        self.max_rays_per_dispatch
+    }
+
+    /// Runs `f` inside validation and out-of-memory error scopes and turns a captured
+    /// error into [`Error::Gpu`].
+    pub(crate) fn scoped<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let validation = pollster::block_on(validation.pop());
+        let oom = pollster::block_on(oom.pop());
+        match validation.or(oom) {
+            Some(e) => Err(Error::Gpu(e.to_string())),
+            None => Ok(out),
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! The GPU backend (wgpu compute shaders).
+//!
+//! [`GpuContext`] owns (or borrows from a renderer) a device and queue and builds the
+//! pipelines once; [`GpuMesh`] is a mesh uploaded once and traced many times.
+
+mod context;
+mod mesh;
+mod pipelines;
+mod readback;
+mod trace;
+
+pub use context::{AdapterSummary, GpuContext, GpuOptions};
+pub use mesh::GpuMesh;

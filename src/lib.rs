@@ -1,0 +1,61 @@
+//! # raypick
+//!
+//! Ray–triangle picking on the GPU through wgpu compute shaders (WGSL), with a CPU
+//! backend that gives the same answers.
+//!
+//! A mesh is uploaded once; batches of [`Ray`]s come back as one [`Hit`] per ray: the
+//! nearest triangle in the ray's `[tmin, tmax]`, with `t`, barycentric `u`, `v` and the
+//! triangle id. Ties on equal `t` go to the lowest triangle id, so results are
+//! deterministic and comparable across backends.
+//!
+//! ```
+//! use raypick::{Backend, Hit, Mesh, Picker, Ray, TraceOptions};
+//! use glam::Vec3;
+//!
+//! // A unit square in the z = 0 plane, as two triangles.
+//! let positions = vec![Vec3::ZERO, Vec3::X, Vec3::new(1.0, 1.0, 0.0), Vec3::Y];
+//! let mesh = Mesh::new(positions, vec![[0, 1, 2], [0, 2, 3]])?;
+//!
+//! // The GPU when there is one, else the CPU.
+//! let picker = Picker::new(Backend::Auto)?;
+//! let uploaded = picker.upload(&mesh)?;
+//! let rays = [
+//!     Ray::new(Vec3::new(0.75, 0.25, 2.0), Vec3::new(0.0, 0.0, -2.0)),
+//!     Ray::new(Vec3::new(5.0, 5.0, 2.0), Vec3::NEG_Z),
+//! ];
+//! let hits = picker.trace(&uploaded, &rays, &TraceOptions::default())?;
+//! assert_eq!(hits[0].prim, 0);
+//! assert_eq!(hits[0].t, 1.0); // in units of the direction's length
+//! assert_eq!(hits[1], Hit::MISS);
+//! # Ok::<(), raypick::Error>(())
+//! ```
+//!
+//! ## What lives where
+//! - [`types`]: the `#[repr(C)]` structs shared with WGSL (`shaders/types.wgsl`).
+//! - [`prepare`]: triangle packing and ray sanitising, shared by both backends.
+//! - [`cpu`]: the CPU backend, one module per shader stage.
+//! - [`gpu`]: the wgpu context, uploaded meshes, dispatch and readback.
+//! - [`picker`]: [`Picker`], one entry point over both backends.
+//! - [`camera`], [`scene`]: screen-to-ray and generated test scenes.
+//! - `io` (feature `io`): mesh loaders and ray/hit file formats.
+#![warn(missing_docs)]
+
+pub mod camera;
+pub mod cpu;
+pub mod error;
+pub mod gpu;
+#[cfg(feature = "io")]
+pub mod io;
+pub mod mesh;
+pub mod options;
+pub mod picker;
+pub mod prepare;
+pub mod scene;
+pub mod shaders;
+pub mod types;
+
+pub use error::{Error, Result};
+pub use mesh::Mesh;
+pub use options::{Accel, Cull, TraceOptions};
+pub use picker::{Backend, PickMesh, Picker};
+pub use types::{Hit, MISS, Ray};

@@ -1,0 +1,53 @@
+//! Small value types that select how rays are traced.
+
+/// Which triangles may be hit, by facing.
+///
+/// A triangle is *front-facing* to a ray when `dot(dir, cross(v1 - v0, v2 - v0)) < 0`,
+/// i.e. its vertices appear counter-clockwise seen from the ray origin.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Cull {
+    /// Double-sided: every triangle can be hit.
+    #[default]
+    None,
+    /// Back faces are skipped: only front-facing triangles are hit.
+    Back,
+    /// Front faces are skipped: only back-facing triangles are hit.
+    Front,
+}
+
+impl Cull {
+    /// The value the shaders read (`CULL_NONE`, `CULL_BACK`, `CULL_FRONT` in `types.wgsl`).
+    pub const fn to_u32(self) -> u32 {
+        match self {
+            Cull::None => 0,
+            Cull::Back => 1,
+            Cull::Front => 2,
+        }
+    }
+}
+
+/// How each ray finds its candidate triangles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Accel {
+    /// Test every ray against every triangle (the reference).
+    #[default]
+    Brute,
+}
+
+/// Options for one trace call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TraceOptions {
+    /// Face culling.
+    pub cull: Cull,
+    /// Acceleration structure.
+    pub accel: Accel,
+}
+
+impl TraceOptions {
+    /// Options with the given culling mode.
+    pub fn with_cull(mut self, cull: Cull) -> Self {
+        self.cull = cull;
+        self
+    }
+}

@@ -1,0 +1,171 @@
+//! The high-level entry point: one [`Picker`] over either backend.
+
+use crate::cpu::{CpuBackend, CpuMesh};
+use crate::error::{Error, Result};
+use crate::gpu::{GpuContext, GpuMesh};
+use crate::options::TraceOptions;
+use crate::types::{Hit, Ray};
+use crate::Mesh;
+
+/// Which backend traces rays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// The GPU if an adapter can be opened, else the CPU (with a logged notice).
+    #[default]
+    Auto,
+    /// The CPU backend.
+    Cpu,
+    /// The GPU backend; fails if no adapter can be opened.
+    Gpu,
+}
+
+/// The backend a [`Picker`] runs on.
+#[derive(Debug)]
+enum Engine {
+    Cpu(CpuBackend),
+    Gpu(Box<GpuContext>),
+}
+
+/// A mesh prepared for a [`Picker`]'s backend.
+#[derive(Debug)]
+pub enum PickMesh {
+    /// Prepared for the CPU.
+    Cpu(CpuMesh),
+    /// Uploaded to the GPU.
+    Gpu(GpuMesh),
+}
+
+impl PickMesh {
+    /// Number of triangles.
+    pub fn triangle_count(&self) -> usize {
+        match self {
+            PickMesh::Cpu(m) => m.triangle_count(),
+            PickMesh::Gpu(m) => m.triangle_count(),
+        }
+    }
+}
+
+/// Traces rays against meshes on the CPU or the GPU, with the same answers on both.
+///
+/// ```
+/// use raypick::{Backend, Mesh, Picker, Ray, TraceOptions};
+/// use glam::Vec3;
+///
+/// let mesh = Mesh::from_triangles(&[[Vec3::ZERO, Vec3::X, Vec3::Y]]);
+/// let picker = Picker::new(Backend::Cpu)?;
+/// let uploaded = picker.upload(&mesh)?;
+/// let ray = Ray::new(Vec3::new(0.25, 0.25, 1.0), Vec3::NEG_Z);
+/// let hits = picker.trace(&uploaded, &[ray], &TraceOptions::default())?;
+/// assert_eq!(hits[0].prim, 0);
+/// assert_eq!(hits[0].t, 1.0);
+/// # Ok::<(), raypick::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Picker {
+    engine: Engine,
+    fallback_reason: Option<String>,
+}
+
+impl Picker {
+    /// A picker on the requested backend. [`Backend::Auto`] falls back to the CPU
+    /// when no GPU can be opened, logs why, and keeps the reason
+    /// ([`Picker::fallback_reason`]); [`Backend::Gpu`] returns the error instead.
+    pub fn new(backend: Backend) -> Result<Self> {
+        match backend {
+            Backend::Cpu => Ok(Self::from_cpu(CpuBackend::new())),
+            Backend::Gpu => Ok(Self::from_gpu(GpuContext::new()?)),
+            Backend::Auto => match GpuContext::new() {
+                Ok(gpu) => Ok(Self::from_gpu(gpu)),
+                Err(e) => {
+                    log::warn!("raypick: using the CPU backend: {e}");
+                    Ok(Self {
+                        engine: Engine::Cpu(CpuBackend::new()),
+                        fallback_reason: Some(e.to_string()),
+                    })
+                }
+            },
+        }
+    }
+
+    /// A picker on a CPU backend (e.g. one with a given thread count).
+    pub fn from_cpu(cpu: CpuBackend) -> Self {
+        Self {
+            engine: Engine::Cpu(cpu),
+            fallback_reason: None,
+        }
+    }
+
+    /// A picker on a GPU context (e.g. one made from a renderer's device and queue).
+    pub fn from_gpu(gpu: GpuContext) -> Self {
+        Self {
+            engine: Engine::Gpu(Box::new(gpu)),
+            fallback_reason: None,
+        }
+    }
+
+    /// The backend in use: [`Backend::Cpu`] or [`Backend::Gpu`], never `Auto`.
+    pub fn backend(&self) -> Backend {
+        match self.engine {
+            Engine::Cpu(_) => Backend::Cpu,
+            Engine::Gpu(_) => Backend::Gpu,
+        }
+    }
+
+    /// Why [`Backend::Auto`] fell back to the CPU, if it did.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback_reason.as_deref()
+    }
+
+    /// A human-readable name of what traces: the GPU adapter, or the CPU and its thread count.
+    pub fn device_name(&self) -> String {
+        match &self.engine {
+            Engine::Cpu(cpu) => format!("CPU ({} threads)", cpu.threads()),
+            Engine::Gpu(gpu) => {
+                let a = gpu.adapter();
+                format!("{} ({}, {})", a.name, a.backend, a.device_type)
+            }
+        }
+    }
+
+    /// The GPU context, when on the GPU.
+    pub fn gpu(&self) -> Option<&GpuContext> {
+        match &self.engine {
+            Engine::Gpu(gpu) => Some(gpu),
+            Engine::Cpu(_) => None,
+        }
+    }
+
+    /// Prepares a mesh for this picker's backend (uploads it on the GPU).
+    pub fn upload(&self, mesh: &Mesh) -> Result<PickMesh> {
+        match &self.engine {
+            Engine::Cpu(_) => Ok(PickMesh::Cpu(CpuMesh::new(mesh))),
+            Engine::Gpu(gpu) => Ok(PickMesh::Gpu(gpu.upload(mesh)?)),
+        }
+    }
+
+    /// Traces `rays` and returns one hit per ray.
+    pub fn trace(&self, mesh: &PickMesh, rays: &[Ray], options: &TraceOptions) -> Result<Vec<Hit>> {
+        let mut hits = vec![Hit::MISS; rays.len()];
+        self.trace_into(mesh, rays, options, &mut hits)?;
+        Ok(hits)
+    }
+
+    /// Traces `rays` into `hits` (one slot per ray).
+    pub fn trace_into(&self, mesh: &PickMesh, rays: &[Ray], options: &TraceOptions, hits: &mut [Hit]) -> Result<()> {
+        if rays.len() != hits.len() {
+            return Err(Error::Unsupported(format!(
+                "{} rays but {} hit slots",
+                rays.len(),
+                hits.len()
+            )));
+        }
+        match (&self.engine, mesh) {
+            (Engine::Cpu(cpu), PickMesh::Cpu(mesh)) => {
+                cpu.trace_into(mesh, rays, options, hits);
+                Ok(())
+            }
+            (Engine::Gpu(gpu), PickMesh::Gpu(mesh)) => gpu.trace_into(mesh, rays, options, hits),
+            _ => Err(Error::WrongBackend),
+        }
+    }
+}

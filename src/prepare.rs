@@ -1,0 +1,57 @@
+//! Host-side preparation shared by both backends: triangles are packed into the form
+//! the kernels read, and invalid rays are turned into rays that can never hit.
+//!
+//! Doing this once on the host, in one place, is what lets the CPU and GPU kernels
+//! stay branch-free on bad input and still agree exactly.
+
+use glam::{DVec3, Vec3};
+
+use crate::types::{PackedTriangle, Ray};
+
+/// Packs one triangle: `v0`, `e1 = v1 - v0`, `e2 = v2 - v0` in f32.
+///
+/// Degenerate triangles — a non-finite coordinate or edge, or edges whose cross
+/// product is exactly zero — become all zeros, whose determinant is exactly zero for
+/// every ray, so they never hit. The cross product is evaluated in f64, where each
+/// product of two f32 values is exact, so the zero test is exact.
+pub fn pack_triangle([v0, v1, v2]: [Vec3; 3]) -> PackedTriangle {
+    let e1 = v1 - v0;
+    let e2 = v2 - v0;
+    let finite = v0.is_finite() && e1.is_finite() && e2.is_finite();
+    if !finite || e1.as_dvec3().cross(e2.as_dvec3()) == DVec3::ZERO {
+        return PackedTriangle::default();
+    }
+    PackedTriangle {
+        v0,
+        e1,
+        e2,
+        ..Default::default()
+    }
+}
+
+/// Packs every triangle of a mesh in id order.
+pub fn pack_mesh(mesh: &crate::Mesh) -> Vec<PackedTriangle> {
+    mesh.triangles().map(pack_triangle).collect()
+}
+
+/// The ray every invalid ray is replaced with: a zero direction, so every
+/// determinant is exactly zero and nothing is hit.
+pub const DEAD_RAY: Ray = Ray {
+    origin: Vec3::ZERO,
+    tmin: 0.0,
+    dir: Vec3::ZERO,
+    tmax: 0.0,
+};
+
+/// Returns the ray unchanged if it is valid, else [`DEAD_RAY`].
+///
+/// Invalid: a non-finite origin or direction, a zero direction, a NaN bound or
+/// `tmin > tmax`. Infinite bounds are valid.
+#[inline]
+pub fn sanitize_ray(ray: &Ray) -> Ray {
+    let valid = ray.origin.is_finite()
+        && ray.dir.is_finite()
+        && ray.dir != Vec3::ZERO
+        && ray.tmin <= ray.tmax; // false for NaN bounds
+    if valid { *ray } else { DEAD_RAY }
+}

@@ -1,0 +1,135 @@
+//! GPU-visible structs, shared bit for bit with `shaders/types.wgsl`.
+//!
+//! Every struct here is `#[repr(C)]`, [`Pod`], has explicit padding and a
+//! compile-time size assert. The test `tests/layout.rs` parses the WGSL with naga
+//! and checks each struct's size and member offsets against these definitions.
+
+use bytemuck::{Pod, Zeroable};
+use glam::Vec3;
+
+/// Triangle id reported for a ray that hits nothing.
+pub const MISS: u32 = u32::MAX;
+
+/// A ray `o + t*d` restricted to `t` in `[tmin, tmax]`.
+///
+/// The memory layout (8 × f32: `ox oy oz tmin dx dy dz tmax`) is also the layout of
+/// the `.rays` file format. The direction need not be unit length; `t` is measured in
+/// units of `dir`. A ray with a non-finite or zero-length direction, a non-finite
+/// origin, or a NaN bound never hits anything.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct Ray {
+    /// Ray origin.
+    pub origin: Vec3,
+    /// Smallest accepted `t` (inclusive).
+    pub tmin: f32,
+    /// Ray direction (need not be normalised).
+    pub dir: Vec3,
+    /// Largest accepted `t` (inclusive); may be `+inf`.
+    pub tmax: f32,
+}
+
+impl Ray {
+    /// A ray over `[0, +inf]`.
+    pub fn new(origin: Vec3, dir: Vec3) -> Self {
+        Self::with_interval(origin, dir, 0.0, f32::INFINITY)
+    }
+
+    /// A ray over `[tmin, tmax]`.
+    pub fn with_interval(origin: Vec3, dir: Vec3, tmin: f32, tmax: f32) -> Self {
+        Self {
+            origin,
+            tmin,
+            dir,
+            tmax,
+        }
+    }
+
+    /// The point `origin + t * dir`.
+    pub fn at(&self, t: f32) -> Vec3 {
+        self.origin + t * self.dir
+    }
+}
+
+/// The nearest hit of one ray.
+///
+/// Hit point = `(1-u-v)*v0 + u*v1 + v*v2` = `origin + t*dir`. A miss has
+/// `prim == MISS`, `t == +inf` and `u == v == 0` (see [`Hit::MISS`]).
+/// The memory layout (16 bytes) is also the layout of the `.hits` file format.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct Hit {
+    /// Ray parameter of the hit, in units of the ray direction.
+    pub t: f32,
+    /// Barycentric weight of the triangle's second vertex `v1`.
+    pub u: f32,
+    /// Barycentric weight of the triangle's third vertex `v2`.
+    pub v: f32,
+    /// Triangle id (index in the mesh), or [`MISS`].
+    pub prim: u32,
+}
+
+impl Hit {
+    /// The miss marker.
+    pub const MISS: Hit = Hit {
+        t: f32::INFINITY,
+        u: 0.0,
+        v: 0.0,
+        prim: MISS,
+    };
+
+    /// Whether this is a hit (not the miss marker).
+    pub fn is_hit(&self) -> bool {
+        self.prim != MISS
+    }
+}
+
+/// A triangle as the intersection kernels read it: first vertex and the two edges
+/// `e1 = v1 - v0`, `e2 = v2 - v0`, computed once in f32 on the host.
+///
+/// Degenerate triangles (zero area or non-finite coordinates) are stored with all
+/// fields zero, so their determinant is exactly zero and they never hit.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct PackedTriangle {
+    /// First vertex.
+    pub v0: Vec3,
+    /// Padding to 16 bytes.
+    pub _pad0: u32,
+    /// `v1 - v0`.
+    pub e1: Vec3,
+    /// Padding to 16 bytes.
+    pub _pad1: u32,
+    /// `v2 - v0`.
+    pub e2: Vec3,
+    /// Padding to 16 bytes.
+    pub _pad2: u32,
+}
+
+/// Per-dispatch parameters of the brute-force kernel (a uniform buffer).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct TraceParams {
+    /// Number of rays in this dispatch.
+    pub ray_count: u32,
+    /// Number of triangles bound in this dispatch.
+    pub tri_count: u32,
+    /// Triangle id of the first bound triangle.
+    pub tri_base: u32,
+    /// Culling mode: 0 none, 1 back, 2 front (see [`crate::Cull`]).
+    pub cull: u32,
+    /// 1 when the hit buffer already holds the best hit of earlier triangle chunks.
+    pub accumulate: u32,
+    /// The `t` written for a miss (`+inf`; WGSL has no infinity literal).
+    pub miss_t: f32,
+    /// Padding to 16 bytes.
+    pub _pad0: u32,
+    /// Padding to 16 bytes.
+    pub _pad1: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Ray>() == 32);
+const _: () = assert!(std::mem::size_of::<Hit>() == 16);
+const _: () = assert!(std::mem::size_of::<PackedTriangle>() == 48);
+const _: () = assert!(std::mem::size_of::<TraceParams>() == 32);
+const _: () = assert!(std::mem::align_of::<Ray>() == 4);

@@ -1,0 +1,209 @@
+//! Helpers shared by the integration tests: the GPU context (required when
+//! `RAYPICK_REQUIRE_GPU=1`), an f64 reference intersector, and the parity comparison
+//! that tells agreements from explained edge cases and real disagreements.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+use glam::Vec3;
+use raypick::gpu::GpuContext;
+use raypick::cpu::{CpuBackend, CpuMesh};
+use raypick::{Backend, Cull, Hit, Mesh, Ray, TraceOptions};
+
+/// The shared GPU context, or `None` when there is no adapter. With
+/// `RAYPICK_REQUIRE_GPU=1` a missing adapter fails the test instead.
+pub fn gpu() -> Option<&'static GpuContext> {
+    static GPU: OnceLock<Option<GpuContext>> = OnceLock::new();
+    let gpu = GPU.get_or_init(|| match GpuContext::new() {
+        Ok(gpu) => {
+            eprintln!("GPU adapter: {:?}", gpu.adapter());
+            Some(gpu)
+        }
+        Err(e) => {
+            eprintln!("no GPU: {e}");
+            None
+        }
+    });
+    if gpu.is_none() && std::env::var("RAYPICK_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("RAYPICK_REQUIRE_GPU=1 but no GPU adapter could be opened");
+    }
+    if gpu.is_none() {
+        eprintln!("skipping the GPU part: no adapter (set RAYPICK_REQUIRE_GPU=1 to make this an error)");
+    }
+    gpu.as_ref()
+}
+
+/// Ray–triangle intersection in f64 (Möller–Trumbore without culling), accepting
+/// barycentrics within `slack` outside the triangle. Returns `(t, u, v)`.
+pub fn intersect_f64(ray: &Ray, [v0, v1, v2]: [Vec3; 3], slack: f64) -> Option<(f64, f64, f64)> {
+    let (o, d) = (ray.origin.as_dvec3(), ray.dir.as_dvec3());
+    let (v0, e1, e2) = (v0.as_dvec3(), (v1 - v0).as_dvec3(), (v2 - v0).as_dvec3());
+    let p = d.cross(e2);
+    let det = e1.dot(p);
+    if det == 0.0 || !det.is_finite() {
+        return None;
+    }
+    let s = o - v0;
+    let u = s.dot(p) / det;
+    let q = s.cross(e1);
+    let v = d.dot(q) / det;
+    let t = e2.dot(q) / det;
+    (u >= -slack && v >= -slack && u + v <= 1.0 + slack).then_some((t, u, v))
+}
+
+/// The nearest hit in f64 over every triangle (ties to the lowest id), within the
+/// ray interval, no culling.
+pub fn reference_hit(mesh: &Mesh, ray: &Ray) -> Option<(u32, f64, f64, f64)> {
+    let mut best: Option<(u32, f64, f64, f64)> = None;
+    for (k, tri) in mesh.triangles().enumerate() {
+        if let Some((t, u, v)) = intersect_f64(ray, tri, 0.0) {
+            let inside = t >= ray.tmin as f64 && t <= ray.tmax as f64;
+            if inside && best.is_none_or(|b| t < b.1) {
+                best = Some((k as u32, t, u, v));
+            }
+        }
+    }
+    best
+}
+
+pub fn rel_close(a: f64, b: f64, rel: f64) -> bool {
+    a == b || (a - b).abs() <= rel * a.abs().max(b.abs())
+}
+
+/// Whether two hits of the same ray are the same answer: same triangle, t within
+/// 1e-5 relative, u and v within 1e-5.
+pub fn same_hit(a: &Hit, b: &Hit) -> bool {
+    if a.prim != b.prim {
+        return false;
+    }
+    if !a.is_hit() {
+        return a == b;
+    }
+    rel_close(a.t as f64, b.t as f64, 1e-5) && (a.u - b.u).abs() <= 1e-5 && (a.v - b.v).abs() <= 1e-5
+}
+
+/// Why a disagreement is acceptable, if it is.
+fn explain(mesh: &Mesh, ray: &Ray, a: &Hit, b: &Hit) -> Option<&'static str> {
+    const EDGE: f64 = 1e-6;
+    let tri = |h: &Hit| mesh.triangle(h.prim as usize);
+    // A tie: both triangles are hit at the same t.
+    if a.is_hit() && b.is_hit() && rel_close(a.t as f64, b.t as f64, 1e-5) {
+        let ta = intersect_f64(ray, tri(a), EDGE);
+        let tb = intersect_f64(ray, tri(b), EDGE);
+        if let (Some(ta), Some(tb)) = (ta, tb) {
+            if rel_close(ta.0, tb.0, 1e-5) {
+                return Some("tie");
+            }
+        }
+    }
+    // An edge case: a hit that one backend found lies within 1e-6 barycentric of an
+    // edge, is grazing (ray nearly in the triangle's plane), or sits on an interval end.
+    for h in [a, b].into_iter().filter(|h| h.is_hit()) {
+        let [v0, v1, v2] = tri(h);
+        let n = (v1 - v0).as_dvec3().cross((v2 - v0).as_dvec3());
+        let grazing = n.normalize().dot(ray.dir.as_dvec3().normalize()).abs() < 1e-5;
+        let (u, v) = (h.u as f64, h.v as f64);
+        let near_edge = u.min(v).min(1.0 - u - v) < EDGE;
+        let at_bound = rel_close(h.t as f64, ray.tmin as f64, 1e-5) || rel_close(h.t as f64, ray.tmax as f64, 1e-5);
+        if near_edge || grazing || at_bound {
+            return Some("edge");
+        }
+    }
+    None
+}
+
+/// Outcome of comparing two backends' hits for the same rays.
+#[derive(Debug, Default)]
+pub struct Parity {
+    pub rays: usize,
+    pub identical: usize,
+    pub close: usize,
+    pub explained: usize,
+    pub unexplained: Vec<(usize, Hit, Hit)>,
+}
+
+impl Parity {
+    /// Fails unless every disagreement is explained and explained ones are at most 1 in 10,000.
+    pub fn assert_ok(&self, what: &str) {
+        eprintln!("{what}: {self:?}");
+        assert!(
+            self.unexplained.is_empty(),
+            "{what}: {} unexplained disagreements, first: {:?}",
+            self.unexplained.len(),
+            &self.unexplained[..self.unexplained.len().min(5)]
+        );
+        assert!(
+            self.explained * 10_000 <= self.rays,
+            "{what}: {} tie/edge disagreements in {} rays is more than 1 in 10,000",
+            self.explained,
+            self.rays
+        );
+    }
+}
+
+/// Compares hits from two backends for the same rays.
+pub fn compare(mesh: &Mesh, rays: &[Ray], a: &[Hit], b: &[Hit]) -> Parity {
+    assert_eq!(a.len(), rays.len());
+    assert_eq!(b.len(), rays.len());
+    let mut parity = Parity {
+        rays: rays.len(),
+        ..Default::default()
+    };
+    for (i, ((ray, a), b)) in rays.iter().zip(a).zip(b).enumerate() {
+        if a == b {
+            parity.identical += 1;
+        } else if same_hit(a, b) {
+            parity.close += 1;
+        } else if explain(mesh, ray, a, b).is_some() {
+            parity.explained += 1;
+        } else {
+            parity.unexplained.push((i, *a, *b));
+        }
+    }
+    parity
+}
+
+/// Checks the hit contract for one ray: a hit has finite t in the interval, u, v in
+/// range, and its barycentric point equals `o + t*d`; a miss is exactly the marker.
+pub fn assert_contract(mesh: &Mesh, ray: &Ray, hit: &Hit) {
+    assert!(!hit.t.is_nan() && !hit.u.is_nan() && !hit.v.is_nan(), "NaN in {hit:?} for {ray:?}");
+    if !hit.is_hit() {
+        assert_eq!(*hit, Hit::MISS, "miss marker for {ray:?}");
+        return;
+    }
+    assert!(hit.t.is_finite() && hit.t >= ray.tmin && hit.t <= ray.tmax, "{hit:?} outside {ray:?}");
+    assert!(hit.u >= 0.0 && hit.v >= 0.0 && hit.u + hit.v <= 1.0, "{hit:?}");
+    let [v0, v1, v2] = mesh.triangle(hit.prim as usize);
+    let (u, v) = (hit.u as f64, hit.v as f64);
+    let on_triangle = (1.0 - u - v) * v0.as_dvec3() + u * v1.as_dvec3() + v * v2.as_dvec3();
+    let on_ray = ray.origin.as_dvec3() + hit.t as f64 * ray.dir.as_dvec3();
+    let scale = [v0, v1, v2, ray.origin]
+        .iter()
+        .map(|p| p.as_dvec3().abs().max_element())
+        .fold(1.0, f64::max);
+    let err = on_triangle.distance(on_ray);
+    assert!(err <= 1e-4 * scale, "hit point mismatch {err} (scale {scale}) for {ray:?} {hit:?}");
+}
+
+/// The backends to test: the CPU always, the GPU when there is one (or required).
+pub fn backends() -> Vec<Backend> {
+    let mut all = vec![Backend::Cpu];
+    if gpu().is_some() {
+        all.push(Backend::Gpu);
+    }
+    all
+}
+
+/// Traces on the given backend (`Cpu` or `Gpu`) with brute force.
+pub fn trace(backend: Backend, mesh: &Mesh, rays: &[Ray], cull: Cull) -> Vec<Hit> {
+    let options = TraceOptions::default().with_cull(cull);
+    match backend {
+        Backend::Cpu => CpuBackend::new().trace(&CpuMesh::new(mesh), rays, &options),
+        Backend::Gpu => {
+            let gpu = gpu().expect("GPU backend requested without an adapter");
+            let uploaded = gpu.upload(mesh).expect("upload");
+            gpu.trace(&uploaded, rays, &options).expect("GPU trace")
+        }
+        Backend::Auto => unreachable!("tests name a concrete backend"),
+    }
+}

@@ -1,0 +1,96 @@
+//! Every WGSL module parses and validates with naga, and every struct shared with
+//! Rust has the same size and member offsets as its `#[repr(C)]` twin in src/types.rs.
+
+use std::mem::{offset_of, size_of};
+
+use raypick::shaders;
+use raypick::types::{Hit, PackedTriangle, Ray, TraceParams};
+
+fn parse(source: &str, name: &str) -> naga::Module {
+    naga::front::wgsl::parse_str(source)
+        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)))
+}
+
+/// (size, [(member name, offset)]) of a struct declared in the WGSL module.
+fn wgsl_layout(module: &naga::Module, name: &str) -> (u32, Vec<(String, u32)>) {
+    let ty = module
+        .types
+        .iter()
+        .find(|(_, ty)| ty.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("struct {name} not found in types.wgsl"))
+        .1;
+    match &ty.inner {
+        naga::TypeInner::Struct { members, span } => (
+            *span,
+            members
+                .iter()
+                .map(|m| (m.name.clone().unwrap_or_default(), m.offset))
+                .collect(),
+        ),
+        other => panic!("{name} is not a struct: {other:?}"),
+    }
+}
+
+macro_rules! assert_layout {
+    ($module:expr, $ty:ty, [$($field:ident),* $(,)?]) => {{
+        let name = stringify!($ty);
+        let (size, members) = wgsl_layout($module, name);
+        assert_eq!(size as usize, size_of::<$ty>(), "size of {name}");
+        let rust: Vec<(String, u32)> =
+            vec![$((stringify!($field).to_string(), offset_of!($ty, $field) as u32)),*];
+        assert_eq!(members, rust, "members and offsets of {name}");
+    }};
+}
+
+#[test]
+fn shared_structs_match_rust() {
+    let module = parse(shaders::TYPES, "types.wgsl");
+    assert_layout!(&module, Ray, [origin, tmin, dir, tmax]);
+    assert_layout!(&module, Hit, [t, u, v, prim]);
+    assert_layout!(&module, PackedTriangle, [v0, _pad0, e1, _pad1, e2, _pad2]);
+    assert_layout!(
+        &module,
+        TraceParams,
+        [ray_count, tri_count, tri_base, cull, accumulate, miss_t, _pad0, _pad1]
+    );
+}
+
+#[test]
+fn every_module_validates() {
+    for (name, source) in shaders::all_modules() {
+        let module = parse(&source, name);
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::empty(),
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&source)));
+    }
+}
+
+#[test]
+fn shader_constants_match_rust() {
+    let module = parse(&shaders::brute_force_module(), "brute_force");
+    let constant = |name: &str| -> u32 {
+        let (_, c) = module
+            .constants
+            .iter()
+            .find(|(_, c)| c.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("constant {name} missing"));
+        match module.global_expressions[c.init] {
+            naga::Expression::Literal(naga::Literal::U32(v)) => v,
+            ref other => panic!("{name} is not a u32 literal: {other:?}"),
+        }
+    };
+    assert_eq!(constant("MISS"), raypick::MISS);
+    assert_eq!(constant("CULL_NONE"), raypick::Cull::None.to_u32());
+    assert_eq!(constant("CULL_BACK"), raypick::Cull::Back.to_u32());
+    assert_eq!(constant("CULL_FRONT"), raypick::Cull::Front.to_u32());
+    assert_eq!(constant("WORKGROUP_SIZE"), shaders::BRUTE_FORCE_WORKGROUP);
+    let entry = module
+        .entry_points
+        .iter()
+        .find(|e| e.name == shaders::BRUTE_FORCE_ENTRY)
+        .expect("entry point");
+    assert_eq!(entry.workgroup_size, [shaders::BRUTE_FORCE_WORKGROUP, 1, 1]);
+}
