@@ -40,7 +40,7 @@ fn brute_force(
         let count = min(WORKGROUP_SIZE, params.tri_count - base);
         if in_range {
             for (var j = 0u; j < count; j++) {
-                let c = intersect(ray, tile[j], params.cull, best.t);
+                let c = intersect(ray, tile[j], params.cull, best.t, params.one);
                 if c.accepted {
                     best = Hit(c.t, c.u, c.v, params.tri_base + base + j);
                 }

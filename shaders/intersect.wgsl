@@ -1,12 +1,19 @@
 // The ray-triangle test (Moller-Trumbore, the D3DXIntersectTri convention).
 // Mirrored operation for operation by src/cpu/intersect.rs.
 //
-//   p = d x e2, det = e1 . p, s = o - v0, u = (s . p) / det,
-//   q = s x e1, v = (d . q) / det, t = (e2 . q) / det
+//   p = d x e2, det = e1 . p, s = o - v0, U = s . p, q = s x e1, V = d . q, T = e2 . q
+//   u = U / det, v = V / det, t = T / det   (1 / det computed once)
 //
-// Accepted when the determinant passes the culling test, u >= 0, v >= 0, u + v <= 1,
-// tmin <= t <= tmax and t < best_t (strict, so earlier triangles win ties).
-// Every comparison is written so that NaN rejects.
+// Inside-the-triangle decisions use the unnormalised U, V and det (no division), so
+// they depend only on correctly rounded products and sums: U, V >= 0 and U + V <= det,
+// with the signs flipped when det < 0. A hit is accepted when det passes the culling
+// test, it is inside, tmin <= t <= tmax and t < best_t (strict, so earlier triangles
+// win ties). Every comparison is written so that NaN rejects.
+//
+// GPU compilers may fuse a * b + c into one FMA; the CPU rounds the product first.
+// Products are therefore multiplied by `one`, an opaque 1.0 from a uniform: the
+// compiler cannot drop it, and fusing (a * b) * one + c is exact, so every product is
+// rounded on its own, as on the CPU.
 
 struct Candidate {
     t: f32,
@@ -23,16 +30,31 @@ fn det_passes(det: f32, cull: u32) -> bool {
     }
 }
 
-fn intersect(ray: Ray, tri: PackedTriangle, cull: u32, best_t: f32) -> Candidate {
-    let p = cross(ray.dir, tri.e2);
-    let det = dot(tri.e1, p);
-    let inv_det = 1.0 / det;
+fn mul_rounded(a: vec3<f32>, b: vec3<f32>, one: f32) -> vec3<f32> {
+    return (a * b) * one;
+}
+
+fn cross_rounded(a: vec3<f32>, b: vec3<f32>, one: f32) -> vec3<f32> {
+    return mul_rounded(a.yzx, b.zxy, one) - mul_rounded(a.zxy, b.yzx, one);
+}
+
+fn dot_rounded(a: vec3<f32>, b: vec3<f32>, one: f32) -> f32 {
+    let m = mul_rounded(a, b, one);
+    return (m.x + m.y) + m.z;
+}
+
+fn intersect(ray: Ray, tri: PackedTriangle, cull: u32, best_t: f32, one: f32) -> Candidate {
+    let p = cross_rounded(ray.dir, tri.e2, one);
+    let det = dot_rounded(tri.e1, p, one);
     let s = ray.origin - tri.v0;
-    let u = dot(s, p) * inv_det;
-    let q = cross(s, tri.e1);
-    let v = dot(ray.dir, q) * inv_det;
-    let t = dot(tri.e2, q) * inv_det;
-    let accepted = det_passes(det, cull) && u >= 0.0 && v >= 0.0 && u + v <= 1.0
-        && t >= ray.tmin && t <= ray.tmax && t < best_t;
-    return Candidate(t, u, v, accepted);
+    let big_u = dot_rounded(s, p, one);
+    let q = cross_rounded(s, tri.e1, one);
+    let big_v = dot_rounded(ray.dir, q, one);
+    let big_t = dot_rounded(tri.e2, q, one);
+    let inv_det = 1.0 / det;
+    let t = big_t * inv_det;
+    let sign = select(-1.0, 1.0, det > 0.0);
+    let inside = big_u * sign >= 0.0 && big_v * sign >= 0.0 && (big_u + big_v) * sign <= det * sign;
+    let accepted = det_passes(det, cull) && inside && t >= ray.tmin && t <= ray.tmax && t < best_t;
+    return Candidate(t, big_u * inv_det, big_v * inv_det, accepted);
 }

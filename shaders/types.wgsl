@@ -36,7 +36,7 @@ struct TraceParams {
     cull: u32,
     accumulate: u32,
     miss_t: f32,
-    _pad0: u32,
+    one: f32,
     _pad1: u32,
 }
 

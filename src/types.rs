@@ -122,8 +122,9 @@ pub struct TraceParams {
     pub accumulate: u32,
     /// The `t` written for a miss (`+inf`; WGSL has no infinity literal).
     pub miss_t: f32,
-    /// Padding to 16 bytes.
-    pub _pad0: u32,
+    /// Always 1.0: an opaque factor that keeps products from being fused into FMAs
+    /// (see `shaders/intersect.wgsl`).
+    pub one: f32,
     /// Padding to 16 bytes.
     pub _pad1: u32,
 }

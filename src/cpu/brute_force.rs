@@ -7,7 +7,7 @@
 //! the lanes are reduced at the end by (t, id) — the same answer as the shader's
 //! sequential walk.
 
-use super::intersect::{accepts, intersect_lane};
+use super::intersect::{accept, intersect_lane};
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, PackedTriangle, Ray};
 
@@ -78,9 +78,8 @@ fn trace_ray<const CULL: u32>(blocks: &[TriangleBlock], ray: &Ray) -> Hit {
         let base = (index * LANES) as u32;
         for lane in 0..LANES {
             let column = |rows: &[[f32; LANES]; 3]| [rows[0][lane], rows[1][lane], rows[2][lane]];
-            let (det, t, u, v) =
-                intersect_lane(o, d, column(&block.v0), column(&block.e1), column(&block.e2));
-            let ok = accepts(det, t, u, v, ray, CULL, best_t[lane]);
+            let n = intersect_lane(o, d, column(&block.v0), column(&block.e1), column(&block.e2));
+            let (t, u, v, ok) = accept(n, ray, CULL, best_t[lane]);
             best_t[lane] = if ok { t } else { best_t[lane] };
             best_u[lane] = if ok { u } else { best_u[lane] };
             best_v[lane] = if ok { v } else { best_v[lane] };

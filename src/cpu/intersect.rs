@@ -31,63 +31,77 @@ pub fn det_passes(det: f32, cull: u32) -> bool {
     }
 }
 
-/// Möller–Trumbore on scalars: returns `(det, t, u, v)`.
-///
-/// `p = d × e2`, `det = e1·p`, `s = o − v0`, `u = (s·p)/det`, `q = s × e1`,
-/// `v = (d·q)/det`, `t = (e2·q)/det` — with `1/det` computed once.
+/// The products of one ray–triangle test, before normalisation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Unnormalised {
+    /// `e1 · (d × e2)`.
+    pub det: f32,
+    /// `s · p`, i.e. `u * det`.
+    pub big_u: f32,
+    /// `d · q`, i.e. `v * det`.
+    pub big_v: f32,
+    /// `e2 · q`, i.e. `t * det`.
+    pub big_t: f32,
+}
+
+/// Möller–Trumbore on scalars, in the order of `intersect.wgsl`:
+/// `p = d × e2`, `det = e1·p`, `s = o − v0`, `U = s·p`, `q = s × e1`, `V = d·q`,
+/// `T = e2·q`. Dot products sum left to right; every product is rounded on its own
+/// (Rust never fuses into FMA).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 pub fn intersect_lane(
     [ox, oy, oz]: [f32; 3],
     [dx, dy, dz]: [f32; 3],
     [v0x, v0y, v0z]: [f32; 3],
     [e1x, e1y, e1z]: [f32; 3],
     [e2x, e2y, e2z]: [f32; 3],
-) -> (f32, f32, f32, f32) {
+) -> Unnormalised {
     let px = dy * e2z - dz * e2y;
     let py = dz * e2x - dx * e2z;
     let pz = dx * e2y - dy * e2x;
     let det = e1x * px + e1y * py + e1z * pz;
-    let inv_det = 1.0 / det;
     let sx = ox - v0x;
     let sy = oy - v0y;
     let sz = oz - v0z;
-    let u = (sx * px + sy * py + sz * pz) * inv_det;
+    let big_u = sx * px + sy * py + sz * pz;
     let qx = sy * e1z - sz * e1y;
     let qy = sz * e1x - sx * e1z;
     let qz = sx * e1y - sy * e1x;
-    let v = (dx * qx + dy * qy + dz * qz) * inv_det;
-    let t = (e2x * qx + e2y * qy + e2z * qz) * inv_det;
-    (det, t, u, v)
+    let big_v = dx * qx + dy * qy + dz * qz;
+    let big_t = e2x * qx + e2y * qy + e2z * qz;
+    Unnormalised {
+        det,
+        big_u,
+        big_v,
+        big_t,
+    }
 }
 
-/// The acceptance test of `intersect.wgsl`; every comparison rejects NaN.
+/// Normalises and applies the acceptance test of `intersect.wgsl`: returns
+/// `(t, u, v, accepted)`. Inside-the-triangle decisions use the unnormalised values
+/// (signs flipped when `det < 0`); every comparison rejects NaN.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub fn accepts(det: f32, t: f32, u: f32, v: f32, ray: &Ray, cull: u32, best_t: f32) -> bool {
-    det_passes(det, cull)
-        & (u >= 0.0)
-        & (v >= 0.0)
-        & (u + v <= 1.0)
-        & (t >= ray.tmin)
-        & (t <= ray.tmax)
-        & (t < best_t)
+pub fn accept(n: Unnormalised, ray: &Ray, cull: u32, best_t: f32) -> (f32, f32, f32, bool) {
+    let inv_det = 1.0 / n.det;
+    let t = n.big_t * inv_det;
+    let sign = if n.det > 0.0 { 1.0 } else { -1.0 };
+    let inside = (n.big_u * sign >= 0.0)
+        & (n.big_v * sign >= 0.0)
+        & ((n.big_u + n.big_v) * sign <= n.det * sign);
+    let accepted = det_passes(n.det, cull) & inside & (t >= ray.tmin) & (t <= ray.tmax) & (t < best_t);
+    (t, n.big_u * inv_det, n.big_v * inv_det, accepted)
 }
 
 /// Tests one ray against one packed triangle (the scalar form of the kernel).
 #[inline]
 pub fn intersect(ray: &Ray, tri: &PackedTriangle, cull: u32, best_t: f32) -> Candidate {
-    let (det, t, u, v) = intersect_lane(
+    let n = intersect_lane(
         ray.origin.into(),
         ray.dir.into(),
         tri.v0.into(),
         tri.e1.into(),
         tri.e2.into(),
     );
-    Candidate {
-        t,
-        u,
-        v,
-        accepted: accepts(det, t, u, v, ray, cull, best_t),
-    }
+    let (t, u, v, accepted) = accept(n, ray, cull, best_t);
+    Candidate { t, u, v, accepted }
 }

@@ -138,6 +138,7 @@ impl GpuContext {
                 cull: options.cull.to_u32(),
                 accumulate: u32::from(index > 0),
                 miss_t: f32::INFINITY,
+                one: 1.0,
                 ..Default::default()
             };
             // Each chunk is its own submission, so this write lands before it and

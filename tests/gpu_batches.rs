@@ -1,0 +1,74 @@
+//! Batches larger than one dispatch or one storage binding are split transparently,
+//! and the answers do not change.
+
+mod common;
+
+use common::{gpu, trace};
+use glam::Vec3;
+use raypick::gpu::{GpuContext, GpuOptions};
+use raypick::scene::{self, Rng};
+use raypick::{Backend, Cull, Hit, Mesh, TraceOptions};
+
+#[test]
+fn split_meshes_and_batches_give_the_same_hits() {
+    let Some(whole) = gpu() else { return };
+    let mut rng = Rng::new(3);
+    let mesh = scene::soup(1_000, &mut rng, (Vec3::splat(-1.0), Vec3::splat(1.0)));
+    let mut rays = scene::random_rays(9_000, &mut rng, mesh.bounds().unwrap());
+    rays.extend(scene::adversarial_rays(&mesh, &mut rng, 3_000));
+    let split = GpuContext::with_options(GpuOptions {
+        // 97 triangles per buffer (11 buffers), and so 145 rays per dispatch.
+        max_binding_bytes: Some(48 * 97),
+        ..Default::default()
+    })
+    .expect("second context on the same adapter");
+    assert_eq!(split.max_rays_per_dispatch(), 48 * 97 / 32);
+    for cull in [Cull::None, Cull::Back] {
+        let options = TraceOptions::default().with_cull(cull);
+        let uploaded = split.upload(&mesh).unwrap();
+        assert_eq!(uploaded.buffer_count(), 11);
+        let got = split.trace(&uploaded, &rays, &options).unwrap();
+        let expected = whole.trace(&whole.upload(&mesh).unwrap(), &rays, &options).unwrap();
+        assert_eq!(got, expected, "splitting changed the answer (cull {cull:?})");
+    }
+}
+
+#[test]
+fn ten_million_rays_in_one_call() {
+    if gpu().is_none() {
+        return;
+    }
+    let mesh = scene::grid(4, 4, 2.0);
+    let rays = scene::camera_rays(mesh.bounds().unwrap(), 4_000, 2_500);
+    assert_eq!(rays.len(), 10_000_000);
+    let gpu_hits = trace(Backend::Gpu, &mesh, &rays, Cull::None);
+    let cpu_hits = trace(Backend::Cpu, &mesh, &rays, Cull::None);
+    assert_eq!(gpu_hits.len(), rays.len());
+    let hits = gpu_hits.iter().filter(|h| h.is_hit()).count();
+    assert!(hits > rays.len() / 10, "{hits} hits");
+    let same = gpu_hits.iter().zip(&cpu_hits).filter(|(g, c)| g.prim == c.prim).count();
+    assert!(same * 10_000 >= rays.len() * 9_999, "{same} of {} agree", rays.len());
+}
+
+#[test]
+fn async_trace_equals_blocking_trace() {
+    let Some(gpu) = gpu() else { return };
+    let mesh = scene::icosphere(2, 1.0, Vec3::ZERO);
+    let rays = scene::incoherent_rays(5_000, &mut Rng::new(9), mesh.bounds().unwrap());
+    let uploaded = gpu.upload(&mesh).unwrap();
+    let options = TraceOptions::default();
+    let blocking = gpu.trace(&uploaded, &rays, &options).unwrap();
+    let asynchronous = pollster::block_on(gpu.trace_async(&uploaded, &rays, &options)).unwrap();
+    assert_eq!(blocking, asynchronous);
+}
+
+#[test]
+fn meshes_do_not_cross_contexts() {
+    let Some(first) = gpu() else { return };
+    let second = GpuContext::new().unwrap();
+    let mesh = Mesh::from_triangles(&[[Vec3::ZERO, Vec3::X, Vec3::Y]]);
+    let uploaded = first.upload(&mesh).unwrap();
+    let err = second.trace(&uploaded, &[], &TraceOptions::default()).unwrap_err();
+    assert!(matches!(err, raypick::Error::WrongBackend), "{err}");
+    assert_eq!(first.trace(&uploaded, &[], &TraceOptions::default()).unwrap(), Vec::<Hit>::new());
+}
