@@ -27,12 +27,17 @@ fn brute_force(c: &mut Criterion) {
         mesh.triangle_count(),
         rays.len()
     ));
-    group.throughput(Throughput::Elements(tests)).sample_size(10);
+    group
+        .throughput(Throughput::Elements(tests))
+        .sample_size(10);
 
     let cpu_mesh = CpuMesh::new(&mesh);
     let reference = CpuBackend::new().trace(&cpu_mesh, &rays, &options);
     let seen = hit_count(&reference);
-    assert!(seen > rays.len() / 10, "the camera sees the scene: {seen} hits");
+    assert!(
+        seen > rays.len() / 10,
+        "the camera sees the scene: {seen} hits"
+    );
     for threads in [1, 2] {
         let cpu = CpuBackend::with_threads(threads).expect("thread pool");
         assert_eq!(cpu.trace(&cpu_mesh, &rays, &options), reference);
@@ -45,11 +50,21 @@ fn brute_force(c: &mut Criterion) {
         Ok(gpu) => {
             let gpu_mesh = gpu.upload(&mesh).expect("upload");
             let mut hits = gpu.trace(&gpu_mesh, &rays, &options).expect("GPU trace");
-            let same = hits.iter().zip(&reference).filter(|(a, b)| a.prim == b.prim).count();
-            assert!(same * 10_000 >= rays.len() * 9_999, "GPU agrees with the CPU: {same}");
+            let same = hits
+                .iter()
+                .zip(&reference)
+                .filter(|(a, b)| a.prim == b.prim)
+                .count();
+            assert!(
+                same * 10_000 >= rays.len() * 9_999,
+                "GPU agrees with the CPU: {same}"
+            );
             let name = gpu.adapter().name.clone();
             group.bench_function(BenchmarkId::new("gpu", name), |b| {
-                b.iter(|| gpu.trace_into(&gpu_mesh, &rays, &options, &mut hits).expect("GPU trace"))
+                b.iter(|| {
+                    gpu.trace_into(&gpu_mesh, &rays, &options, &mut hits)
+                        .expect("GPU trace")
+                })
             });
         }
         Err(e) => eprintln!("no GPU adapter, GPU cases left out: {e}"),

@@ -7,6 +7,11 @@
 // when strictly nearer, so ties go to the lowest triangle id. When `accumulate` is
 // set, the best hit so far comes from the hit buffer (earlier triangle chunks, all
 // with lower ids), which keeps that rule across chunks.
+//
+// One dispatch covers at most GpuOptions::max_triangles_per_dispatch triangles
+// (`tri_first .. tri_first + tri_count` of the bound buffer): some drivers (Mesa's
+// llvmpipe) stop a loop after 65,535 iterations in total, which would silently skip
+// triangles.
 
 @group(0) @binding(0) var<uniform> params: TraceParams;
 @group(0) @binding(1) var<storage, read> triangles: array<PackedTriangle>;
@@ -34,7 +39,7 @@ fn brute_force(
     }
     for (var base = 0u; base < params.tri_count; base += WORKGROUP_SIZE) {
         if base + lane < params.tri_count {
-            tile[lane] = triangles[base + lane];
+            tile[lane] = triangles[params.tri_first + base + lane];
         }
         workgroupBarrier();
         let count = min(WORKGROUP_SIZE, params.tri_count - base);

@@ -37,7 +37,7 @@ struct TraceParams {
     accumulate: u32,
     miss_t: f32,
     one: f32,
-    _pad1: u32,
+    tri_first: u32,
 }
 
 const MISS: u32 = 0xffffffffu;

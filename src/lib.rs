@@ -40,6 +40,7 @@
 //! - `io` (feature `io`): mesh loaders and ray/hit file formats.
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod camera;
 pub mod cpu;
 pub mod error;
@@ -55,6 +56,12 @@ pub mod shaders;
 pub mod types;
 
 pub use error::{Error, Result};
+
+/// The README's example compiles and runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub use mesh::Mesh;
 pub use options::{Accel, Cull, TraceOptions};
 pub use picker::{Backend, PickMesh, Picker};

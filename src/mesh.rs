@@ -79,7 +79,12 @@ impl Mesh {
     pub fn bounds(&self) -> Option<(Vec3, Vec3)> {
         let mut lo = Vec3::splat(f32::INFINITY);
         let mut hi = Vec3::splat(f32::NEG_INFINITY);
-        for p in self.indices.iter().flatten().map(|&i| self.positions[i as usize]) {
+        for p in self
+            .indices
+            .iter()
+            .flatten()
+            .map(|&i| self.positions[i as usize])
+        {
             if p.is_finite() {
                 lo = lo.min(p);
                 hi = hi.max(p);

@@ -1,11 +1,11 @@
 //! The high-level entry point: one [`Picker`] over either backend.
 
+use crate::Mesh;
 use crate::cpu::{CpuBackend, CpuMesh};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuContext, GpuMesh};
 use crate::options::TraceOptions;
 use crate::types::{Hit, Ray};
-use crate::Mesh;
 
 /// Which backend traces rays.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -151,7 +151,13 @@ impl Picker {
     }
 
     /// Traces `rays` into `hits` (one slot per ray).
-    pub fn trace_into(&self, mesh: &PickMesh, rays: &[Ray], options: &TraceOptions, hits: &mut [Hit]) -> Result<()> {
+    pub fn trace_into(
+        &self,
+        mesh: &PickMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+        hits: &mut [Hit],
+    ) -> Result<()> {
         if rays.len() != hits.len() {
             return Err(Error::Unsupported(format!(
                 "{} rays but {} hit slots",

@@ -112,9 +112,9 @@ pub struct PackedTriangle {
 pub struct TraceParams {
     /// Number of rays in this dispatch.
     pub ray_count: u32,
-    /// Number of triangles bound in this dispatch.
+    /// Number of triangles tested in this dispatch.
     pub tri_count: u32,
-    /// Triangle id of the first bound triangle.
+    /// Triangle id of the first triangle tested in this dispatch.
     pub tri_base: u32,
     /// Culling mode: 0 none, 1 back, 2 front (see [`crate::Cull`]).
     pub cull: u32,
@@ -125,8 +125,8 @@ pub struct TraceParams {
     /// Always 1.0: an opaque factor that keeps products from being fused into FMAs
     /// (see `shaders/intersect.wgsl`).
     pub one: f32,
-    /// Padding to 16 bytes.
-    pub _pad1: u32,
+    /// Index in the bound triangle buffer of the first triangle of this dispatch.
+    pub tri_first: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Ray>() == 32);

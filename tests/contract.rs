@@ -20,11 +20,34 @@ fn down(x: f32, y: f32) -> Ray {
 fn hit_reports_t_in_units_of_dir_and_barycentrics_of_v1_v2() {
     let mesh = square();
     for backend in backends() {
-        let hits = trace(backend, &mesh, &[down(0.75, 0.25), down(0.25, 0.75)], Cull::None);
+        let hits = trace(
+            backend,
+            &mesh,
+            &[down(0.75, 0.25), down(0.25, 0.75)],
+            Cull::None,
+        );
         // Triangle 0 = (0,0,0) (1,0,0) (1,1,0): p = (1-u-v) v0 + u v1 + v v2 → u = 0.5, v = 0.25.
-        assert_eq!(hits[0], Hit { t: 1.0, u: 0.5, v: 0.25, prim: 0 }, "{backend:?}");
+        assert_eq!(
+            hits[0],
+            Hit {
+                t: 1.0,
+                u: 0.5,
+                v: 0.25,
+                prim: 0
+            },
+            "{backend:?}"
+        );
         // Triangle 1 = (0,0,0) (1,1,0) (0,1,0): u = 0.25, v = 0.5.
-        assert_eq!(hits[1], Hit { t: 1.0, u: 0.25, v: 0.5, prim: 1 }, "{backend:?}");
+        assert_eq!(
+            hits[1],
+            Hit {
+                t: 1.0,
+                u: 0.25,
+                v: 0.5,
+                prim: 1
+            },
+            "{backend:?}"
+        );
     }
 }
 
@@ -43,7 +66,11 @@ fn misses_carry_the_marker() {
 
 #[test]
 fn nearest_hit_wins_and_ties_go_to_the_lowest_id() {
-    let near = [Vec3::new(0.0, 0.0, 1.0), Vec3::new(1.0, 0.0, 1.0), Vec3::new(0.0, 1.0, 1.0)];
+    let near = [
+        Vec3::new(0.0, 0.0, 1.0),
+        Vec3::new(1.0, 0.0, 1.0),
+        Vec3::new(0.0, 1.0, 1.0),
+    ];
     let far = near.map(|p| p - Vec3::Z);
     // far, near, near again (a duplicate), far again.
     let mesh = Mesh::from_triangles(&[far, near, near, far]);
@@ -53,7 +80,11 @@ fn nearest_hit_wins_and_ties_go_to_the_lowest_id() {
         assert_eq!(hit.t, 0.5);
         // With the near ones out of the interval, the lowest far one wins.
         let ray = Ray::with_interval(Vec3::new(0.25, 0.25, 2.0), Vec3::NEG_Z, 1.5, 10.0);
-        assert_eq!(trace(backend, &mesh, &[ray], Cull::None)[0].prim, 0, "{backend:?}");
+        assert_eq!(
+            trace(backend, &mesh, &[ray], Cull::None)[0].prim,
+            0,
+            "{backend:?}"
+        );
     }
 }
 
@@ -61,15 +92,29 @@ fn nearest_hit_wins_and_ties_go_to_the_lowest_id() {
 fn interval_bounds_are_inclusive() {
     let mesh = square();
     let at = |tmin, tmax| Ray::with_interval(Vec3::new(0.75, 0.25, 2.0), Vec3::NEG_Z, tmin, tmax);
-    let rays = [at(2.0, 2.0), at(0.0, 2.0), at(2.0, 5.0), at(0.0, 1.999), at(2.001, 5.0), at(-5.0, -1.0)];
+    let rays = [
+        at(2.0, 2.0),
+        at(0.0, 2.0),
+        at(2.0, 5.0),
+        at(0.0, 1.999),
+        at(2.001, 5.0),
+        at(-5.0, -1.0),
+    ];
     for backend in backends() {
-        let prims: Vec<u32> = trace(backend, &mesh, &rays, Cull::None).iter().map(|h| h.prim).collect();
+        let prims: Vec<u32> = trace(backend, &mesh, &rays, Cull::None)
+            .iter()
+            .map(|h| h.prim)
+            .collect();
         assert_eq!(prims, [0, 0, 0, MISS, MISS, MISS], "{backend:?}");
     }
     // A negative interval reaches behind the origin.
     let behind = Ray::with_interval(Vec3::new(0.75, 0.25, -2.0), Vec3::NEG_Z, -5.0, 0.0);
     for backend in backends() {
-        assert_eq!(trace(backend, &mesh, &[behind], Cull::None)[0].t, -2.0, "{backend:?}");
+        assert_eq!(
+            trace(backend, &mesh, &[behind], Cull::None)[0].t,
+            -2.0,
+            "{backend:?}"
+        );
     }
 }
 
@@ -81,7 +126,10 @@ fn culling_follows_the_facing_rule() {
     let from_below = Ray::new(Vec3::new(0.75, 0.25, -2.0), Vec3::Z);
     for backend in backends() {
         let prims = |cull| -> Vec<u32> {
-            trace(backend, &mesh, &[from_above, from_below], cull).iter().map(|h| h.prim).collect()
+            trace(backend, &mesh, &[from_above, from_below], cull)
+                .iter()
+                .map(|h| h.prim)
+                .collect()
         };
         assert_eq!(prims(Cull::None), [0, 0], "{backend:?}");
         assert_eq!(prims(Cull::Back), [0, MISS], "{backend:?}");
@@ -121,7 +169,11 @@ fn degenerate_triangles_never_hit() {
         [p(0.0, 0.0, 0.0), p(1.0, 1.0, 0.0), p(2.0, 2.0, 0.0)], // collinear, e2 = 2 e1
         [p(0.3, 0.3, 0.0), p(0.3, 0.3, 0.0), p(0.3, 0.3, 0.0)], // a point
         [p(0.0, 0.0, 0.0), p(f32::NAN, 0.0, 0.0), p(0.0, 1.0, 0.0)],
-        [p(0.0, 0.0, 0.0), p(f32::INFINITY, 0.0, 0.0), p(0.0, 1.0, 0.0)],
+        [
+            p(0.0, 0.0, 0.0),
+            p(f32::INFINITY, 0.0, 0.0),
+            p(0.0, 1.0, 0.0),
+        ],
         [p(-1e38, 0.0, 0.0), p(3e38, 0.0, 0.0), p(0.0, 1.0, 0.0)], // edge overflows to inf
         [p(0.0, 0.0, -1.0), p(1.0, 0.0, -1.0), p(0.0, 1.0, -1.0)], // the only real one
     ]);
@@ -132,7 +184,10 @@ fn degenerate_triangles_never_hit() {
     for backend in backends() {
         let hits = trace(backend, &mesh, &rays, Cull::None);
         for (ray, hit) in rays.iter().zip(&hits) {
-            assert!(hit.prim == 6 || *hit == Hit::MISS, "{backend:?} {ray:?} {hit:?}");
+            assert!(
+                hit.prim == 6 || *hit == Hit::MISS,
+                "{backend:?} {ray:?} {hit:?}"
+            );
             assert_contract(&mesh, ray, hit);
         }
         assert_eq!(hits[0].prim, 6);
@@ -144,7 +199,10 @@ fn empty_mesh_and_empty_batch() {
     let empty = Mesh::default();
     let square = square();
     for backend in backends() {
-        assert_eq!(trace(backend, &empty, &[down(0.5, 0.5)], Cull::None), [Hit::MISS]);
+        assert_eq!(
+            trace(backend, &empty, &[down(0.5, 0.5)], Cull::None),
+            [Hit::MISS]
+        );
         assert!(trace(backend, &square, &[], Cull::None).is_empty());
     }
 }

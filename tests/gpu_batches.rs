@@ -28,8 +28,13 @@ fn split_meshes_and_batches_give_the_same_hits() {
         let uploaded = split.upload(&mesh).unwrap();
         assert_eq!(uploaded.buffer_count(), 11);
         let got = split.trace(&uploaded, &rays, &options).unwrap();
-        let expected = whole.trace(&whole.upload(&mesh).unwrap(), &rays, &options).unwrap();
-        assert_eq!(got, expected, "splitting changed the answer (cull {cull:?})");
+        let expected = whole
+            .trace(&whole.upload(&mesh).unwrap(), &rays, &options)
+            .unwrap();
+        assert_eq!(
+            got, expected,
+            "splitting changed the answer (cull {cull:?})"
+        );
     }
 }
 
@@ -46,8 +51,16 @@ fn ten_million_rays_in_one_call() {
     assert_eq!(gpu_hits.len(), rays.len());
     let hits = gpu_hits.iter().filter(|h| h.is_hit()).count();
     assert!(hits > rays.len() / 10, "{hits} hits");
-    let same = gpu_hits.iter().zip(&cpu_hits).filter(|(g, c)| g.prim == c.prim).count();
-    assert!(same * 10_000 >= rays.len() * 9_999, "{same} of {} agree", rays.len());
+    let same = gpu_hits
+        .iter()
+        .zip(&cpu_hits)
+        .filter(|(g, c)| g.prim == c.prim)
+        .count();
+    assert!(
+        same * 10_000 >= rays.len() * 9_999,
+        "{same} of {} agree",
+        rays.len()
+    );
 }
 
 #[test]
@@ -68,7 +81,67 @@ fn meshes_do_not_cross_contexts() {
     let second = GpuContext::new().unwrap();
     let mesh = Mesh::from_triangles(&[[Vec3::ZERO, Vec3::X, Vec3::Y]]);
     let uploaded = first.upload(&mesh).unwrap();
-    let err = second.trace(&uploaded, &[], &TraceOptions::default()).unwrap_err();
+    let err = second
+        .trace(&uploaded, &[], &TraceOptions::default())
+        .unwrap_err();
     assert!(matches!(err, raypick::Error::WrongBackend), "{err}");
-    assert_eq!(first.trace(&uploaded, &[], &TraceOptions::default()).unwrap(), Vec::<Hit>::new());
+    assert_eq!(
+        first
+            .trace(&uploaded, &[], &TraceOptions::default())
+            .unwrap(),
+        Vec::<Hit>::new()
+    );
+}
+
+/// Some drivers stop a shader loop after 65,535 iterations; meshes past that must still
+/// be tested against every triangle (the highest ids included).
+#[test]
+fn meshes_beyond_65536_triangles_are_traced_completely() {
+    if gpu().is_none() {
+        return;
+    }
+    let mesh = scene::grid(190, 190, 4.0); // 72,200 triangles
+    assert!(mesh.triangle_count() > 70_000);
+    let rays = scene::camera_rays(mesh.bounds().unwrap(), 48, 40);
+    let gpu_hits = trace(Backend::Gpu, &mesh, &rays, Cull::None);
+    let cpu_hits = trace(Backend::Cpu, &mesh, &rays, Cull::None);
+    let top = cpu_hits
+        .iter()
+        .filter(|h| h.is_hit())
+        .map(|h| h.prim)
+        .max()
+        .unwrap();
+    assert!(top > 70_000, "rays reach the last triangles (max id {top})");
+    let differ = gpu_hits
+        .iter()
+        .zip(&cpu_hits)
+        .filter(|(g, c)| g != c)
+        .count();
+    assert_eq!(
+        differ,
+        0,
+        "{differ} of {} rays differ from the CPU",
+        rays.len()
+    );
+}
+
+#[test]
+fn small_triangle_ranges_per_dispatch_give_the_same_hits() {
+    let Some(whole) = gpu() else { return };
+    let split = GpuContext::with_options(GpuOptions {
+        max_triangles_per_dispatch: Some(100),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut rng = Rng::new(4);
+    let mesh = scene::soup(1_050, &mut rng, (Vec3::splat(-1.0), Vec3::splat(1.0)));
+    let rays = scene::adversarial_rays(&mesh, &mut rng, 5_000);
+    let options = TraceOptions::default();
+    let got = split
+        .trace(&split.upload(&mesh).unwrap(), &rays, &options)
+        .unwrap();
+    let expected = whole
+        .trace(&whole.upload(&mesh).unwrap(), &rays, &options)
+        .unwrap();
+    assert_eq!(got, expected);
 }

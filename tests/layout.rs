@@ -51,7 +51,9 @@ fn shared_structs_match_rust() {
     assert_layout!(
         &module,
         TraceParams,
-        [ray_count, tri_count, tri_base, cull, accumulate, miss_t, one, _pad1]
+        [
+            ray_count, tri_count, tri_base, cull, accumulate, miss_t, one, tri_first
+        ]
     );
 }
 

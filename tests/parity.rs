@@ -16,8 +16,14 @@ fn meshes() -> Vec<(&'static str, Mesh)> {
     let soup = scene::soup(1_500, &mut rng, (Vec3::splat(-2.0), Vec3::splat(2.0)));
     vec![
         ("soup", scene::with_degenerates(&soup, &mut rng, 40)),
-        ("icosphere", scene::icosphere(3, 1.5, Vec3::new(0.1, -0.2, 0.3))),
-        ("grid", scene::with_degenerates(&scene::grid(24, 24, 3.0), &mut rng, 10)),
+        (
+            "icosphere",
+            scene::icosphere(3, 1.5, Vec3::new(0.1, -0.2, 0.3)),
+        ),
+        (
+            "grid",
+            scene::with_degenerates(&scene::grid(24, 24, 3.0), &mut rng, 10),
+        ),
     ]
 }
 
@@ -39,7 +45,10 @@ fn parity_case(cull: Cull) {
             assert_contract(&mesh, ray, hit);
         }
         let hits = cpu.iter().filter(|h| h.is_hit()).count();
-        assert!(hits > rays.len() / 10, "{name}: only {hits} hits, the rays miss the mesh");
+        assert!(
+            hits > rays.len() / 10,
+            "{name}: only {hits} hits, the rays miss the mesh"
+        );
         if gpu().is_none() {
             continue;
         }

@@ -7,7 +7,7 @@ mod common;
 
 use common::{backends, explain, reference_hit, rel_close, trace};
 use glam::Vec3;
-use raypick::scene::{self, Rng};
+use raypick::scene::Rng;
 use raypick::{Cull, Hit, Mesh, Ray};
 
 /// 1e-5 relative, except for grazing rays: t's condition number grows as 1 / |cos|
@@ -80,15 +80,29 @@ fn backends_match_an_f64_reference() {
         let got = trace(backend, &mesh, &rays, Cull::None);
         let mut explained = 0;
         for (i, (want, got)) in reference.iter().zip(&got).enumerate() {
-            let agree = want.prim == got.prim && rel_close(want.t as f64, got.t as f64, t_tolerance(&mesh, &rays[i], want));
+            let agree = want.prim == got.prim
+                && rel_close(
+                    want.t as f64,
+                    got.t as f64,
+                    t_tolerance(&mesh, &rays[i], want),
+                );
             if agree {
                 continue;
             }
             let reason = explain(&mesh, &rays[i], want, got);
-            assert!(reason.is_some(), "{backend:?} ray {i}: f64 says {want:?}, got {got:?}");
+            assert!(
+                reason.is_some(),
+                "{backend:?} ray {i}: f64 says {want:?}, got {got:?}"
+            );
             explained += 1;
         }
-        eprintln!("{backend:?}: {explained} explained edge cases in {} rays", rays.len());
-        assert!(explained * 10_000 <= rays.len(), "{backend:?}: {explained} edge cases");
+        eprintln!(
+            "{backend:?}: {explained} explained edge cases in {} rays",
+            rays.len()
+        );
+        assert!(
+            explained * 10_000 <= rays.len(),
+            "{backend:?}: {explained} edge cases"
+        );
     }
 }

@@ -78,12 +78,22 @@ fn trace_ray<const CULL: u32>(blocks: &[TriangleBlock], ray: &Ray) -> Hit {
         let base = (index * LANES) as u32;
         for lane in 0..LANES {
             let column = |rows: &[[f32; LANES]; 3]| [rows[0][lane], rows[1][lane], rows[2][lane]];
-            let n = intersect_lane(o, d, column(&block.v0), column(&block.e1), column(&block.e2));
+            let n = intersect_lane(
+                o,
+                d,
+                column(&block.v0),
+                column(&block.e1),
+                column(&block.e2),
+            );
             let (t, u, v, ok) = accept(n, ray, CULL, best_t[lane]);
             best_t[lane] = if ok { t } else { best_t[lane] };
             best_u[lane] = if ok { u } else { best_u[lane] };
             best_v[lane] = if ok { v } else { best_v[lane] };
-            best_id[lane] = if ok { base + lane as u32 } else { best_id[lane] };
+            best_id[lane] = if ok {
+                base + lane as u32
+            } else {
+                best_id[lane]
+            };
         }
     }
     let mut hit = Hit::MISS;

@@ -88,7 +88,8 @@ pub fn accept(n: Unnormalised, ray: &Ray, cull: u32, best_t: f32) -> (f32, f32, 
     let inside = (n.big_u * sign >= 0.0)
         & (n.big_v * sign >= 0.0)
         & ((n.big_u + n.big_v) * sign <= n.det * sign);
-    let accepted = det_passes(n.det, cull) & inside & (t >= ray.tmin) & (t <= ray.tmax) & (t < best_t);
+    let accepted =
+        det_passes(n.det, cull) & inside & (t >= ray.tmin) & (t <= ray.tmax) & (t < best_t);
     (t, n.big_u * inv_det, n.big_v * inv_det, accepted)
 }
 

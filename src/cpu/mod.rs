@@ -8,11 +8,11 @@ pub mod intersect;
 
 use rayon::prelude::*;
 
+use crate::Mesh;
 use crate::error::{Error, Result};
 use crate::options::{Accel, TraceOptions};
 use crate::prepare::pack_mesh;
 use crate::types::{Hit, Ray};
-use crate::Mesh;
 use brute_force::TriangleBlocks;
 
 /// Rays handed to one rayon task: big enough to amortise scheduling, small enough to
@@ -84,7 +84,13 @@ impl CpuBackend {
     ///
     /// # Panics
     /// If `hits.len() != rays.len()`.
-    pub fn trace_into(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions, hits: &mut [Hit]) {
+    pub fn trace_into(
+        &self,
+        mesh: &CpuMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+        hits: &mut [Hit],
+    ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         let cull = options.cull.to_u32();
         let mut run = || match options.accel {

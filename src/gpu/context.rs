@@ -20,7 +20,15 @@ pub struct GpuOptions {
     /// Most rays traced per dispatch (`None`: 1 Mi rays, or fewer if the device
     /// limits require).
     pub max_rays_per_dispatch: Option<usize>,
+    /// Most triangles one dispatch tests each ray against (`None`:
+    /// [`DEFAULT_MAX_TRIANGLES_PER_DISPATCH`]). Larger meshes take several dispatches.
+    pub max_triangles_per_dispatch: Option<u32>,
 }
+
+/// Default triangles per dispatch. Mesa's llvmpipe (lavapipe) ends any shader loop
+/// after 65,535 iterations in total, which would silently skip triangles; 32,768
+/// stays well below that and costs real GPUs nothing measurable.
+pub const DEFAULT_MAX_TRIANGLES_PER_DISPATCH: u32 = 32_768;
 
 /// What raypick knows about the adapter it runs on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -41,7 +49,9 @@ impl AdapterSummary {
             name: info.name.clone(),
             backend: format!("{:?}", info.backend),
             device_type: format!("{:?}", info.device_type),
-            driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
+            driver: format!("{} {}", info.driver, info.driver_info)
+                .trim()
+                .to_string(),
         }
     }
 }
@@ -82,6 +92,7 @@ pub struct GpuContext {
     adapter: AdapterSummary,
     max_binding_bytes: u64,
     max_rays_per_dispatch: usize,
+    max_triangles_per_dispatch: u32,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -90,6 +101,10 @@ impl std::fmt::Debug for GpuContext {
             .field("adapter", &self.adapter)
             .field("max_binding_bytes", &self.max_binding_bytes)
             .field("max_rays_per_dispatch", &self.max_rays_per_dispatch)
+            .field(
+                "max_triangles_per_dispatch",
+                &self.max_triangles_per_dispatch,
+            )
             .finish_non_exhaustive()
     }
 }
@@ -110,7 +125,8 @@ impl GpuContext {
     /// Creates a device on the best adapter found. Backends can be restricted with
     /// the `WGPU_BACKEND` environment variable (e.g. `vulkan`).
     pub async fn new_async(options: GpuOptions) -> Result<Self> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: options.power_preference,
@@ -136,12 +152,22 @@ impl GpuContext {
                 sink.record(format!("device lost: {message}"));
             }
         });
-        Self::build(device, queue, AdapterSummary::from_info(&adapter.get_info()), errors, options)
+        Self::build(
+            device,
+            queue,
+            AdapterSummary::from_info(&adapter.get_info()),
+            errors,
+            options,
+        )
     }
 
     /// Uses a device and queue the caller already has (a renderer's). raypick leaves
     /// the device's error handlers alone; `adapter` is only used for reporting.
-    pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, adapter: &wgpu::AdapterInfo) -> Result<Self> {
+    pub fn from_device(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter: &wgpu::AdapterInfo,
+    ) -> Result<Self> {
         Self::build(
             device,
             queue,
@@ -159,13 +185,18 @@ impl GpuContext {
         options: GpuOptions,
     ) -> Result<Self> {
         let limits = device.limits();
-        let device_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
-        let max_binding_bytes = options.max_binding_bytes.map_or(device_binding, |b| b.min(device_binding));
+        let device_binding = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        let max_binding_bytes = options
+            .max_binding_bytes
+            .map_or(device_binding, |b| b.min(device_binding));
         let ray_bytes = std::mem::size_of::<crate::Ray>() as u64;
         let max_rays_per_dispatch = [
             options.max_rays_per_dispatch.unwrap_or(1 << 20) as u64,
             max_binding_bytes / ray_bytes,
-            limits.max_compute_workgroups_per_dimension as u64 * crate::shaders::BRUTE_FORCE_WORKGROUP as u64,
+            limits.max_compute_workgroups_per_dimension as u64
+                * crate::shaders::BRUTE_FORCE_WORKGROUP as u64,
         ]
         .into_iter()
         .min()
@@ -182,6 +213,10 @@ impl GpuContext {
             adapter,
             max_binding_bytes,
             max_rays_per_dispatch,
+            max_triangles_per_dispatch: options
+                .max_triangles_per_dispatch
+                .unwrap_or(DEFAULT_MAX_TRIANGLES_PER_DISPATCH)
+                .max(1),
         })
     }
 
@@ -208,6 +243,11 @@ impl GpuContext {
     /// Most rays traced in one dispatch; larger batches are split.
     pub fn max_rays_per_dispatch(&self) -> usize {
         self.max_rays_per_dispatch
+    }
+
+    /// Most triangles one dispatch tests; larger meshes take several dispatches.
+    pub fn max_triangles_per_dispatch(&self) -> u32 {
+        self.max_triangles_per_dispatch
     }
 
     /// Runs `f` inside validation and out-of-memory error scopes and turns a captured

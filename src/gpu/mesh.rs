@@ -53,17 +53,20 @@ impl GpuContext {
     /// Uploads already packed triangles (see [`crate::prepare::pack_mesh`]).
     pub fn upload_packed(&self, triangles: &[PackedTriangle]) -> Result<GpuMesh> {
         self.errors.check()?;
-        let per_chunk = (self.max_binding_bytes() as usize / std::mem::size_of::<PackedTriangle>()).max(1);
+        let per_chunk =
+            (self.max_binding_bytes() as usize / std::mem::size_of::<PackedTriangle>()).max(1);
         let chunks = self.scoped(|| {
             triangles
                 .chunks(per_chunk)
                 .enumerate()
                 .map(|(i, chunk)| TriangleChunk {
-                    buffer: self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                        label: Some("raypick triangles"),
-                        contents: bytemuck::cast_slice(chunk),
-                        usage: wgpu::BufferUsages::STORAGE,
-                    }),
+                    buffer: self
+                        .device
+                        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                            label: Some("raypick triangles"),
+                            contents: bytemuck::cast_slice(chunk),
+                            usage: wgpu::BufferUsages::STORAGE,
+                        }),
                     base: (i * per_chunk) as u32,
                     count: chunk.len() as u32,
                 })

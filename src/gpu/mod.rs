@@ -9,5 +9,5 @@ mod pipelines;
 mod readback;
 mod trace;
 
-pub use context::{AdapterSummary, GpuContext, GpuOptions};
+pub use context::{AdapterSummary, DEFAULT_MAX_TRIANGLES_PER_DISPATCH, GpuContext, GpuOptions};
 pub use mesh::GpuMesh;

@@ -28,7 +28,9 @@ impl Pipelines {
             cache: None,
         });
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Gpu(format!("building the brute_force pipeline: {e}")));
+            return Err(Error::Gpu(format!(
+                "building the brute_force pipeline: {e}"
+            )));
         }
         Ok(Self { brute_force })
     }

@@ -19,7 +19,11 @@ pub(crate) enum Wait {
 }
 
 /// Maps `slice` for reading and resolves when it is mapped.
-pub(crate) async fn map_read(device: &wgpu::Device, slice: wgpu::BufferSlice<'_>, wait: Wait) -> Result<()> {
+pub(crate) async fn map_read(
+    device: &wgpu::Device,
+    slice: wgpu::BufferSlice<'_>,
+    wait: Wait,
+) -> Result<()> {
     let (sender, receiver) = futures_intrusive::channel::shared::oneshot_channel();
     slice.map_async(wgpu::MapMode::Read, move |result| {
         let _ = sender.send(result);

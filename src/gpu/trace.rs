@@ -45,7 +45,11 @@ impl Scratch {
             ),
             rays: buffer("raypick rays", n * RAY_BYTES, U::STORAGE | U::COPY_DST),
             hits: buffer("raypick hits", n * HIT_BYTES, U::STORAGE | U::COPY_SRC),
-            staging: buffer("raypick hit readback", n * HIT_BYTES, U::MAP_READ | U::COPY_DST),
+            staging: buffer(
+                "raypick hit readback",
+                n * HIT_BYTES,
+                U::MAP_READ | U::COPY_DST,
+            ),
             sanitized: Vec::with_capacity(capacity),
         }
     }
@@ -60,16 +64,28 @@ impl GpuContext {
     }
 
     /// Traces `rays` into `hits` (one slot per ray), blocking until the GPU is done.
-    pub fn trace_into(&self, mesh: &GpuMesh, rays: &[Ray], options: &TraceOptions, hits: &mut [Hit]) -> Result<()> {
+    pub fn trace_into(
+        &self,
+        mesh: &GpuMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+        hits: &mut [Hit],
+    ) -> Result<()> {
         pollster::block_on(self.trace_with(mesh, rays, options, hits, Wait::Block))
     }
 
     /// Traces `rays` without blocking the thread: the device is polled without
     /// waiting each time the future is polled, so the future can run on any executor
     /// (it wakes itself until the GPU is done).
-    pub async fn trace_async(&self, mesh: &GpuMesh, rays: &[Ray], options: &TraceOptions) -> Result<Vec<Hit>> {
+    pub async fn trace_async(
+        &self,
+        mesh: &GpuMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+    ) -> Result<Vec<Hit>> {
         let mut hits = vec![Hit::MISS; rays.len()];
-        self.trace_with(mesh, rays, options, &mut hits, Wait::Yield).await?;
+        self.trace_with(mesh, rays, options, &mut hits, Wait::Yield)
+            .await?;
         Ok(hits)
     }
 
@@ -113,7 +129,9 @@ impl GpuContext {
             let slice = scratch.staging.slice(..bytes);
             map_read(&self.device, slice, wait).await?;
             {
-                let view = slice.get_mapped_range().map_err(|e| Error::Readback(e.to_string()))?;
+                let view = slice
+                    .get_mapped_range()
+                    .map_err(|e| Error::Readback(e.to_string()))?;
                 hits.copy_from_slice(bytemuck::cast_slice(&view));
             }
             scratch.staging.unmap();
@@ -121,29 +139,25 @@ impl GpuContext {
         self.errors.check()
     }
 
-    /// Uploads one dispatch worth of rays and traces them against every triangle
-    /// chunk, leaving the hits in the staging buffer.
-    fn dispatch(&self, mesh: &GpuMesh, rays: &[Ray], options: &TraceOptions, scratch: &mut Scratch) -> Result<()> {
+    /// Uploads one batch of rays and traces them against every triangle of the mesh,
+    /// one dispatch per range of at most `max_triangles_per_dispatch` triangles, in id
+    /// order, leaving the hits in the staging buffer.
+    fn dispatch(
+        &self,
+        mesh: &GpuMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
         scratch.sanitized.clear();
         scratch.sanitized.extend(rays.iter().map(sanitize_ray));
         self.queue
             .write_buffer(&scratch.rays, 0, bytemuck::cast_slice(&scratch.sanitized));
         let workgroups = (rays.len() as u32).div_ceil(BRUTE_FORCE_WORKGROUP);
         let layout = self.pipelines.brute_force.get_bind_group_layout(0);
+        let step = self.max_triangles_per_dispatch();
+        let mut first_dispatch = true;
         for (index, chunk) in mesh.chunks.iter().enumerate() {
-            let params = TraceParams {
-                ray_count: rays.len() as u32,
-                tri_count: chunk.count,
-                tri_base: chunk.base,
-                cull: options.cull.to_u32(),
-                accumulate: u32::from(index > 0),
-                miss_t: f32::INFINITY,
-                one: 1.0,
-                ..Default::default()
-            };
-            // Each chunk is its own submission, so this write lands before it and
-            // after the previous one.
-            self.queue.write_buffer(&scratch.params, 0, bytemuck::bytes_of(&params));
             let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("raypick brute_force"),
                 layout: &layout,
@@ -154,18 +168,37 @@ impl GpuContext {
                     entry(3, &scratch.hits),
                 ],
             });
-            let mut encoder = self.device.create_command_encoder(&Default::default());
-            {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&self.pipelines.brute_force);
-                pass.set_bind_group(0, &bind_group, &[]);
-                pass.dispatch_workgroups(workgroups, 1, 1);
+            for tri_first in (0..chunk.count).step_by(step as usize) {
+                let params = TraceParams {
+                    ray_count: rays.len() as u32,
+                    tri_count: step.min(chunk.count - tri_first),
+                    tri_base: chunk.base + tri_first,
+                    cull: options.cull.to_u32(),
+                    accumulate: u32::from(!first_dispatch),
+                    miss_t: f32::INFINITY,
+                    one: 1.0,
+                    tri_first,
+                };
+                first_dispatch = false;
+                // Each dispatch is its own submission, so this write lands before it
+                // and after the previous one.
+                self.queue
+                    .write_buffer(&scratch.params, 0, bytemuck::bytes_of(&params));
+                let mut encoder = self.device.create_command_encoder(&Default::default());
+                {
+                    let mut pass = encoder.begin_compute_pass(&Default::default());
+                    pass.set_pipeline(&self.pipelines.brute_force);
+                    pass.set_bind_group(0, &bind_group, &[]);
+                    pass.dispatch_workgroups(workgroups, 1, 1);
+                }
+                let last =
+                    index + 1 == mesh.chunks.len() && tri_first.saturating_add(step) >= chunk.count;
+                if last {
+                    let bytes = rays.len() as u64 * HIT_BYTES;
+                    encoder.copy_buffer_to_buffer(&scratch.hits, 0, &scratch.staging, 0, bytes);
+                }
+                self.queue.submit([encoder.finish()]);
             }
-            if index + 1 == mesh.chunks.len() {
-                let bytes = rays.len() as u64 * HIT_BYTES;
-                encoder.copy_buffer_to_buffer(&scratch.hits, 0, &scratch.staging, 0, bytes);
-            }
-            self.queue.submit([encoder.finish()]);
         }
         Ok(())
     }

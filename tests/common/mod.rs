@@ -6,8 +6,8 @@
 use std::sync::OnceLock;
 
 use glam::Vec3;
-use raypick::gpu::GpuContext;
 use raypick::cpu::{CpuBackend, CpuMesh};
+use raypick::gpu::GpuContext;
 use raypick::{Backend, Cull, Hit, Mesh, Ray, TraceOptions};
 
 /// The shared GPU context, or `None` when there is no adapter. With
@@ -28,7 +28,9 @@ pub fn gpu() -> Option<&'static GpuContext> {
         panic!("RAYPICK_REQUIRE_GPU=1 but no GPU adapter could be opened");
     }
     if gpu.is_none() {
-        eprintln!("skipping the GPU part: no adapter (set RAYPICK_REQUIRE_GPU=1 to make this an error)");
+        eprintln!(
+            "skipping the GPU part: no adapter (set RAYPICK_REQUIRE_GPU=1 to make this an error)"
+        );
     }
     gpu.as_ref()
 }
@@ -79,7 +81,9 @@ pub fn same_hit(a: &Hit, b: &Hit) -> bool {
     if !a.is_hit() {
         return a == b;
     }
-    rel_close(a.t as f64, b.t as f64, 1e-5) && (a.u - b.u).abs() <= 1e-5 && (a.v - b.v).abs() <= 1e-5
+    rel_close(a.t as f64, b.t as f64, 1e-5)
+        && (a.u - b.u).abs() <= 1e-5
+        && (a.v - b.v).abs() <= 1e-5
 }
 
 /// Why a disagreement is acceptable, if it is.
@@ -104,7 +108,8 @@ pub fn explain(mesh: &Mesh, ray: &Ray, a: &Hit, b: &Hit) -> Option<&'static str>
         let grazing = n.normalize().dot(ray.dir.as_dvec3().normalize()).abs() < 1e-5;
         let (u, v) = (h.u as f64, h.v as f64);
         let near_edge = u.min(v).min(1.0 - u - v) < EDGE;
-        let at_bound = rel_close(h.t as f64, ray.tmin as f64, 1e-5) || rel_close(h.t as f64, ray.tmax as f64, 1e-5);
+        let at_bound = rel_close(h.t as f64, ray.tmin as f64, 1e-5)
+            || rel_close(h.t as f64, ray.tmax as f64, 1e-5);
         if near_edge {
             return Some("near an edge");
         }
@@ -174,14 +179,23 @@ pub fn compare(mesh: &Mesh, rays: &[Ray], a: &[Hit], b: &[Hit]) -> Parity {
 /// Checks the hit contract for one ray: a hit has finite t in the interval, u, v in
 /// range, and its barycentric point equals `o + t*d`; a miss is exactly the marker.
 pub fn assert_contract(mesh: &Mesh, ray: &Ray, hit: &Hit) {
-    assert!(!hit.t.is_nan() && !hit.u.is_nan() && !hit.v.is_nan(), "NaN in {hit:?} for {ray:?}");
+    assert!(
+        !hit.t.is_nan() && !hit.u.is_nan() && !hit.v.is_nan(),
+        "NaN in {hit:?} for {ray:?}"
+    );
     if !hit.is_hit() {
         assert_eq!(*hit, Hit::MISS, "miss marker for {ray:?}");
         return;
     }
-    assert!(hit.t.is_finite() && hit.t >= ray.tmin && hit.t <= ray.tmax, "{hit:?} outside {ray:?}");
+    assert!(
+        hit.t.is_finite() && hit.t >= ray.tmin && hit.t <= ray.tmax,
+        "{hit:?} outside {ray:?}"
+    );
     // The GPU may round `u + v` differently from the reported u and v (one ulp).
-    assert!(hit.u >= 0.0 && hit.v >= 0.0 && hit.u + hit.v <= 1.0 + 2.5e-7, "{hit:?}");
+    assert!(
+        hit.u >= 0.0 && hit.v >= 0.0 && hit.u + hit.v <= 1.0 + 2.5e-7,
+        "{hit:?}"
+    );
     let [v0, v1, v2] = mesh.triangle(hit.prim as usize);
     let (u, v) = (hit.u as f64, hit.v as f64);
     let on_triangle = (1.0 - u - v) * v0.as_dvec3() + u * v1.as_dvec3() + v * v2.as_dvec3();

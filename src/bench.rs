@@ -1,0 +1,923 @@
+//! Timing and comparison helpers behind `raypick trace` and `raypick bench`, usable
+//! from benches and tests too.
+//!
+//! - [`open_picker`] opens a backend (with a CPU thread count) and says why
+//!   [`Backend::Auto`] fell back to the CPU.
+//! - [`prepare`] prepares a mesh for a picker and times the CPU work (`build_ms`)
+//!   and the transfer to the GPU (`upload_ms`) separately.
+//! - [`time_trace`] traces one ray batch once as warm-up, then `repeat` more times,
+//!   and keeps the best wall time.
+//! - [`parity`] counts the rays two backends agree on.
+//! - [`run_trace`] and [`run_bench`] put these together into a [`TraceReport`] and a
+//!   [`BenchReport`], which format themselves as text and (feature `cli`) serialise
+//!   with serde.
+//!
+//! What the times measure:
+//! - `build_ms`: CPU preparation of the mesh. For brute force on the CPU backend that
+//!   is [`Picker::upload`] itself (packing the triangles and laying them out in SIMD
+//!   blocks); on the GPU backend it is [`pack_mesh`] (packing only).
+//! - `upload_ms`: creating the GPU triangle buffers from the packed triangles and
+//!   waiting until the queue has finished the copy; always 0 on the CPU backend.
+//! - `trace_ms`: the best wall time of one [`Picker::trace_into`] call over the whole
+//!   ray batch, after one untimed warm-up call. On the GPU that includes writing the
+//!   rays to the GPU, the dispatches and reading the hits back (the time a caller
+//!   waits for its answers), but never device or pipeline creation, mesh upload or
+//!   file I/O.
+//!
+//! ```
+//! use raypick::bench::{self, RaySet};
+//! use raypick::{Backend, TraceOptions, scene};
+//!
+//! let mesh = scene::builtin_scene(2_000);
+//! let rays = RaySet::Primary.generate(mesh.bounds().unwrap(), 256);
+//! let (picker, _fallback) = bench::open_picker(Backend::Cpu, Some(1))?;
+//! let prepared = bench::prepare(&picker, &mesh)?;
+//! let timed = bench::time_trace(&picker, &prepared.mesh, &rays, &TraceOptions::default(), 2)?;
+//! assert_eq!(timed.hits.len(), 256);
+//! assert_eq!(timed.runs_ms.len(), 2);
+//! let same = bench::parity(&timed.hits, &timed.hits);
+//! assert_eq!(same.identical, 256);
+//! # Ok::<(), raypick::Error>(())
+//! ```
+
+use std::fmt::{self, Write as _};
+use std::time::Instant;
+
+use glam::Vec3;
+
+use crate::Mesh;
+use crate::cpu::CpuBackend;
+use crate::error::{Error, Result};
+use crate::gpu::GpuContext;
+use crate::options::{Accel, Cull, TraceOptions};
+use crate::picker::{Backend, PickMesh, Picker};
+use crate::prepare::pack_mesh;
+use crate::scene::{self, Rng};
+use crate::types::{Hit, Ray};
+
+/// Seed of the [`RaySet::Random`] rays: the same count always gives the same rays.
+pub const RANDOM_RAYS_SEED: u64 = 0x0BEA_C4ED_5EED;
+
+/// Ray–triangle tests one default bench trace may cost (rays × triangles with brute
+/// force): 16,384 rays (a 128 × 128 camera) on the 100,000-triangle built-in scene.
+/// Measured on a shared 2-core machine: 0.8–1.4 s per trace on the CPU backend
+/// (1,200–2,100 M tests/s), 5–10 s on lavapipe (170–300 M tests/s); far less on a
+/// real GPU.
+pub const DEFAULT_TEST_BUDGET: u64 = 16_384 * 100_000;
+
+/// Relative `t` tolerance of [`Parity::within_tolerance`].
+pub const PARITY_REL_T: f32 = 1e-5;
+
+/// How to get a GPU adapter without a graphics card.
+pub const GET_A_GPU_HINT: &str = "to run the GPU path without a graphics card, install Mesa's lavapipe \
+     Vulkan driver (Debian/Ubuntu: apt-get install mesa-vulkan-drivers libvulkan1)";
+
+/// What to tell users whose GPU did not open: [`GET_A_GPU_HINT`], and that
+/// `WGPU_BACKEND` restricts the graphics APIs tried when it is set.
+pub fn no_gpu_hint() -> String {
+    match std::env::var("WGPU_BACKEND") {
+        Ok(v) if !v.trim().is_empty() => {
+            format!(
+                "WGPU_BACKEND={v} limits the graphics APIs tried (unset it to try all); {GET_A_GPU_HINT}"
+            )
+        }
+        _ => GET_A_GPU_HINT.to_string(),
+    }
+}
+
+/// A generated set of rays for benchmarking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "cli",
+    derive(serde::Serialize),
+    serde(rename_all = "lowercase")
+)]
+pub enum RaySet {
+    /// Primary rays of a camera that sees the whole mesh
+    /// ([`scene::camera_rays`]): coherent, neighbouring rays hit neighbouring triangles.
+    Primary,
+    /// Incoherent rays ([`scene::incoherent_rays`], seed [`RANDOM_RAYS_SEED`]): from
+    /// a sphere around the mesh to random points inside its box.
+    Random,
+}
+
+impl RaySet {
+    /// Every ray set, in report order.
+    pub const ALL: [RaySet; 2] = [RaySet::Primary, RaySet::Random];
+
+    /// The name used on the command line and in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RaySet::Primary => "primary",
+            RaySet::Random => "random",
+        }
+    }
+
+    /// `count` rays of this set for a mesh with box `bounds`. Deterministic.
+    ///
+    /// Primary rays come from a `w × h` image, `w = ceil(sqrt(count))`,
+    /// `h = ceil(count / w)`, row-major from the top, cut to `count` rays (a square
+    /// count gives the whole square image).
+    pub fn generate(self, bounds: (Vec3, Vec3), count: usize) -> Vec<Ray> {
+        match self {
+            RaySet::Primary => {
+                let (w, h) = camera_size(count);
+                let mut rays = scene::camera_rays(bounds, w, h);
+                rays.truncate(count);
+                rays
+            }
+            RaySet::Random => {
+                scene::incoherent_rays(count, &mut Rng::new(RANDOM_RAYS_SEED), bounds)
+            }
+        }
+    }
+}
+
+impl fmt::Display for RaySet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The image size [`RaySet::Primary`] uses for `count` rays (see [`RaySet::generate`]).
+pub fn camera_size(count: usize) -> (u32, u32) {
+    if count == 0 {
+        return (0, 0);
+    }
+    let mut w = (count as f64).sqrt() as usize;
+    while w * w < count {
+        w += 1;
+    }
+    let h = count.div_ceil(w);
+    (w as u32, h as u32)
+}
+
+/// The default number of rays per ray set for a mesh of `triangles` triangles: a
+/// square power of two (a `2^k × 2^k` camera) with at most [`DEFAULT_TEST_BUDGET`]
+/// ray–triangle tests, between 32² = 1,024 and 1,024² = 1,048,576 rays.
+///
+/// ```
+/// assert_eq!(raypick::bench::default_ray_count(100_000), 16_384);
+/// assert_eq!(raypick::bench::default_ray_count(10_000_000), 1_024);
+/// ```
+pub fn default_ray_count(triangles: usize) -> usize {
+    let budget = DEFAULT_TEST_BUDGET / triangles.max(1) as u64;
+    let mut side = 32u64;
+    while side < 1024 && (2 * side) * (2 * side) <= budget {
+        side *= 2;
+    }
+    (side * side) as usize
+}
+
+/// The name of a culling mode as the command line spells it.
+pub const fn cull_name(cull: Cull) -> &'static str {
+    match cull {
+        Cull::None => "none",
+        Cull::Back => "back",
+        Cull::Front => "front",
+    }
+}
+
+/// The name of an acceleration structure as the command line spells it.
+pub const fn accel_name(accel: Accel) -> &'static str {
+    match accel {
+        Accel::Brute => "brute",
+    }
+}
+
+/// The name of a backend as the command line spells it.
+pub const fn backend_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Auto => "auto",
+        Backend::Cpu => "cpu",
+        Backend::Gpu => "gpu",
+    }
+}
+
+/// A CPU backend on `threads` threads, or on rayon's global pool (all cores) for `None`.
+pub fn cpu_backend(threads: Option<usize>) -> Result<CpuBackend> {
+    match threads {
+        Some(n) => CpuBackend::with_threads(n),
+        None => Ok(CpuBackend::new()),
+    }
+}
+
+/// Opens a picker on `backend`; the CPU backend runs on `threads` threads (all cores
+/// for `None`).
+///
+/// [`Backend::Auto`] opens the GPU when it can, else the CPU; the second value is
+/// then the reason the GPU could not be opened (the error text). [`Backend::Gpu`]
+/// returns that error instead.
+pub fn open_picker(backend: Backend, threads: Option<usize>) -> Result<(Picker, Option<String>)> {
+    match backend {
+        Backend::Cpu => Ok((Picker::from_cpu(cpu_backend(threads)?), None)),
+        Backend::Gpu => Ok((Picker::from_gpu(GpuContext::new()?), None)),
+        Backend::Auto => match GpuContext::new() {
+            Ok(gpu) => Ok((Picker::from_gpu(gpu), None)),
+            Err(e) => Ok((Picker::from_cpu(cpu_backend(threads)?), Some(e.to_string()))),
+        },
+    }
+}
+
+/// The number of threads [`cpu_backend`]`(threads)` traces on.
+pub fn cpu_thread_count(threads: Option<usize>) -> usize {
+    threads.unwrap_or_else(rayon::current_num_threads).max(1)
+}
+
+/// The CPU thread count of a picker made by [`open_picker`]`(_, threads)`, or `None`
+/// on the GPU.
+pub fn picker_threads(picker: &Picker, threads: Option<usize>) -> Option<usize> {
+    (picker.backend() == Backend::Cpu).then(|| cpu_thread_count(threads))
+}
+
+/// Milliseconds elapsed since `start`.
+fn ms_since(start: Instant) -> f64 {
+    (start.elapsed().as_secs_f64() * 1e9).round() / 1e6
+}
+
+/// A mesh prepared for a picker, with the time each step took.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The prepared mesh.
+    pub mesh: PickMesh,
+    /// CPU preparation time in milliseconds (see the [module docs](self)).
+    pub build_ms: f64,
+    /// GPU upload time in milliseconds, 0 on the CPU (see the [module docs](self)).
+    pub upload_ms: f64,
+}
+
+/// Prepares `mesh` for `picker`, timing the CPU preparation and the GPU upload
+/// separately (see the [module docs](self)).
+pub fn prepare(picker: &Picker, mesh: &Mesh) -> Result<Prepared> {
+    match picker.gpu() {
+        None => {
+            let start = Instant::now();
+            let prepared = picker.upload(mesh)?;
+            Ok(Prepared {
+                mesh: prepared,
+                build_ms: ms_since(start),
+                upload_ms: 0.0,
+            })
+        }
+        Some(gpu) => {
+            let start = Instant::now();
+            let packed = pack_mesh(mesh);
+            let build_ms = ms_since(start);
+            let start = Instant::now();
+            let uploaded = gpu.upload_packed(&packed)?;
+            // The buffer contents are copied on the next submission: make it happen now.
+            gpu.queue().submit([]);
+            gpu.device()
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| Error::Gpu(e.to_string()))?;
+            Ok(Prepared {
+                mesh: PickMesh::Gpu(uploaded),
+                build_ms,
+                upload_ms: ms_since(start),
+            })
+        }
+    }
+}
+
+/// The result of [`time_trace`].
+#[derive(Clone, Debug)]
+pub struct Timed {
+    /// The hits of the last run.
+    pub hits: Vec<Hit>,
+    /// Wall time of the untimed warm-up run, in milliseconds.
+    pub warmup_ms: f64,
+    /// Wall time of each timed run, in milliseconds.
+    pub runs_ms: Vec<f64>,
+    /// The best of [`Timed::runs_ms`].
+    pub best_ms: f64,
+}
+
+/// Traces `rays` once as warm-up, then `repeat` more times (at least once), timing
+/// each [`Picker::trace_into`] call; the best time is [`Timed::best_ms`].
+///
+/// Fails if a timed run's hits differ from the warm-up's (a backend must be
+/// deterministic).
+pub fn time_trace(
+    picker: &Picker,
+    mesh: &PickMesh,
+    rays: &[Ray],
+    options: &TraceOptions,
+    repeat: usize,
+) -> Result<Timed> {
+    let mut first = vec![Hit::MISS; rays.len()];
+    let start = Instant::now();
+    picker.trace_into(mesh, rays, options, &mut first)?;
+    let warmup_ms = ms_since(start);
+    let mut hits = vec![Hit::MISS; rays.len()];
+    let mut runs_ms = Vec::with_capacity(repeat.max(1));
+    for _ in 0..repeat.max(1) {
+        let start = Instant::now();
+        picker.trace_into(mesh, rays, options, &mut hits)?;
+        runs_ms.push(ms_since(start));
+        if parity(&first, &hits).identical != rays.len() {
+            return Err(Error::Unsupported(format!(
+                "the {} backend returned different hits for the same rays on two runs",
+                backend_name(picker.backend())
+            )));
+        }
+    }
+    let best_ms = runs_ms.iter().copied().fold(f64::INFINITY, f64::min);
+    Ok(Timed {
+        hits,
+        warmup_ms,
+        runs_ms,
+        best_ms,
+    })
+}
+
+/// Millions of rays per second for `rays` rays in `ms` milliseconds (0 when `ms` is 0).
+pub fn mrays_per_s(rays: usize, ms: f64) -> f64 {
+    if ms > 0.0 {
+        rays as f64 / ms / 1e3
+    } else {
+        0.0
+    }
+}
+
+/// Millions of ray–triangle tests per second (brute force: every ray against every
+/// triangle) for `rays × triangles` tests in `ms` milliseconds (0 when `ms` is 0).
+pub fn mtests_per_s(rays: usize, triangles: usize, ms: f64) -> f64 {
+    if ms > 0.0 {
+        rays as f64 * triangles as f64 / ms / 1e3
+    } else {
+        0.0
+    }
+}
+
+/// Number of hits (rays that hit a triangle).
+pub fn hit_count(hits: &[Hit]) -> usize {
+    hits.iter().filter(|h| h.is_hit()).count()
+}
+
+/// How many rays two hit lists agree on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct Parity {
+    /// Rays compared (the length of the shorter list).
+    pub rays: usize,
+    /// Rays whose hits are bit-for-bit identical (`t`, `u`, `v`, `prim`).
+    pub identical: usize,
+    /// Rays with the same triangle (or both missing) and `t` within [`PARITY_REL_T`]
+    /// relative; includes the identical ones.
+    pub within_tolerance: usize,
+}
+
+impl Parity {
+    /// Rays that disagree beyond the tolerance.
+    pub fn differing(&self) -> usize {
+        self.rays - self.within_tolerance
+    }
+}
+
+/// Counts the rays on which `a` and `b` agree (see [`Parity`]).
+pub fn parity(a: &[Hit], b: &[Hit]) -> Parity {
+    let mut p = Parity {
+        rays: a.len().min(b.len()),
+        ..Parity::default()
+    };
+    for (x, y) in a.iter().zip(b) {
+        let bits = |h: &Hit| (h.t.to_bits(), h.u.to_bits(), h.v.to_bits(), h.prim);
+        if bits(x) == bits(y) {
+            p.identical += 1;
+            p.within_tolerance += 1;
+        } else if x.prim == y.prim
+            && (!x.is_hit() || (x.t - y.t).abs() <= PARITY_REL_T * x.t.abs().max(y.t.abs()))
+        {
+            p.within_tolerance += 1;
+        }
+    }
+    p
+}
+
+/// What `raypick trace` reports (its `--json` object).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct TraceReport {
+    /// `"cpu"` or `"gpu"`.
+    pub backend: String,
+    /// The device that traced ([`Picker::device_name`]).
+    pub adapter: String,
+    /// Acceleration structure ([`accel_name`]).
+    pub accel: String,
+    /// Culling mode ([`cull_name`]).
+    pub cull: String,
+    /// Triangles in the mesh.
+    pub triangles: usize,
+    /// Rays traced.
+    pub rays: usize,
+    /// Rays that hit a triangle.
+    pub hits: usize,
+    /// CPU preparation of the mesh, in milliseconds (see the [module docs](self)).
+    pub build_ms: f64,
+    /// Mesh upload to the GPU, in milliseconds; 0 on the CPU.
+    pub upload_ms: f64,
+    /// Best trace time of [`TraceReport::repeat`] runs after a warm-up, in milliseconds.
+    pub trace_ms: f64,
+    /// Millions of rays per second at [`TraceReport::trace_ms`].
+    pub mrays_per_s: f64,
+    /// Millions of ray–triangle tests per second at [`TraceReport::trace_ms`].
+    pub mtests_per_s: f64,
+    /// Timed runs after the warm-up.
+    pub repeat: usize,
+    /// CPU threads, or `None` on the GPU.
+    pub threads: Option<usize>,
+    /// Why `--backend auto` fell back to the CPU, if it did.
+    pub fallback: Option<String>,
+}
+
+/// Prepares `mesh` for `picker`, traces `rays` (one warm-up, then `repeat` timed
+/// runs) and returns the report and the hits.
+///
+/// `cpu_threads` is the thread count the CPU backend was made with (`None`: rayon's
+/// global pool), `fallback` the reason [`open_picker`] gave for not using the GPU.
+pub fn run_trace(
+    picker: &Picker,
+    mesh: &Mesh,
+    rays: &[Ray],
+    options: &TraceOptions,
+    repeat: usize,
+    cpu_threads: Option<usize>,
+    fallback: Option<String>,
+) -> Result<(TraceReport, Vec<Hit>)> {
+    let prepared = prepare(picker, mesh)?;
+    let timed = time_trace(picker, &prepared.mesh, rays, options, repeat)?;
+    let triangles = mesh.triangle_count();
+    let report = TraceReport {
+        backend: backend_name(picker.backend()).to_string(),
+        adapter: picker.device_name(),
+        accel: accel_name(options.accel).to_string(),
+        cull: cull_name(options.cull).to_string(),
+        triangles,
+        rays: rays.len(),
+        hits: hit_count(&timed.hits),
+        build_ms: prepared.build_ms,
+        upload_ms: prepared.upload_ms,
+        trace_ms: timed.best_ms,
+        mrays_per_s: mrays_per_s(rays.len(), timed.best_ms),
+        mtests_per_s: mtests_per_s(rays.len(), triangles, timed.best_ms),
+        repeat: timed.runs_ms.len(),
+        threads: picker_threads(picker, cpu_threads),
+        fallback,
+    };
+    Ok((report, timed.hits))
+}
+
+impl fmt::Display for TraceReport {
+    /// A few aligned lines for people.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hit_pct = if self.rays > 0 {
+            100.0 * self.hits as f64 / self.rays as f64
+        } else {
+            0.0
+        };
+        writeln!(f, "backend    {}", self.backend)?;
+        writeln!(f, "device     {}", self.adapter)?;
+        writeln!(f, "accel      {}, cull {}", self.accel, self.cull)?;
+        writeln!(f, "triangles  {}", self.triangles)?;
+        writeln!(f, "rays       {}", self.rays)?;
+        writeln!(f, "hits       {} ({hit_pct:.1}%)", self.hits)?;
+        writeln!(f, "build      {:.3} ms", self.build_ms)?;
+        writeln!(f, "upload     {:.3} ms", self.upload_ms)?;
+        writeln!(
+            f,
+            "trace      {:.3} ms (best of {} after a warm-up)",
+            self.trace_ms, self.repeat
+        )?;
+        writeln!(
+            f,
+            "speed      {} Mrays/s, {} M ray-triangle tests/s",
+            sig3(self.mrays_per_s),
+            sig3(self.mtests_per_s)
+        )
+    }
+}
+
+/// Which backends [`run_bench`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BenchBackends {
+    /// Run the CPU backend.
+    pub cpu: bool,
+    /// Run the GPU backend: `Some(true)` requires it (no adapter is an error),
+    /// `Some(false)` runs it when an adapter opens, `None` skips it.
+    pub gpu: Option<bool>,
+}
+
+impl Default for BenchBackends {
+    /// Every available backend: the CPU, and the GPU when an adapter opens.
+    fn default() -> Self {
+        Self {
+            cpu: true,
+            gpu: Some(false),
+        }
+    }
+}
+
+/// What [`run_bench`] runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BenchConfig {
+    /// Ray sets, in report order.
+    pub ray_sets: Vec<RaySet>,
+    /// Rays per set; `None` for [`default_ray_count`].
+    pub rays: Option<usize>,
+    /// Backends.
+    pub backends: BenchBackends,
+    /// Timed runs after the warm-up (at least 1).
+    pub repeat: usize,
+    /// CPU threads (`None`: all cores).
+    pub threads: Option<usize>,
+    /// Trace options.
+    pub options: TraceOptions,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        Self {
+            ray_sets: RaySet::ALL.to_vec(),
+            rays: None,
+            backends: BenchBackends::default(),
+            repeat: 1,
+            threads: None,
+            options: TraceOptions::default(),
+        }
+    }
+}
+
+/// One backend on one ray set.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct BenchRow {
+    /// `"cpu"` or `"gpu"`.
+    pub backend: String,
+    /// The device that traced ([`Picker::device_name`]).
+    pub adapter: String,
+    /// The ray set.
+    pub ray_set: RaySet,
+    /// Rays traced.
+    pub rays: usize,
+    /// Rays that hit a triangle.
+    pub hits: usize,
+    /// CPU preparation of the mesh, in milliseconds (once per backend).
+    pub build_ms: f64,
+    /// Mesh upload, in milliseconds (once per backend; 0 on the CPU).
+    pub upload_ms: f64,
+    /// Best trace time after a warm-up, in milliseconds.
+    pub trace_ms: f64,
+    /// Millions of rays per second.
+    pub mrays_per_s: f64,
+    /// Millions of ray–triangle tests per second.
+    pub mtests_per_s: f64,
+}
+
+/// CPU/GPU agreement on one ray set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct ParityRow {
+    /// The ray set.
+    pub ray_set: RaySet,
+    /// Rays compared.
+    pub rays: usize,
+    /// Rays with bit-identical hits.
+    pub identical: usize,
+    /// Rays with the same triangle and `t` within [`PARITY_REL_T`] relative.
+    pub within_tolerance: usize,
+    /// Rays that differ beyond that.
+    pub differing: usize,
+}
+
+/// GPU speed relative to the CPU on one ray set.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct SpeedRatio {
+    /// The ray set.
+    pub ray_set: RaySet,
+    /// CPU trace time / GPU trace time: above 1 the GPU is faster.
+    pub gpu_over_cpu: f64,
+}
+
+/// What `raypick bench` reports (its `--json` object).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct BenchReport {
+    /// The scene: a mesh file path, or `builtin` for [`scene::builtin_scene`].
+    pub scene: String,
+    /// Triangles in the scene.
+    pub triangles: usize,
+    /// Acceleration structure ([`accel_name`]).
+    pub accel: String,
+    /// Culling mode ([`cull_name`]).
+    pub cull: String,
+    /// Timed runs after the warm-up per row.
+    pub repeat: usize,
+    /// CPU threads, when the CPU ran.
+    pub threads: Option<usize>,
+    /// One row per backend and ray set (backend-major).
+    pub rows: Vec<BenchRow>,
+    /// GPU/CPU speed per ray set, when both ran.
+    pub speed: Vec<SpeedRatio>,
+    /// CPU/GPU agreement per ray set, when both ran.
+    pub parity: Vec<ParityRow>,
+    /// Why the GPU did not run although it was wanted, with a hint on getting one.
+    pub notice: Option<String>,
+}
+
+/// Runs the benchmark: for each backend, prepares `mesh`, then traces each ray set
+/// (one warm-up, then `repeat` timed runs); compares speed and hits of the CPU and
+/// the GPU. `progress` is told what is about to run (for a status line).
+///
+/// Fails if the mesh has no finite vertices, if a required GPU cannot be opened, or
+/// if a backend fails.
+pub fn run_bench(
+    scene: &str,
+    mesh: &Mesh,
+    config: &BenchConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Result<BenchReport> {
+    let bounds = mesh.bounds().ok_or_else(|| {
+        Error::Unsupported(format!(
+            "{scene}: the mesh has no triangles with finite vertices to aim rays at"
+        ))
+    })?;
+    let triangles = mesh.triangle_count();
+    let count = config.rays.unwrap_or_else(|| default_ray_count(triangles));
+    let ray_sets: Vec<(RaySet, Vec<Ray>)> = config
+        .ray_sets
+        .iter()
+        .map(|&s| (s, s.generate(bounds, count)))
+        .collect();
+
+    let mut pickers = Vec::new();
+    let mut notice = None;
+    if config.backends.cpu {
+        pickers.push(Picker::from_cpu(cpu_backend(config.threads)?));
+    }
+    match config.backends.gpu {
+        Some(true) => pickers.push(Picker::from_gpu(GpuContext::new()?)),
+        Some(false) => match GpuContext::new() {
+            Ok(gpu) => pickers.push(Picker::from_gpu(gpu)),
+            Err(e) => notice = Some(format!("no GPU results: {e}; {}", no_gpu_hint())),
+        },
+        None => {}
+    }
+
+    let mut rows = Vec::new();
+    let mut hits: Vec<(Backend, RaySet, Vec<Hit>)> = Vec::new();
+    for picker in &pickers {
+        let backend = backend_name(picker.backend());
+        progress(&format!("preparing {triangles} triangles on the {backend}"));
+        let prepared = prepare(picker, mesh)?;
+        for (set, rays) in &ray_sets {
+            progress(&format!(
+                "tracing {} {set} rays on the {backend}",
+                rays.len()
+            ));
+            let timed = time_trace(picker, &prepared.mesh, rays, &config.options, config.repeat)?;
+            rows.push(BenchRow {
+                backend: backend.to_string(),
+                adapter: picker.device_name(),
+                ray_set: *set,
+                rays: rays.len(),
+                hits: hit_count(&timed.hits),
+                build_ms: prepared.build_ms,
+                upload_ms: prepared.upload_ms,
+                trace_ms: timed.best_ms,
+                mrays_per_s: mrays_per_s(rays.len(), timed.best_ms),
+                mtests_per_s: mtests_per_s(rays.len(), triangles, timed.best_ms),
+            });
+            hits.push((picker.backend(), *set, timed.hits));
+        }
+    }
+
+    let find_hits =
+        |b: Backend, s: RaySet| hits.iter().find(|h| h.0 == b && h.1 == s).map(|h| &h.2);
+    let find_row = |b: &str, s: RaySet| rows.iter().find(|r| r.backend == b && r.ray_set == s);
+    let mut speed = Vec::new();
+    let mut parity_rows = Vec::new();
+    for &(set, _) in &ray_sets {
+        if let (Some(cpu), Some(gpu)) = (find_row("cpu", set), find_row("gpu", set)) {
+            speed.push(SpeedRatio {
+                ray_set: set,
+                gpu_over_cpu: if gpu.trace_ms > 0.0 {
+                    cpu.trace_ms / gpu.trace_ms
+                } else {
+                    0.0
+                },
+            });
+        }
+        if let (Some(cpu), Some(gpu)) = (find_hits(Backend::Cpu, set), find_hits(Backend::Gpu, set))
+        {
+            let p = parity(cpu, gpu);
+            parity_rows.push(ParityRow {
+                ray_set: set,
+                rays: p.rays,
+                identical: p.identical,
+                within_tolerance: p.within_tolerance,
+                differing: p.differing(),
+            });
+        }
+    }
+
+    Ok(BenchReport {
+        scene: scene.to_string(),
+        triangles,
+        accel: accel_name(config.options.accel).to_string(),
+        cull: cull_name(config.options.cull).to_string(),
+        repeat: config.repeat.max(1),
+        threads: config
+            .backends
+            .cpu
+            .then(|| cpu_thread_count(config.threads)),
+        rows,
+        speed,
+        parity: parity_rows,
+        notice,
+    })
+}
+
+/// `x` with three significant digits (`0.00239`, `2.39`, `239`, `2387`).
+fn sig3(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let decimals = (2 - x.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// Lays out `cells` (first row = header) as a table: text columns left-aligned,
+/// numbers right-aligned.
+fn table(cells: &[Vec<String>], numeric: &[bool]) -> String {
+    let columns = cells.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            cells
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in cells {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            if c > 0 {
+                line.push_str("  ");
+            }
+            let _ = if numeric[c] {
+                write!(line, "{cell:>w$}", w = widths[c])
+            } else {
+                write!(line, "{cell:<w$}", w = widths[c])
+            };
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+impl fmt::Display for BenchReport {
+    /// The comparison table, then speed ratios, parity and the notice, for people.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut cells = vec![
+            [
+                "scene",
+                "triangles",
+                "ray set",
+                "rays",
+                "backend",
+                "device",
+                "trace ms",
+                "Mrays/s",
+                "Mtests/s",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for r in &self.rows {
+            cells.push(vec![
+                self.scene.clone(),
+                self.triangles.to_string(),
+                r.ray_set.to_string(),
+                r.rays.to_string(),
+                r.backend.clone(),
+                r.adapter.clone(),
+                sig3(r.trace_ms),
+                sig3(r.mrays_per_s),
+                sig3(r.mtests_per_s),
+            ]);
+        }
+        f.write_str(&table(
+            &cells,
+            &[false, true, false, true, false, false, true, true, true],
+        ))?;
+        writeln!(
+            f,
+            "(accel {}, cull {}; trace ms = best of {} after a warm-up)",
+            self.accel, self.cull, self.repeat
+        )?;
+        for s in &self.speed {
+            let verdict = if s.gpu_over_cpu >= 1.0 {
+                "faster"
+            } else {
+                "slower"
+            };
+            writeln!(
+                f,
+                "gpu/cpu speed {}: {}x (GPU {verdict})",
+                s.ray_set,
+                sig3(s.gpu_over_cpu)
+            )?;
+        }
+        for p in &self.parity {
+            write!(
+                f,
+                "parity {}: {}/{} identical",
+                p.ray_set, p.identical, p.rays
+            )?;
+            if p.identical != p.rays {
+                write!(
+                    f,
+                    ", {}/{} same triangle within {PARITY_REL_T:e} relative t, {} differ",
+                    p.within_tolerance, p.rays, p.differing
+                )?;
+            }
+            writeln!(f)?;
+        }
+        if let Some(notice) = &self.notice {
+            writeln!(f, "notice: {notice}")?;
+        } else if self.parity.is_empty() {
+            writeln!(f, "parity: not checked (only one backend ran)")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(sig3(0.0), "0");
+        assert_eq!(sig3(0.0023871), "0.00239");
+        assert_eq!(sig3(2.3871), "2.39");
+        assert_eq!(sig3(238.71), "239");
+        assert_eq!(sig3(2387.1), "2387");
+    }
+
+    #[test]
+    fn camera_sizes() {
+        assert_eq!(camera_size(0), (0, 0));
+        assert_eq!(camera_size(1), (1, 1));
+        assert_eq!(camera_size(16_384), (128, 128));
+        assert_eq!(camera_size(512), (23, 23));
+        assert_eq!(camera_size(10), (4, 3));
+    }
+
+    #[test]
+    fn ray_sets_have_the_asked_count() {
+        let bounds = (Vec3::ZERO, Vec3::ONE);
+        for set in RaySet::ALL {
+            for n in [0, 1, 10, 512] {
+                assert_eq!(set.generate(bounds, n).len(), n);
+            }
+        }
+    }
+
+    #[test]
+    fn parity_counts() {
+        let a = [
+            Hit {
+                t: 1.0,
+                u: 0.1,
+                v: 0.2,
+                prim: 3,
+            },
+            Hit::MISS,
+            Hit {
+                t: 2.0,
+                u: 0.1,
+                v: 0.2,
+                prim: 3,
+            },
+            Hit {
+                t: 2.0,
+                u: 0.1,
+                v: 0.2,
+                prim: 3,
+            },
+        ];
+        let mut b = a;
+        b[2].t = 2.0 * (1.0 + 1e-6);
+        b[3].prim = 4;
+        let p = parity(&a, &b);
+        assert_eq!(
+            (p.rays, p.identical, p.within_tolerance, p.differing()),
+            (4, 2, 3, 1)
+        );
+    }
+}

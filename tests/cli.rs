@@ -1,0 +1,591 @@
+//! The `raypick` command line: `trace` writes the same hits as the library, `--json`
+//! reports what it should, bad input gives one error line and no output file, and
+//! `bench` runs.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use glam::Vec3;
+use raypick::cpu::{CpuBackend, CpuMesh};
+use raypick::gpu::GpuContext;
+use raypick::{Cull, Hit, Mesh, Ray, TraceOptions, io};
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// Three unit-ish quads stacked in z (6 triangles after fan triangulation):
+/// `z = 0` facing +z, `z = 1` (shifted by 0.5 in x) facing -z, `z = 2` (small)
+/// facing +z.
+const OBJ: &str = "\
+# three quads
+v 0 0 0
+v 1 0 0
+v 1 1 0
+v 0 1 0
+v 0.5 0 1
+v 1.5 0 1
+v 1.5 1 1
+v 0.5 1 1
+v 0.25 0.25 2
+v 0.75 0.25 2
+v 0.75 0.75 2
+v 0.25 0.75 2
+f 1 2 3 4
+f 8 7 6 5
+f 9 10 11 12
+";
+
+/// A temp dir holding `mesh.obj` and `rays.rays`, and what they hold.
+struct Fixture {
+    dir: TempDir,
+    mesh: Mesh,
+    rays: Vec<Ray>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("mesh.obj"), OBJ).expect("write obj");
+        // A grid over (and beyond) the quads, shot from above and from below, plus a
+        // ray from the side that passes between the layers.
+        let mut rays = Vec::new();
+        for i in 0..9 {
+            for j in 0..7 {
+                let (x, y) = (-0.3 + 0.23 * i as f32, -0.2 + 0.23 * j as f32);
+                rays.push(Ray::new(Vec3::new(x, y, 5.0), Vec3::NEG_Z));
+                rays.push(Ray::new(Vec3::new(x, y, -5.0), Vec3::new(0.0, 0.0, 2.0)));
+            }
+        }
+        rays.push(Ray::new(Vec3::new(-3.0, 0.5, 0.5), Vec3::X));
+        io::write_rays(dir.path().join("rays.rays"), &rays).expect("write rays");
+        let mesh = io::load_mesh(dir.path().join("mesh.obj")).expect("load obj");
+        assert_eq!(mesh.triangle_count(), 6);
+        Self { dir, mesh, rays }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn mesh_path(&self) -> PathBuf {
+        self.path("mesh.obj")
+    }
+
+    fn rays_path(&self) -> PathBuf {
+        self.path("rays.rays")
+    }
+
+    /// The library's own CPU answer.
+    fn expected(&self, cull: Cull) -> Vec<Hit> {
+        let options = TraceOptions::default().with_cull(cull);
+        CpuBackend::new().trace(&CpuMesh::new(&self.mesh), &self.rays, &options)
+    }
+
+    /// `raypick trace --mesh mesh.obj --rays rays.rays --out <out> <extra..>`.
+    fn trace(&self, out: &Path, extra: &[&str]) -> Output {
+        trace(&self.mesh_path(), &self.rays_path(), out, extra, &[])
+    }
+}
+
+/// `raypick trace --mesh <mesh> --rays <rays> --out <out> <extra..>` with extra
+/// environment variables.
+fn trace(mesh: &Path, rays: &Path, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut args: Vec<OsString> = vec![
+        "trace".into(),
+        "--mesh".into(),
+        mesh.into(),
+        "--rays".into(),
+        rays.into(),
+        "--out".into(),
+        out.into(),
+    ];
+    args.extend(extra.iter().map(OsString::from));
+    raypick(&args, env)
+}
+
+/// Runs the binary with `args` and extra environment variables.
+fn raypick<S: AsRef<OsStr>>(args: &[S], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_raypick"));
+    command.args(args).env("RUST_BACKTRACE", "1");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().expect("run raypick")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("UTF-8 stdout")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("UTF-8 stderr")
+}
+
+/// Asserts success and returns stdout.
+fn success(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "raypick failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        stdout(output),
+        stderr(output)
+    );
+    stdout(output)
+}
+
+/// Asserts a failure reported as exactly one `raypick: error:` line that contains
+/// every one of `needles`, with nothing on stdout.
+fn assert_error(output: &Output, needles: &[&str]) {
+    let err = stderr(output);
+    assert!(
+        !output.status.success(),
+        "expected a failure, got success; stderr:\n{err}"
+    );
+    assert_eq!(output.status.code(), Some(1), "exit status; stderr:\n{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one error line, got:\n{err}");
+    assert!(
+        lines[0].starts_with("raypick: error: "),
+        "not an error line: {err}"
+    );
+    for needle in needles {
+        assert!(
+            lines[0].contains(needle),
+            "error line does not mention {needle:?}: {err}"
+        );
+    }
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
+    assert_eq!(stdout(output), "", "stdout of a failed run");
+}
+
+fn parse_json(text: &str) -> Value {
+    let value: Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("not one JSON value ({e}):\n{text}"));
+    assert!(value.is_object(), "not a JSON object: {text}");
+    value
+}
+
+fn gpu_available() -> bool {
+    let ok = GpuContext::new().is_ok();
+    if !ok {
+        eprintln!("no GPU adapter: skipping the GPU part");
+    }
+    ok
+}
+
+#[test]
+fn trace_writes_the_library_cpu_hits_in_every_format() {
+    let fx = Fixture::new();
+    let expected = fx.expected(Cull::None);
+    assert!(expected.iter().any(Hit::is_hit) && expected.iter().any(|h| !h.is_hit()));
+    for name in ["out.hits", "out.npy", "out.csv", "OUT.HITS"] {
+        let out = fx.path(name);
+        let text = success(&fx.trace(&out, &["--backend", "cpu"]));
+        assert!(
+            text.contains("triangles") && text.contains("Mrays/s"),
+            "{text}"
+        );
+        assert_eq!(io::read_hits(&out).expect("read hits"), expected, "{name}");
+    }
+    // `.hits` is the raw records, byte for byte.
+    let bytes = std::fs::read(fx.path("out.hits")).unwrap();
+    assert_eq!(bytes, bytemuck::cast_slice::<Hit, u8>(&expected));
+}
+
+#[test]
+fn trace_json_reports_the_required_fields() {
+    let fx = Fixture::new();
+    let out = fx.path("out.hits");
+    let text = success(&fx.trace(&out, &["--backend", "cpu", "--json", "--threads", "2"]));
+    let json = parse_json(&text);
+    let expected = fx.expected(Cull::None);
+    assert_eq!(json["backend"], "cpu");
+    assert!(
+        json["adapter"].as_str().is_some_and(|s| s.contains("CPU")),
+        "{json}"
+    );
+    assert_eq!(json["accel"], "brute");
+    assert_eq!(json["cull"], "none");
+    assert_eq!(json["triangles"], 6);
+    assert_eq!(json["rays"], fx.rays.len());
+    assert_eq!(json["hits"], expected.iter().filter(|h| h.is_hit()).count());
+    assert_eq!(json["repeat"], 1);
+    assert_eq!(json["threads"], 2);
+    assert_eq!(json["upload_ms"], 0.0);
+    assert!(json["fallback"].is_null());
+    for key in [
+        "build_ms",
+        "upload_ms",
+        "trace_ms",
+        "mrays_per_s",
+        "mtests_per_s",
+    ] {
+        let x = json[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} is not a number: {json}"));
+        assert!(x.is_finite() && x >= 0.0, "{key} = {x}");
+    }
+    assert!(json["trace_ms"].as_f64().unwrap() < 60_000.0);
+    assert_eq!(io::read_hits(&out).unwrap(), expected);
+}
+
+#[test]
+fn trace_repeat_reports_the_best_of_n() {
+    let fx = Fixture::new();
+    let out = fx.path("out.csv");
+    let text = success(&fx.trace(&out, &["--backend", "cpu", "--repeat", "3", "--json"]));
+    let json = parse_json(&text);
+    assert_eq!(json["repeat"], 3);
+    assert_eq!(io::read_hits(&out).unwrap(), fx.expected(Cull::None));
+    // Text output says so too.
+    let text = success(&fx.trace(&out, &["--backend", "cpu", "--repeat", "3"]));
+    assert!(text.contains("best of 3"), "{text}");
+}
+
+#[test]
+fn trace_cull_matches_the_library() {
+    let fx = Fixture::new();
+    let none = fx.expected(Cull::None);
+    for (flag, cull) in [
+        ("back", Cull::Back),
+        ("front", Cull::Front),
+        ("none", Cull::None),
+    ] {
+        let out = fx.path(&format!("{flag}.hits"));
+        let json = parse_json(&success(
+            &fx.trace(&out, &["--backend", "cpu", "--cull", flag, "--json"]),
+        ));
+        assert_eq!(json["cull"], flag);
+        let expected = fx.expected(cull);
+        assert_eq!(io::read_hits(&out).unwrap(), expected, "--cull {flag}");
+        if cull != Cull::None {
+            assert_ne!(expected, none, "culling {flag} changes this fixture's hits");
+        }
+    }
+}
+
+#[test]
+fn trace_on_the_gpu_matches_the_cpu() {
+    if !gpu_available() {
+        return;
+    }
+    let fx = Fixture::new();
+    for cull in ["none", "back"] {
+        let out = fx.path(&format!("gpu-{cull}.hits"));
+        let json = parse_json(&success(
+            &fx.trace(&out, &["--backend", "gpu", "--cull", cull, "--json"]),
+        ));
+        assert_eq!(json["backend"], "gpu");
+        assert!(json["threads"].is_null());
+        let gpu = io::read_hits(&out).unwrap();
+        let cpu = fx.expected(if cull == "back" {
+            Cull::Back
+        } else {
+            Cull::None
+        });
+        assert_eq!(gpu.len(), cpu.len());
+        for (i, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+            assert_eq!(g.prim, c.prim, "ray {i}: GPU {g:?}, CPU {c:?}");
+            assert!(
+                g.t == c.t || (g.t - c.t).abs() <= 1e-5 * c.t.abs(),
+                "ray {i}: GPU {g:?}, CPU {c:?}"
+            );
+        }
+    }
+    // Auto picks the GPU when there is one.
+    let out = fx.path("auto.hits");
+    let json = parse_json(&success(&fx.trace(&out, &["--json"])));
+    assert_eq!(json["backend"], "gpu");
+}
+
+#[test]
+fn trace_auto_falls_back_to_the_cpu_with_a_notice() {
+    let fx = Fixture::new();
+    let out = fx.path("auto.hits");
+    let output = trace(
+        &fx.mesh_path(),
+        &fx.rays_path(),
+        &out,
+        &["--json"],
+        &[("WGPU_BACKEND", "dx12")],
+    );
+    let json = parse_json(&success(&output));
+    assert_eq!(json["backend"], "cpu");
+    assert!(
+        json["fallback"].as_str().is_some_and(|s| !s.is_empty()),
+        "{json}"
+    );
+    let err = stderr(&output);
+    assert!(
+        err.contains("raypick: notice:") && err.contains("CPU"),
+        "{err}"
+    );
+    assert_eq!(io::read_hits(&out).unwrap(), fx.expected(Cull::None));
+}
+
+#[test]
+fn missing_mesh_file_is_one_error_line() {
+    let fx = Fixture::new();
+    let out = fx.path("out.hits");
+    let missing = fx.path("no-such-mesh.obj");
+    let output = trace(&missing, &fx.rays_path(), &out, &["--backend", "cpu"], &[]);
+    assert_error(&output, &["no-such-mesh.obj", "mesh"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn missing_ray_file_is_one_error_line() {
+    let fx = Fixture::new();
+    let out = fx.path("out.hits");
+    let missing = fx.path("no-such-rays.rays");
+    let output = trace(&fx.mesh_path(), &missing, &out, &["--backend", "cpu"], &[]);
+    assert_error(&output, &["no-such-rays.rays", "rays"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn truncated_ray_file_is_one_error_line() {
+    let fx = Fixture::new();
+    let bytes = std::fs::read(fx.rays_path()).unwrap();
+    std::fs::write(fx.rays_path(), &bytes[..bytes.len() - 5]).unwrap();
+    let out = fx.path("out.npy");
+    assert_error(&fx.trace(&out, &["--backend", "cpu"]), &["rays.rays"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn unknown_output_extension_is_one_error_line() {
+    let fx = Fixture::new();
+    for name in ["out.txt", "out"] {
+        let out = fx.path(name);
+        assert_error(&fx.trace(&out, &["--backend", "cpu"]), &[name, ".hits"]);
+        assert!(!out.exists());
+    }
+    assert_eq!(
+        std::fs::read_dir(fx.dir.path()).unwrap().count(),
+        2,
+        "only the inputs are left in the directory"
+    );
+}
+
+#[test]
+fn unknown_mesh_extension_is_one_error_line() {
+    let fx = Fixture::new();
+    let mesh = fx.path("mesh.xyz");
+    std::fs::copy(fx.mesh_path(), &mesh).unwrap();
+    let out = fx.path("out.hits");
+    let output = trace(&mesh, &fx.rays_path(), &out, &["--backend", "cpu"], &[]);
+    assert_error(&output, &["mesh.xyz"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn gpu_backend_without_an_adapter_is_one_error_line() {
+    // No adapter exists for DX12 outside Windows; on Windows use a backend that is
+    // never there.
+    let backend = if cfg!(windows) { "metal" } else { "dx12" };
+    let fx = Fixture::new();
+    let out = fx.path("out.hits");
+    let output = trace(
+        &fx.mesh_path(),
+        &fx.rays_path(),
+        &out,
+        &["--backend", "gpu"],
+        &[("WGPU_BACKEND", backend)],
+    );
+    assert_error(&output, &["GPU", "no GPU adapter"]);
+    assert!(!out.exists());
+
+    let output = raypick(
+        &[
+            "bench",
+            "--triangles",
+            "100",
+            "--rays",
+            "16",
+            "--backend",
+            "gpu",
+        ],
+        &[("WGPU_BACKEND", backend)],
+    );
+    assert_error(&output, &["no GPU adapter"]);
+}
+
+#[test]
+fn bad_argument_values_are_usage_errors() {
+    let fx = Fixture::new();
+    let out = fx.path("out.hits");
+    for extra in [
+        &["--repeat", "0"][..],
+        &["--threads", "0"],
+        &["--cull", "sideways"],
+        &["--backend", "tpu"],
+        &["--accel", "octree"],
+    ] {
+        let output = fx.trace(&out, extra);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{extra:?}: {}",
+            stderr(&output)
+        );
+        assert!(!out.exists());
+    }
+    for args in [
+        &["bench", "--rays", "0"][..],
+        &["bench", "--rays", "sideways"],
+        &["bench", "--triangles", "0"],
+        &["bench", "--mesh", "x.obj", "--triangles", "10"],
+        &["trace", "--mesh", "x.obj"],
+    ] {
+        let output = raypick(args, &[]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    let output = raypick(&["bench", "--rays", "16,32", "--backend", "cpu"], &[]);
+    assert_error(&output, &["--rays"]);
+}
+
+#[test]
+fn bench_runs_on_the_cpu_and_prints_a_table() {
+    let output = raypick(
+        &[
+            "bench",
+            "--triangles",
+            "2000",
+            "--rays",
+            "512",
+            "--backend",
+            "cpu",
+        ],
+        &[],
+    );
+    let text = success(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines[0];
+    for column in [
+        "scene",
+        "triangles",
+        "ray set",
+        "rays",
+        "backend",
+        "device",
+        "trace ms",
+        "Mrays/s",
+        "Mtests/s",
+    ] {
+        assert!(header.contains(column), "header lacks {column}: {text}");
+    }
+    for set in ["primary", "random"] {
+        assert!(
+            lines.iter().any(|l| l.contains(set)
+                && l.contains("512")
+                && l.contains("cpu")
+                && l.contains("2000")),
+            "no {set} row: {text}"
+        );
+    }
+    assert!(!text.contains(" gpu "), "GPU not asked for: {text}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("parity") || l.starts_with("notice")),
+        "no parity or notice line: {text}"
+    );
+}
+
+#[test]
+fn bench_json_parses_and_compares_backends() {
+    let output = raypick(
+        &[
+            "bench",
+            "--triangles",
+            "500",
+            "--rays",
+            "64",
+            "--json",
+            "--repeat",
+            "2",
+        ],
+        &[],
+    );
+    let json = parse_json(&success(&output));
+    assert_eq!(json["scene"], "builtin");
+    assert_eq!(json["triangles"], 500);
+    assert_eq!(json["repeat"], 2);
+    let rows = json["rows"].as_array().expect("rows");
+    let gpu = gpu_available();
+    assert_eq!(rows.len(), if gpu { 4 } else { 2 }, "{json}");
+    for row in rows {
+        assert!(
+            matches!(row["backend"].as_str(), Some("cpu" | "gpu")),
+            "{row}"
+        );
+        assert!(
+            row["adapter"].as_str().is_some_and(|s| !s.is_empty()),
+            "{row}"
+        );
+        assert!(
+            matches!(row["ray_set"].as_str(), Some("primary" | "random")),
+            "{row}"
+        );
+        assert_eq!(row["rays"], 64);
+        for key in ["trace_ms", "mrays_per_s", "mtests_per_s"] {
+            assert!(
+                row[key].as_f64().is_some_and(|x| x.is_finite() && x >= 0.0),
+                "{key}: {row}"
+            );
+        }
+    }
+    let parity = json["parity"].as_array().expect("parity");
+    if gpu {
+        assert!(json["notice"].is_null());
+        assert_eq!(parity.len(), 2);
+        for p in parity {
+            assert_eq!(p["rays"], 64);
+            assert_eq!(p["differing"], 0, "CPU and GPU disagree: {p}");
+        }
+        assert_eq!(json["speed"].as_array().map(Vec::len), Some(2));
+    } else {
+        assert!(parity.is_empty());
+        assert!(
+            json["notice"]
+                .as_str()
+                .is_some_and(|s| s.contains("mesa-vulkan-drivers")),
+            "{json}"
+        );
+    }
+
+    // One ray set only, and a mesh file instead of the built-in scene.
+    let fx = Fixture::new();
+    let mesh = fx.mesh_path().display().to_string();
+    let output = raypick(
+        &[
+            "bench",
+            "--mesh",
+            &mesh,
+            "--rays",
+            "random",
+            "--rays",
+            "100",
+            "--backend",
+            "cpu",
+            "--json",
+        ],
+        &[],
+    );
+    let json = parse_json(&success(&output));
+    assert_eq!(json["scene"], mesh);
+    assert_eq!(json["triangles"], 6);
+    let rows = json["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["ray_set"], "random");
+    assert_eq!(rows[0]["rays"], 100);
+}
