@@ -394,6 +394,41 @@ pub fn parity(a: &[Hit], b: &[Hit]) -> Parity {
     p
 }
 
+/// Counts and times of one traced batch, shared by [`TraceReport`] and [`BenchRow`].
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct Measurement {
+    /// Rays traced.
+    pub rays: usize,
+    /// Rays that hit a triangle.
+    pub hits: usize,
+    /// CPU preparation of the mesh, in milliseconds (see the [module docs](self)).
+    pub build_ms: f64,
+    /// Mesh upload to the GPU, in milliseconds; 0 on the CPU.
+    pub upload_ms: f64,
+    /// Best trace time of the timed runs after a warm-up, in milliseconds.
+    pub trace_ms: f64,
+    /// Millions of rays per second at `trace_ms`.
+    pub mrays_per_s: f64,
+    /// Millions of ray–triangle tests per second at `trace_ms`.
+    pub mtests_per_s: f64,
+}
+
+impl Measurement {
+    /// The measurement of `timed` runs over `rays` rays and `triangles` triangles.
+    pub fn new(prepared: &Prepared, timed: &Timed, rays: usize, triangles: usize) -> Self {
+        Self {
+            rays,
+            hits: hit_count(&timed.hits),
+            build_ms: prepared.build_ms,
+            upload_ms: prepared.upload_ms,
+            trace_ms: timed.best_ms,
+            mrays_per_s: mrays_per_s(rays, timed.best_ms),
+            mtests_per_s: mtests_per_s(rays, triangles, timed.best_ms),
+        }
+    }
+}
+
 /// What `raypick trace` reports (its `--json` object).
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "cli", derive(serde::Serialize))]
@@ -408,20 +443,9 @@ pub struct TraceReport {
     pub cull: String,
     /// Triangles in the mesh.
     pub triangles: usize,
-    /// Rays traced.
-    pub rays: usize,
-    /// Rays that hit a triangle.
-    pub hits: usize,
-    /// CPU preparation of the mesh, in milliseconds (see the [module docs](self)).
-    pub build_ms: f64,
-    /// Mesh upload to the GPU, in milliseconds; 0 on the CPU.
-    pub upload_ms: f64,
-    /// Best trace time of [`TraceReport::repeat`] runs after a warm-up, in milliseconds.
-    pub trace_ms: f64,
-    /// Millions of rays per second at [`TraceReport::trace_ms`].
-    pub mrays_per_s: f64,
-    /// Millions of ray–triangle tests per second at [`TraceReport::trace_ms`].
-    pub mtests_per_s: f64,
+    /// Counts and times of the traced batch.
+    #[cfg_attr(feature = "cli", serde(flatten))]
+    pub measured: Measurement,
     /// Timed runs after the warm-up.
     pub repeat: usize,
     /// CPU threads, or `None` on the GPU.
@@ -453,13 +477,7 @@ pub fn run_trace(
         accel: accel_name(options.accel).to_string(),
         cull: cull_name(options.cull).to_string(),
         triangles,
-        rays: rays.len(),
-        hits: hit_count(&timed.hits),
-        build_ms: prepared.build_ms,
-        upload_ms: prepared.upload_ms,
-        trace_ms: timed.best_ms,
-        mrays_per_s: mrays_per_s(rays.len(), timed.best_ms),
-        mtests_per_s: mtests_per_s(rays.len(), triangles, timed.best_ms),
+        measured: Measurement::new(&prepared, &timed, rays.len(), triangles),
         repeat: timed.runs_ms.len(),
         threads: picker_threads(picker, cpu_threads),
         fallback,
@@ -470,8 +488,8 @@ pub fn run_trace(
 impl fmt::Display for TraceReport {
     /// A few aligned lines for people.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hit_pct = if self.rays > 0 {
-            100.0 * self.hits as f64 / self.rays as f64
+        let hit_pct = if self.measured.rays > 0 {
+            100.0 * self.measured.hits as f64 / self.measured.rays as f64
         } else {
             0.0
         };
@@ -479,20 +497,20 @@ impl fmt::Display for TraceReport {
         writeln!(f, "device     {}", self.adapter)?;
         writeln!(f, "accel      {}, cull {}", self.accel, self.cull)?;
         writeln!(f, "triangles  {}", self.triangles)?;
-        writeln!(f, "rays       {}", self.rays)?;
-        writeln!(f, "hits       {} ({hit_pct:.1}%)", self.hits)?;
-        writeln!(f, "build      {:.3} ms", self.build_ms)?;
-        writeln!(f, "upload     {:.3} ms", self.upload_ms)?;
+        writeln!(f, "rays       {}", self.measured.rays)?;
+        writeln!(f, "hits       {} ({hit_pct:.1}%)", self.measured.hits)?;
+        writeln!(f, "build      {:.3} ms", self.measured.build_ms)?;
+        writeln!(f, "upload     {:.3} ms", self.measured.upload_ms)?;
         writeln!(
             f,
             "trace      {:.3} ms (best of {} after a warm-up)",
-            self.trace_ms, self.repeat
+            self.measured.trace_ms, self.repeat
         )?;
         writeln!(
             f,
             "speed      {} Mrays/s, {} M ray-triangle tests/s",
-            sig3(self.mrays_per_s),
-            sig3(self.mtests_per_s)
+            sig3(self.measured.mrays_per_s),
+            sig3(self.measured.mtests_per_s)
         )
     }
 }
@@ -557,20 +575,9 @@ pub struct BenchRow {
     pub adapter: String,
     /// The ray set.
     pub ray_set: RaySet,
-    /// Rays traced.
-    pub rays: usize,
-    /// Rays that hit a triangle.
-    pub hits: usize,
-    /// CPU preparation of the mesh, in milliseconds (once per backend).
-    pub build_ms: f64,
-    /// Mesh upload, in milliseconds (once per backend; 0 on the CPU).
-    pub upload_ms: f64,
-    /// Best trace time after a warm-up, in milliseconds.
-    pub trace_ms: f64,
-    /// Millions of rays per second.
-    pub mrays_per_s: f64,
-    /// Millions of ray–triangle tests per second.
-    pub mtests_per_s: f64,
+    /// Counts and times of the traced batch.
+    #[cfg_attr(feature = "cli", serde(flatten))]
+    pub measured: Measurement,
 }
 
 /// CPU/GPU agreement on one ray set.
@@ -680,13 +687,7 @@ pub fn run_bench(
                 backend: backend.to_string(),
                 adapter: picker.device_name(),
                 ray_set: *set,
-                rays: rays.len(),
-                hits: hit_count(&timed.hits),
-                build_ms: prepared.build_ms,
-                upload_ms: prepared.upload_ms,
-                trace_ms: timed.best_ms,
-                mrays_per_s: mrays_per_s(rays.len(), timed.best_ms),
-                mtests_per_s: mtests_per_s(rays.len(), triangles, timed.best_ms),
+                measured: Measurement::new(&prepared, &timed, rays.len(), triangles),
             });
             hits.push((picker.backend(), *set, timed.hits));
         }
@@ -701,8 +702,8 @@ pub fn run_bench(
         if let (Some(cpu), Some(gpu)) = (find_row("cpu", set), find_row("gpu", set)) {
             speed.push(SpeedRatio {
                 ray_set: set,
-                gpu_over_cpu: if gpu.trace_ms > 0.0 {
-                    cpu.trace_ms / gpu.trace_ms
+                gpu_over_cpu: if gpu.measured.trace_ms > 0.0 {
+                    cpu.measured.trace_ms / gpu.measured.trace_ms
                 } else {
                     0.0
                 },
@@ -802,12 +803,12 @@ impl fmt::Display for BenchReport {
                 self.scene.clone(),
                 self.triangles.to_string(),
                 r.ray_set.to_string(),
-                r.rays.to_string(),
+                r.measured.rays.to_string(),
                 r.backend.clone(),
                 r.adapter.clone(),
-                sig3(r.trace_ms),
-                sig3(r.mrays_per_s),
-                sig3(r.mtests_per_s),
+                sig3(r.measured.trace_ms),
+                sig3(r.measured.mrays_per_s),
+                sig3(r.measured.mtests_per_s),
             ]);
         }
         f.write_str(&table(

@@ -36,7 +36,8 @@
 //! - [`cpu`]: the CPU backend, one module per shader stage.
 //! - [`gpu`]: the wgpu context, uploaded meshes, dispatch and readback.
 //! - [`picker`]: [`Picker`], one entry point over both backends.
-//! - [`camera`], [`scene`]: screen-to-ray and generated test scenes.
+//! - [`camera`], [`scene`], [`reference`]: screen-to-ray, generated test scenes and an
+//!   f64 reference intersector.
 //! - `io` (feature `io`): mesh loaders and ray/hit file formats.
 #![warn(missing_docs)]
 
@@ -51,6 +52,7 @@ pub mod mesh;
 pub mod options;
 pub mod picker;
 pub mod prepare;
+pub mod reference;
 pub mod scene;
 pub mod shaders;
 pub mod types;

@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use glam::{DVec3, Mat4, Vec3, Vec4};
 
 use crate::camera::{self, Camera};
+use crate::reference::intersect_f64;
 use crate::{Mesh, Ray};
 
 // ---------------------------------------------------------------------------
@@ -876,24 +877,6 @@ fn aimed_ray(rng: &mut Rng, target: Vec3, dist: f32, axis: f32) -> Ray {
     first.unwrap_or_else(|| Ray::new(target - Vec3::new(0.0, 0.0, dist), Vec3::Z * dist))
 }
 
-/// Intersects in f64 (Möller–Trumbore); `t` of the hit within `[0, inf)` or `None`.
-fn intersect_f64(ray: &Ray, tri: [Vec3; 3]) -> Option<f64> {
-    let [v0, v1, v2] = tri.map(|p| p.as_dvec3());
-    let (o, d) = (ray.origin.as_dvec3(), ray.dir.as_dvec3());
-    let (e1, e2) = (v1 - v0, v2 - v0);
-    let p = d.cross(e2);
-    let det = e1.dot(p);
-    if det == 0.0 || !det.is_finite() {
-        return None;
-    }
-    let s = o - v0;
-    let u = s.dot(p) / det;
-    let q = s.cross(e1);
-    let v = d.dot(q) / det;
-    let t = e2.dot(q) / det;
-    (u >= 0.0 && v >= 0.0 && u + v <= 1.0 && t >= 0.0).then_some(t)
-}
-
 /// A `[0, +inf]` ray aimed at an interior point of `tri` from about `dist` away,
 /// not grazing, and its hit `t` computed in f64 then rounded to f32.
 fn ray_into(rng: &mut Rng, tri: [Vec3; 3], dist: f32) -> (Ray, f32) {
@@ -904,7 +887,10 @@ fn ray_into(rng: &mut Rng, tri: [Vec3; 3], dist: f32) -> (Ray, f32) {
         let target = point_on(tri, u, v).as_vec3();
         let ray = aimed_ray(rng, target, dist, 0.0);
         let grazing = ray.dir.normalize().dot(normal).abs() < 0.05;
-        if let Some(t) = intersect_f64(&ray, tri) {
+        if let Some(t) = intersect_f64(&ray, tri, 0.0)
+            .map(|h| h.t)
+            .filter(|&t| t >= 0.0)
+        {
             if !grazing && t > 0.0 {
                 return (ray, t as f32);
             }

@@ -54,20 +54,10 @@ fn is_degenerate(t: [Vec3; 3]) -> bool {
     !t.iter().all(|v| v.is_finite()) || normal(t) == Vec3::ZERO
 }
 
-/// f64 Möller–Trumbore, `t` in units of `dir`, or None.
+/// f64 hit `t` of the line `o + t*d` (any sign) against a triangle, or None.
 fn intersect(o: DVec3, d: DVec3, t: [Vec3; 3]) -> Option<f64> {
-    let [v0, v1, v2] = t.map(|p| p.as_dvec3());
-    let (e1, e2) = (v1 - v0, v2 - v0);
-    let p = d.cross(e2);
-    let det = e1.dot(p);
-    if det == 0.0 || !det.is_finite() {
-        return None;
-    }
-    let s = o - v0;
-    let u = s.dot(p) / det;
-    let q = s.cross(e1);
-    let v = d.dot(q) / det;
-    (u >= 0.0 && v >= 0.0 && u + v <= 1.0).then(|| e2.dot(q) / det)
+    let ray = Ray::new(o.as_vec3(), d.as_vec3());
+    raypick::reference::intersect_f64(&ray, t, 0.0).map(|h| h.t)
 }
 
 fn in_box(p: Vec3, (lo, hi): (Vec3, Vec3)) -> bool {

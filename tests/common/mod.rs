@@ -35,37 +35,14 @@ pub fn gpu() -> Option<&'static GpuContext> {
     gpu.as_ref()
 }
 
-/// Ray–triangle intersection in f64 (Möller–Trumbore without culling), accepting
-/// barycentrics within `slack` outside the triangle. Returns `(t, u, v)`.
-pub fn intersect_f64(ray: &Ray, [v0, v1, v2]: [Vec3; 3], slack: f64) -> Option<(f64, f64, f64)> {
-    let (o, d) = (ray.origin.as_dvec3(), ray.dir.as_dvec3());
-    let (v0, e1, e2) = (v0.as_dvec3(), (v1 - v0).as_dvec3(), (v2 - v0).as_dvec3());
-    let p = d.cross(e2);
-    let det = e1.dot(p);
-    if det == 0.0 || !det.is_finite() {
-        return None;
-    }
-    let s = o - v0;
-    let u = s.dot(p) / det;
-    let q = s.cross(e1);
-    let v = d.dot(q) / det;
-    let t = e2.dot(q) / det;
-    (u >= -slack && v >= -slack && u + v <= 1.0 + slack).then_some((t, u, v))
+/// `(t, u, v)` of the f64 reference intersection (see `raypick::reference`).
+pub fn intersect_f64(ray: &Ray, tri: [Vec3; 3], slack: f64) -> Option<(f64, f64, f64)> {
+    raypick::reference::intersect_f64(ray, tri, slack).map(|h| (h.t, h.u, h.v))
 }
 
-/// The nearest hit in f64 over every triangle (ties to the lowest id), within the
-/// ray interval, no culling.
+/// The nearest hit in f64 (ties to the lowest id) within the ray interval, no culling.
 pub fn reference_hit(mesh: &Mesh, ray: &Ray) -> Option<(u32, f64, f64, f64)> {
-    let mut best: Option<(u32, f64, f64, f64)> = None;
-    for (k, tri) in mesh.triangles().enumerate() {
-        if let Some((t, u, v)) = intersect_f64(ray, tri, 0.0) {
-            let inside = t >= ray.tmin as f64 && t <= ray.tmax as f64;
-            if inside && best.is_none_or(|b| t < b.1) {
-                best = Some((k as u32, t, u, v));
-            }
-        }
-    }
-    best
+    raypick::reference::nearest_f64(mesh, ray).map(|(k, h)| (k, h.t, h.u, h.v))
 }
 
 pub fn rel_close(a: f64, b: f64, rel: f64) -> bool {
