@@ -36,7 +36,7 @@
 //! - [`cpu`]: the CPU backend, one module per shader stage.
 //! - [`gpu`]: the wgpu context, uploaded meshes, dispatch and readback.
 //! - [`picker`]: [`Picker`], one entry point over both backends.
-//! - [`camera`], [`scene`], [`reference`]: screen-to-ray, generated test scenes and an
+//! - [`camera`], [`scene`], [`reference`](mod@reference): screen-to-ray, generated test scenes and an
 //!   f64 reference intersector.
 //! - `io` (feature `io`): mesh loaders and ray/hit file formats.
 #![warn(missing_docs)]

@@ -2,13 +2,14 @@
 //! reports what it should, bad input gives one error line and no output file, and
 //! `bench` runs.
 
+mod common;
+
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use glam::Vec3;
 use raypick::cpu::{CpuBackend, CpuMesh};
-use raypick::gpu::GpuContext;
 use raypick::{Cull, Hit, Mesh, Ray, TraceOptions, io};
 use serde_json::Value;
 use tempfile::TempDir;
@@ -169,11 +170,7 @@ fn parse_json(text: &str) -> Value {
 }
 
 fn gpu_available() -> bool {
-    let ok = GpuContext::new().is_ok();
-    if !ok {
-        eprintln!("no GPU adapter: skipping the GPU part");
-    }
-    ok
+    common::gpu().is_some()
 }
 
 #[test]
