@@ -5,7 +5,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use raypick::cpu::{CpuBackend, CpuMesh};
 use raypick::gpu::GpuContext;
 use raypick::scene;
-use raypick::{Hit, Mesh, Ray, TraceOptions};
+use raypick::{Accel, Hit, Mesh, Ray, TraceOptions};
 
 /// Rays × triangles for the brute-force comparison: a ~10k-triangle scene × 64k camera rays.
 fn brute_force_case() -> (Mesh, Vec<Ray>) {
@@ -31,7 +31,7 @@ fn brute_force(c: &mut Criterion) {
         .throughput(Throughput::Elements(tests))
         .sample_size(10);
 
-    let cpu_mesh = CpuMesh::new(&mesh);
+    let cpu_mesh = CpuMesh::with_accel(&mesh, Accel::Brute);
     let reference = CpuBackend::new().trace(&cpu_mesh, &rays, &options);
     let seen = hit_count(&reference);
     assert!(
@@ -48,7 +48,7 @@ fn brute_force(c: &mut Criterion) {
     }
     match GpuContext::new() {
         Ok(gpu) => {
-            let gpu_mesh = gpu.upload(&mesh).expect("upload");
+            let gpu_mesh = gpu.upload_with(&mesh, Accel::Brute).expect("upload");
             let mut hits = gpu.trace(&gpu_mesh, &rays, &options).expect("GPU trace");
             let same = hits
                 .iter()

@@ -30,9 +30,11 @@ fn brute_force(
     let ray_index = gid.x;
     let in_range = ray_index < params.ray_count;
     var ray: Ray;
+    var dir_norm = 0.0;
     var best = Hit(params.miss_t, 0.0, 0.0, MISS);
     if in_range {
         ray = rays[ray_index];
+        dir_norm = dot(abs(ray.dir), vec3<f32>(1.0));
         if params.accumulate != 0u {
             best = hits[ray_index];
         }
@@ -45,7 +47,7 @@ fn brute_force(
         let count = min(WORKGROUP_SIZE, params.tri_count - base);
         if in_range {
             for (var j = 0u; j < count; j++) {
-                let c = intersect(ray, tile[j], params.cull, best.t, params.one);
+                let c = intersect(ray, dir_norm, tile[j], params.cull, best.t, params.one);
                 if c.accepted {
                     best = Hit(c.t, c.u, c.v, params.tri_base + base + j);
                 }

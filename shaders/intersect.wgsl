@@ -10,6 +10,11 @@
 // test, it is inside, tmin <= t <= tmax and t < best_t (strict, so earlier triangles
 // win ties). Every comparison is written so that NaN rejects.
 //
+// A determinant within DET_TOLERANCE * |e1|1 * |e2|1 * |d|1 of zero counts as zero
+// (the ray is parallel to the triangle): that bound covers the rounding error of det,
+// so its sign is reliable whenever a hit is reported, and near-parallel rays cannot
+// produce hits far from the triangle.
+//
 // GPU compilers may fuse a * b + c into one FMA; the CPU rounds the product first.
 // Products are therefore multiplied by `one`, an opaque 1.0 from a uniform: the
 // compiler cannot drop it, and fusing (a * b) * one + c is exact, so every product is
@@ -22,11 +27,14 @@ struct Candidate {
     accepted: bool,
 }
 
-fn det_passes(det: f32, cull: u32) -> bool {
+const DET_TOLERANCE: f32 = 9.5367431640625e-7; // 2^-20
+
+fn det_passes(det: f32, det_bound: f32, cull: u32) -> bool {
+    let tolerance = DET_TOLERANCE * det_bound;
     switch cull {
-        case CULL_BACK: { return det > 0.0; }
-        case CULL_FRONT: { return det < 0.0; }
-        default: { return det != 0.0; }
+        case CULL_BACK: { return det > tolerance; }
+        case CULL_FRONT: { return det < -tolerance; }
+        default: { return abs(det) > tolerance; }
     }
 }
 
@@ -43,7 +51,8 @@ fn dot_rounded(a: vec3<f32>, b: vec3<f32>, one: f32) -> f32 {
     return (m.x + m.y) + m.z;
 }
 
-fn intersect(ray: Ray, tri: PackedTriangle, cull: u32, best_t: f32, one: f32) -> Candidate {
+// `dir_norm` is |ray.dir|1, computed once per ray.
+fn intersect(ray: Ray, dir_norm: f32, tri: PackedTriangle, cull: u32, best_t: f32, one: f32) -> Candidate {
     let p = cross_rounded(ray.dir, tri.e2, one);
     let det = dot_rounded(tri.e1, p, one);
     let s = ray.origin - tri.v0;
@@ -55,6 +64,6 @@ fn intersect(ray: Ray, tri: PackedTriangle, cull: u32, best_t: f32, one: f32) ->
     let t = big_t * inv_det;
     let sign = select(-1.0, 1.0, det > 0.0);
     let inside = big_u * sign >= 0.0 && big_v * sign >= 0.0 && (big_u + big_v) * sign <= det * sign;
-    let accepted = det_passes(det, cull) && inside && t >= ray.tmin && t <= ray.tmax && t < best_t;
+    let accepted = det_passes(det, tri.edge_norm * dir_norm, cull) && inside && t >= ray.tmin && t <= ray.tmax && t < best_t;
     return Candidate(t, big_u * inv_det, big_v * inv_det, accepted);
 }

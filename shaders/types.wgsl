@@ -21,9 +21,9 @@ struct Hit {
 // Degenerate triangles are all zeros and never hit.
 struct PackedTriangle {
     v0: vec3<f32>,
-    _pad0: u32,
+    id: u32,
     e1: vec3<f32>,
-    _pad1: u32,
+    edge_norm: f32,
     e2: vec3<f32>,
     _pad2: u32,
 }
@@ -40,7 +40,34 @@ struct TraceParams {
     tri_first: u32,
 }
 
+// One child of a BVH node: padded box, and a node index (count == 0) or a leaf of
+// `count` triangles starting at `index`. An empty slot has index EMPTY_CHILD.
+struct BvhChild {
+    lo: vec3<f32>,
+    index: u32,
+    hi: vec3<f32>,
+    count: u32,
+}
+
+// A BVH node: the boxes of both children (64 bytes).
+struct BvhNode {
+    children: array<BvhChild, 2>,
+}
+
+// Per-dispatch parameters of the BVH traversal (uniform, 32 bytes).
+struct TraverseParams {
+    ray_count: u32,
+    cull: u32,
+    accumulate: u32,
+    miss_t: f32,
+    one: f32,
+    max_steps: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
 const MISS: u32 = 0xffffffffu;
+const EMPTY_CHILD: u32 = 0xffffffffu;
 const CULL_NONE: u32 = 0u;
 const CULL_BACK: u32 = 1u;
 const CULL_FRONT: u32 = 2u;

@@ -41,11 +41,13 @@
 //! ```
 
 use std::fmt::{self, Write as _};
+use std::sync::Arc;
 use std::time::Instant;
 
 use glam::Vec3;
 
 use crate::Mesh;
+use crate::bvh::Bvh;
 use crate::cpu::CpuBackend;
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
@@ -64,6 +66,9 @@ pub const RANDOM_RAYS_SEED: u64 = 0x0BEA_C4ED_5EED;
 /// (1,200–2,100 M tests/s), 5–10 s on lavapipe (170–300 M tests/s); far less on a
 /// real GPU.
 pub const DEFAULT_TEST_BUDGET: u64 = 16_384 * 100_000;
+
+/// Default rays per ray set with a BVH: a 1024 × 1024 camera.
+pub const DEFAULT_BVH_RAYS: usize = 1 << 20;
 
 /// Relative `t` tolerance of [`Parity::within_tolerance`].
 pub const PARITY_REL_T: f32 = 1e-5;
@@ -181,6 +186,7 @@ pub const fn cull_name(cull: Cull) -> &'static str {
 /// The name of an acceleration structure as the command line spells it.
 pub const fn accel_name(accel: Accel) -> &'static str {
     match accel {
+        Accel::Bvh => "bvh",
         Accel::Brute => "brute",
     }
 }
@@ -248,11 +254,11 @@ pub struct Prepared {
 
 /// Prepares `mesh` for `picker`, timing the CPU preparation and the GPU upload
 /// separately (see the [module docs](self)).
-pub fn prepare(picker: &Picker, mesh: &Mesh) -> Result<Prepared> {
+pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
     match picker.gpu() {
         None => {
             let start = Instant::now();
-            let prepared = picker.upload(mesh)?;
+            let prepared = picker.upload_with(mesh, accel)?;
             Ok(Prepared {
                 mesh: prepared,
                 build_ms: ms_since(start),
@@ -261,10 +267,16 @@ pub fn prepare(picker: &Picker, mesh: &Mesh) -> Result<Prepared> {
         }
         Some(gpu) => {
             let start = Instant::now();
-            let packed = pack_mesh(mesh);
+            let built = match accel {
+                Accel::Brute => Built::Packed(pack_mesh(mesh)),
+                Accel::Bvh => Built::Bvh(Arc::new(Bvh::build(mesh))),
+            };
             let build_ms = ms_since(start);
             let start = Instant::now();
-            let uploaded = gpu.upload_packed(&packed)?;
+            let uploaded = match built {
+                Built::Packed(packed) => gpu.upload_packed(&packed)?,
+                Built::Bvh(bvh) => gpu.upload_bvh(bvh)?,
+            };
             // The buffer contents are copied on the next submission: make it happen now.
             gpu.queue().submit([]);
             gpu.device()
@@ -277,6 +289,12 @@ pub fn prepare(picker: &Picker, mesh: &Mesh) -> Result<Prepared> {
             })
         }
     }
+}
+
+/// What the CPU builds before a GPU upload.
+enum Built {
+    Packed(Vec<crate::types::PackedTriangle>),
+    Bvh(Arc<Bvh>),
 }
 
 /// The result of [`time_trace`].
@@ -459,22 +477,24 @@ pub struct TraceReport {
 ///
 /// `cpu_threads` is the thread count the CPU backend was made with (`None`: rayon's
 /// global pool), `fallback` the reason [`open_picker`] gave for not using the GPU.
+#[allow(clippy::too_many_arguments)]
 pub fn run_trace(
     picker: &Picker,
     mesh: &Mesh,
     rays: &[Ray],
+    accel: Accel,
     options: &TraceOptions,
     repeat: usize,
     cpu_threads: Option<usize>,
     fallback: Option<String>,
 ) -> Result<(TraceReport, Vec<Hit>)> {
-    let prepared = prepare(picker, mesh)?;
+    let prepared = prepare(picker, mesh, accel)?;
     let timed = time_trace(picker, &prepared.mesh, rays, options, repeat)?;
     let triangles = mesh.triangle_count();
     let report = TraceReport {
         backend: backend_name(picker.backend()).to_string(),
         adapter: picker.device_name(),
-        accel: accel_name(options.accel).to_string(),
+        accel: accel_name(accel).to_string(),
         cull: cull_name(options.cull).to_string(),
         triangles,
         measured: Measurement::new(&prepared, &timed, rays.len(), triangles),
@@ -548,6 +568,8 @@ pub struct BenchConfig {
     pub repeat: usize,
     /// CPU threads (`None`: all cores).
     pub threads: Option<usize>,
+    /// Acceleration structures to compare, in report order.
+    pub accels: Vec<Accel>,
     /// Trace options.
     pub options: TraceOptions,
 }
@@ -560,6 +582,7 @@ impl Default for BenchConfig {
             backends: BenchBackends::default(),
             repeat: 1,
             threads: None,
+            accels: vec![Accel::Bvh, Accel::Brute],
             options: TraceOptions::default(),
         }
     }
@@ -573,6 +596,8 @@ pub struct BenchRow {
     pub backend: String,
     /// The device that traced ([`Picker::device_name`]).
     pub adapter: String,
+    /// Acceleration structure ([`accel_name`]).
+    pub accel: String,
     /// The ray set.
     pub ray_set: RaySet,
     /// Counts and times of the traced batch.
@@ -580,10 +605,13 @@ pub struct BenchRow {
     pub measured: Measurement,
 }
 
-/// CPU/GPU agreement on one ray set.
+/// Agreement of two runs on one ray set: the CPU and the GPU with one acceleration
+/// structure, or the BVH and brute force on the CPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(serde::Serialize))]
 pub struct ParityRow {
+    /// What was compared, e.g. `bvh cpu/gpu` or `cpu bvh/brute`.
+    pub compared: String,
     /// The ray set.
     pub ray_set: RaySet,
     /// Rays compared.
@@ -600,6 +628,8 @@ pub struct ParityRow {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "cli", derive(serde::Serialize))]
 pub struct SpeedRatio {
+    /// Acceleration structure ([`accel_name`]).
+    pub accel: String,
     /// The ray set.
     pub ray_set: RaySet,
     /// CPU trace time / GPU trace time: above 1 the GPU is faster.
@@ -614,19 +644,18 @@ pub struct BenchReport {
     pub scene: String,
     /// Triangles in the scene.
     pub triangles: usize,
-    /// Acceleration structure ([`accel_name`]).
-    pub accel: String,
     /// Culling mode ([`cull_name`]).
     pub cull: String,
     /// Timed runs after the warm-up per row.
     pub repeat: usize,
     /// CPU threads, when the CPU ran.
     pub threads: Option<usize>,
-    /// One row per backend and ray set (backend-major).
+    /// One row per backend, acceleration structure and ray set.
     pub rows: Vec<BenchRow>,
     /// GPU/CPU speed per ray set, when both ran.
     pub speed: Vec<SpeedRatio>,
-    /// CPU/GPU agreement per ray set, when both ran.
+    /// CPU/GPU agreement per acceleration structure and ray set, and BVH/brute
+    /// force agreement on the CPU, when both ran.
     pub parity: Vec<ParityRow>,
     /// Why the GPU did not run although it was wanted, with a hint on getting one.
     pub notice: Option<String>,
@@ -650,13 +679,12 @@ pub fn run_bench(
         ))
     })?;
     let triangles = mesh.triangle_count();
-    let count = config.rays.unwrap_or_else(|| default_ray_count(triangles));
-    let ray_sets: Vec<(RaySet, Vec<Ray>)> = config
-        .ray_sets
-        .iter()
-        .map(|&s| (s, s.generate(bounds, count)))
-        .collect();
-
+    let ray_count = |accel: Accel| {
+        config.rays.unwrap_or_else(|| match accel {
+            Accel::Bvh => DEFAULT_BVH_RAYS,
+            Accel::Brute => default_ray_count(triangles),
+        })
+    };
     let mut pickers = Vec::new();
     let mut notice = None;
     if config.backends.cpu {
@@ -672,60 +700,97 @@ pub fn run_bench(
     }
 
     let mut rows = Vec::new();
-    let mut hits: Vec<(Backend, RaySet, Vec<Hit>)> = Vec::new();
-    for picker in &pickers {
-        let backend = backend_name(picker.backend());
-        progress(&format!("preparing {triangles} triangles on the {backend}"));
-        let prepared = prepare(picker, mesh)?;
-        for (set, rays) in &ray_sets {
-            progress(&format!(
-                "tracing {} {set} rays on the {backend}",
-                rays.len()
-            ));
-            let timed = time_trace(picker, &prepared.mesh, rays, &config.options, config.repeat)?;
-            rows.push(BenchRow {
-                backend: backend.to_string(),
-                adapter: picker.device_name(),
-                ray_set: *set,
-                measured: Measurement::new(&prepared, &timed, rays.len(), triangles),
-            });
-            hits.push((picker.backend(), *set, timed.hits));
-        }
-    }
-
-    let find_hits =
-        |b: Backend, s: RaySet| hits.iter().find(|h| h.0 == b && h.1 == s).map(|h| &h.2);
-    let find_row = |b: &str, s: RaySet| rows.iter().find(|r| r.backend == b && r.ray_set == s);
     let mut speed = Vec::new();
     let mut parity_rows = Vec::new();
-    for &(set, _) in &ray_sets {
-        if let (Some(cpu), Some(gpu)) = (find_row("cpu", set), find_row("gpu", set)) {
-            speed.push(SpeedRatio {
-                ray_set: set,
-                gpu_over_cpu: if gpu.measured.trace_ms > 0.0 {
-                    cpu.measured.trace_ms / gpu.measured.trace_ms
-                } else {
-                    0.0
-                },
-            });
+    // Hits of the CPU per (accel, ray set), for the BVH/brute comparison.
+    let mut cpu_hits: Vec<(Accel, RaySet, Vec<Ray>, Vec<Hit>)> = Vec::new();
+    for &accel in &config.accels {
+        let count = ray_count(accel);
+        let ray_sets: Vec<(RaySet, Vec<Ray>)> = config
+            .ray_sets
+            .iter()
+            .map(|&s| (s, s.generate(bounds, count)))
+            .collect();
+        let mut hits: Vec<(Backend, RaySet, Vec<Hit>)> = Vec::new();
+        let mut times: Vec<(Backend, RaySet, f64)> = Vec::new();
+        for picker in &pickers {
+            let backend = backend_name(picker.backend());
+            let name = accel_name(accel);
+            progress(&format!(
+                "preparing {triangles} triangles ({name}) on the {backend}"
+            ));
+            let prepared = prepare(picker, mesh, accel)?;
+            for (set, rays) in &ray_sets {
+                progress(&format!(
+                    "tracing {} {set} rays ({name}) on the {backend}",
+                    rays.len()
+                ));
+                let timed =
+                    time_trace(picker, &prepared.mesh, rays, &config.options, config.repeat)?;
+                rows.push(BenchRow {
+                    backend: backend.to_string(),
+                    adapter: picker.device_name(),
+                    accel: name.to_string(),
+                    ray_set: *set,
+                    measured: Measurement::new(&prepared, &timed, rays.len(), triangles),
+                });
+                times.push((picker.backend(), *set, timed.best_ms));
+                hits.push((picker.backend(), *set, timed.hits));
+            }
         }
-        if let (Some(cpu), Some(gpu)) = (find_hits(Backend::Cpu, set), find_hits(Backend::Gpu, set))
-        {
-            let p = parity(cpu, gpu);
-            parity_rows.push(ParityRow {
-                ray_set: set,
-                rays: p.rays,
-                identical: p.identical,
-                within_tolerance: p.within_tolerance,
-                differing: p.differing(),
-            });
+        let find_hits =
+            |b: Backend, s: RaySet| hits.iter().find(|h| h.0 == b && h.1 == s).map(|h| &h.2);
+        let find_ms =
+            |b: Backend, s: RaySet| times.iter().find(|h| h.0 == b && h.1 == s).map(|h| h.2);
+        for (set, rays) in &ray_sets {
+            if let (Some(cpu), Some(gpu)) =
+                (find_ms(Backend::Cpu, *set), find_ms(Backend::Gpu, *set))
+            {
+                speed.push(SpeedRatio {
+                    accel: accel_name(accel).to_string(),
+                    ray_set: *set,
+                    gpu_over_cpu: if gpu > 0.0 { cpu / gpu } else { 0.0 },
+                });
+            }
+            if let (Some(cpu), Some(gpu)) =
+                (find_hits(Backend::Cpu, *set), find_hits(Backend::Gpu, *set))
+            {
+                parity_rows.push(ParityRow::new(
+                    format!("{} cpu/gpu", accel_name(accel)),
+                    *set,
+                    parity(cpu, gpu),
+                ));
+            }
+            if let Some(cpu) = find_hits(Backend::Cpu, *set) {
+                cpu_hits.push((accel, *set, rays.clone(), cpu.clone()));
+            }
+        }
+    }
+    // The BVH against brute force on the CPU, on brute force's rays.
+    if let Some(cpu) = pickers.iter().find(|p| p.backend() == Backend::Cpu)
+        && config.accels.contains(&Accel::Bvh)
+    {
+        let mut prepared = None;
+        for (_, set, rays, brute) in cpu_hits.iter().filter(|h| h.0 == Accel::Brute) {
+            if prepared.is_none() {
+                prepared = Some(cpu.upload_with(mesh, Accel::Bvh)?);
+            }
+            let bvh = cpu.trace(
+                prepared.as_ref().expect("just prepared"),
+                rays,
+                &config.options,
+            )?;
+            parity_rows.push(ParityRow::new(
+                "cpu bvh/brute".to_string(),
+                *set,
+                parity(&bvh, brute),
+            ));
         }
     }
 
     Ok(BenchReport {
         scene: scene.to_string(),
         triangles,
-        accel: accel_name(config.options.accel).to_string(),
         cull: cull_name(config.options.cull).to_string(),
         repeat: config.repeat.max(1),
         threads: config
@@ -737,6 +802,19 @@ pub fn run_bench(
         parity: parity_rows,
         notice,
     })
+}
+
+impl ParityRow {
+    fn new(compared: String, ray_set: RaySet, p: Parity) -> Self {
+        Self {
+            compared,
+            ray_set,
+            rays: p.rays,
+            identical: p.identical,
+            within_tolerance: p.within_tolerance,
+            differing: p.differing(),
+        }
+    }
 }
 
 /// `x` with three significant digits (`0.00239`, `2.39`, `239`, `2387`).
@@ -787,6 +865,7 @@ impl fmt::Display for BenchReport {
             [
                 "scene",
                 "triangles",
+                "accel",
                 "ray set",
                 "rays",
                 "backend",
@@ -802,6 +881,7 @@ impl fmt::Display for BenchReport {
             cells.push(vec![
                 self.scene.clone(),
                 self.triangles.to_string(),
+                r.accel.clone(),
                 r.ray_set.to_string(),
                 r.measured.rays.to_string(),
                 r.backend.clone(),
@@ -813,12 +893,14 @@ impl fmt::Display for BenchReport {
         }
         f.write_str(&table(
             &cells,
-            &[false, true, false, true, false, false, true, true, true],
+            &[
+                false, true, false, false, true, false, false, true, true, true,
+            ],
         ))?;
         writeln!(
             f,
-            "(accel {}, cull {}; trace ms = best of {} after a warm-up)",
-            self.accel, self.cull, self.repeat
+            "(cull {}; trace ms = best of {} after a warm-up; Mtests/s counts rays x triangles)",
+            self.cull, self.repeat
         )?;
         for s in &self.speed {
             let verdict = if s.gpu_over_cpu >= 1.0 {
@@ -828,7 +910,8 @@ impl fmt::Display for BenchReport {
             };
             writeln!(
                 f,
-                "gpu/cpu speed {}: {}x (GPU {verdict})",
+                "gpu/cpu speed {} {}: {}x (GPU {verdict})",
+                s.accel,
                 s.ray_set,
                 sig3(s.gpu_over_cpu)
             )?;
@@ -836,8 +919,8 @@ impl fmt::Display for BenchReport {
         for p in &self.parity {
             write!(
                 f,
-                "parity {}: {}/{} identical",
-                p.ray_set, p.identical, p.rays
+                "parity {} {}: {}/{} identical",
+                p.compared, p.ray_set, p.identical, p.rays
             )?;
             if p.identical != p.rays {
                 write!(

@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod bvh;
 pub mod camera;
 pub mod cpu;
 pub mod error;

@@ -26,12 +26,14 @@ impl Cull {
     }
 }
 
-/// How each ray finds its candidate triangles.
+/// How each ray finds its candidate triangles; chosen when a mesh is uploaded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Accel {
-    /// Test every ray against every triangle (the reference).
+    /// A bounding volume hierarchy ([`crate::bvh::Bvh`]): the default.
     #[default]
+    Bvh,
+    /// Every ray against every triangle: the reference, O(rays × triangles).
     Brute,
 }
 
@@ -40,8 +42,6 @@ pub enum Accel {
 pub struct TraceOptions {
     /// Face culling.
     pub cull: Cull,
-    /// Acceleration structure.
-    pub accel: Accel,
 }
 
 impl TraceOptions {

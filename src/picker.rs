@@ -4,7 +4,7 @@ use crate::Mesh;
 use crate::cpu::{CpuBackend, CpuMesh};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuContext, GpuMesh};
-use crate::options::TraceOptions;
+use crate::options::{Accel, TraceOptions};
 use crate::types::{Hit, Ray};
 
 /// Which backend traces rays.
@@ -135,11 +135,17 @@ impl Picker {
         }
     }
 
-    /// Prepares a mesh for this picker's backend (uploads it on the GPU).
+    /// Prepares a mesh for this picker's backend with the default acceleration
+    /// structure (a BVH; uploaded on the GPU).
     pub fn upload(&self, mesh: &Mesh) -> Result<PickMesh> {
+        self.upload_with(mesh, Accel::default())
+    }
+
+    /// Prepares a mesh for this picker's backend with the given acceleration structure.
+    pub fn upload_with(&self, mesh: &Mesh, accel: Accel) -> Result<PickMesh> {
         match &self.engine {
-            Engine::Cpu(_) => Ok(PickMesh::Cpu(CpuMesh::new(mesh))),
-            Engine::Gpu(gpu) => Ok(PickMesh::Gpu(gpu.upload(mesh)?)),
+            Engine::Cpu(_) => Ok(PickMesh::Cpu(CpuMesh::with_accel(mesh, accel))),
+            Engine::Gpu(gpu) => Ok(PickMesh::Gpu(gpu.upload_with(mesh, accel)?)),
         }
     }
 

@@ -8,30 +8,45 @@ use glam::{DVec3, Vec3};
 
 use crate::types::{PackedTriangle, Ray};
 
-/// Packs one triangle: `v0`, `e1 = v1 - v0`, `e2 = v2 - v0` in f32.
+/// Packs triangle `id`: `v0`, `e1 = v1 - v0`, `e2 = v2 - v0` in f32, and
+/// `edge_norm = |e1|₁ · |e2|₁` for the determinant tolerance.
 ///
 /// Degenerate triangles — a non-finite coordinate or edge, or edges whose cross
 /// product is exactly zero — become all zeros, whose determinant is exactly zero for
 /// every ray, so they never hit. The cross product is evaluated in f64, where each
 /// product of two f32 values is exact, so the zero test is exact.
-pub fn pack_triangle([v0, v1, v2]: [Vec3; 3]) -> PackedTriangle {
+pub fn pack_triangle([v0, v1, v2]: [Vec3; 3], id: u32) -> PackedTriangle {
     let e1 = v1 - v0;
     let e2 = v2 - v0;
     let finite = v0.is_finite() && e1.is_finite() && e2.is_finite();
     if !finite || e1.as_dvec3().cross(e2.as_dvec3()) == DVec3::ZERO {
-        return PackedTriangle::default();
+        return PackedTriangle {
+            id,
+            ..Default::default()
+        };
     }
     PackedTriangle {
         v0,
+        id,
         e1,
+        edge_norm: (e1.abs().element_sum() * e2.abs().element_sum()).min(f32::MAX),
         e2,
         ..Default::default()
     }
 }
 
+/// Whether a packed triangle can ever be hit: [`pack_triangle`] zeroes the edges of
+/// degenerate ones, and the edges of any other are non-zero.
+pub fn is_hittable(tri: &PackedTriangle) -> bool {
+    tri.e1 != Vec3::ZERO
+}
+
 /// Packs every triangle of a mesh in id order.
 pub fn pack_mesh(mesh: &crate::Mesh) -> Vec<PackedTriangle> {
-    mesh.triangles().map(pack_triangle).collect()
+    mesh.triangles()
+        .enumerate()
+        .map(|(k, tri)| pack_triangle(tri, k as u32))
+        .collect()
 }
 
 /// The ray every invalid ray is replaced with: a zero direction, so every

@@ -42,10 +42,12 @@ pub fn nearest_f64(mesh: &Mesh, ray: &Ray) -> Option<(u32, HitF64)> {
     let (tmin, tmax) = (ray.tmin as f64, ray.tmax as f64);
     let mut best: Option<(u32, HitF64)> = None;
     for (k, tri) in mesh.triangles().enumerate() {
-        if let Some(hit) = intersect_f64(ray, tri, 0.0) {
-            if hit.t >= tmin && hit.t <= tmax && best.is_none_or(|(_, b)| hit.t < b.t) {
-                best = Some((k as u32, hit));
-            }
+        if let Some(hit) = intersect_f64(ray, tri, 0.0)
+            && hit.t >= tmin
+            && hit.t <= tmax
+            && best.is_none_or(|(_, b)| hit.t < b.t)
+        {
+            best = Some((k as u32, hit));
         }
     }
     best

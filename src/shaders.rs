@@ -10,6 +10,16 @@ pub const INTERSECT: &str = include_str!("../shaders/intersect.wgsl");
 /// The brute-force stage (mirrored by `src/cpu/brute_force.rs`).
 pub const BRUTE_FORCE: &str = include_str!("../shaders/brute_force.wgsl");
 
+/// The BVH traversal stage (mirrored by `src/cpu/bvh_traverse.rs`).
+pub const BVH_TRAVERSE: &str = include_str!("../shaders/bvh_traverse.wgsl");
+
+/// Entry point of the BVH traversal stage.
+pub const BVH_TRAVERSE_ENTRY: &str = "bvh_traverse";
+/// Workgroup size of the BVH traversal stage (`WORKGROUP_SIZE` in the WGSL).
+pub const BVH_TRAVERSE_WORKGROUP: u32 = 64;
+/// Triangle id the traversal reports for a ray that ran out of loop steps.
+pub const UNFINISHED: u32 = 0xFFFF_FFFE;
+
 /// Entry point of the brute-force stage.
 pub const BRUTE_FORCE_ENTRY: &str = "brute_force";
 /// Workgroup size of the brute-force stage (`WORKGROUP_SIZE` in the WGSL).
@@ -20,7 +30,15 @@ pub fn brute_force_module() -> String {
     [TYPES, INTERSECT, BRUTE_FORCE].join("\n")
 }
 
+/// The complete WGSL module of the BVH traversal stage.
+pub fn bvh_traverse_module() -> String {
+    [TYPES, INTERSECT, BVH_TRAVERSE].join("\n")
+}
+
 /// Every complete module, by name (used by the naga validation test).
 pub fn all_modules() -> Vec<(&'static str, String)> {
-    vec![("brute_force", brute_force_module())]
+    vec![
+        ("brute_force", brute_force_module()),
+        ("bvh_traverse", bvh_traverse_module()),
+    ]
 }

@@ -88,18 +88,18 @@ impl Hit {
 /// `e1 = v1 - v0`, `e2 = v2 - v0`, computed once in f32 on the host.
 ///
 /// Degenerate triangles (zero area or non-finite coordinates) are stored with all
-/// fields zero, so their determinant is exactly zero and they never hit.
+/// geometry zero, so their determinant is exactly zero and they never hit.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct PackedTriangle {
     /// First vertex.
     pub v0: Vec3,
-    /// Padding to 16 bytes.
-    pub _pad0: u32,
+    /// The triangle's id in the caller's mesh (a BVH reorders triangles).
+    pub id: u32,
     /// `v1 - v0`.
     pub e1: Vec3,
-    /// Padding to 16 bytes.
-    pub _pad1: u32,
+    /// `|e1|₁ · |e2|₁`: scales the determinant tolerance (see `shaders/intersect.wgsl`).
+    pub edge_norm: f32,
     /// `v2 - v0`.
     pub e2: Vec3,
     /// Padding to 16 bytes.
@@ -129,7 +129,84 @@ pub struct TraceParams {
     pub tri_first: u32,
 }
 
+/// Marks an empty [`BvhChild`] slot.
+pub const EMPTY_CHILD: u32 = u32::MAX;
+
+/// One child of a [`BvhNode`]: its bounding box and where its content is.
+///
+/// `count == 0`: an interior node, `index` is its position in the node array.
+/// `count > 0`: a leaf of `count` triangles starting at `index` in the BVH's triangle
+/// array. An empty slot has `index == EMPTY_CHILD` and `count == 0`; traversal
+/// never enters it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct BvhChild {
+    /// Box minimum (padded outward so that box tests are conservative).
+    pub lo: Vec3,
+    /// Node index (interior) or first triangle (leaf).
+    pub index: u32,
+    /// Box maximum (padded outward).
+    pub hi: Vec3,
+    /// Triangle count of a leaf; 0 for an interior node or an empty slot.
+    pub count: u32,
+}
+
+impl BvhChild {
+    /// An empty slot (with an inverted box, so it bounds nothing).
+    pub const EMPTY: BvhChild = BvhChild {
+        lo: Vec3::splat(f32::MAX),
+        index: EMPTY_CHILD,
+        hi: Vec3::splat(-f32::MAX),
+        count: 0,
+    };
+
+    /// Whether this child is a leaf.
+    pub fn is_leaf(&self) -> bool {
+        self.count > 0
+    }
+
+    /// Whether this slot is empty.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0 && self.index == EMPTY_CHILD
+    }
+}
+
+/// A BVH node as both backends read it: the boxes of its two children (64 bytes).
+/// Node 0 is the root; traversal tests both child boxes with one node fetch.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct BvhNode {
+    /// The two children.
+    pub children: [BvhChild; 2],
+}
+
+/// Per-dispatch parameters of the BVH traversal kernel (a uniform buffer).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct TraverseParams {
+    /// Number of rays in this dispatch.
+    pub ray_count: u32,
+    /// Culling mode: 0 none, 1 back, 2 front (see [`crate::Cull`]).
+    pub cull: u32,
+    /// 1 when the hit buffer already holds the best hit of earlier BVH chunks.
+    pub accumulate: u32,
+    /// The `t` written for a miss (`+inf`).
+    pub miss_t: f32,
+    /// Always 1.0 (see [`TraceParams::one`]).
+    pub one: f32,
+    /// Most loop steps (node visits plus triangle tests) one ray may take; a ray
+    /// that needs more is reported unfinished and completed on the CPU.
+    pub max_steps: u32,
+    /// Padding to 16 bytes.
+    pub _pad0: u32,
+    /// Padding to 16 bytes.
+    pub _pad1: u32,
+}
+
 const _: () = assert!(std::mem::size_of::<Ray>() == 32);
+const _: () = assert!(std::mem::size_of::<BvhChild>() == 32);
+const _: () = assert!(std::mem::size_of::<BvhNode>() == 64);
+const _: () = assert!(std::mem::size_of::<TraverseParams>() == 32);
 const _: () = assert!(std::mem::size_of::<Hit>() == 16);
 const _: () = assert!(std::mem::size_of::<PackedTriangle>() == 48);
 const _: () = assert!(std::mem::size_of::<TraceParams>() == 32);

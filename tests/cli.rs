@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 use glam::Vec3;
 use raypick::cpu::{CpuBackend, CpuMesh};
-use raypick::{Cull, Hit, Mesh, Ray, TraceOptions, io};
+use raypick::{Accel, Cull, Hit, Mesh, Ray, TraceOptions, io};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -79,7 +79,11 @@ impl Fixture {
     /// The library's own CPU answer.
     fn expected(&self, cull: Cull) -> Vec<Hit> {
         let options = TraceOptions::default().with_cull(cull);
-        CpuBackend::new().trace(&CpuMesh::new(&self.mesh), &self.rays, &options)
+        CpuBackend::new().trace(
+            &CpuMesh::with_accel(&self.mesh, Accel::Brute),
+            &self.rays,
+            &options,
+        )
     }
 
     /// `raypick trace --mesh mesh.obj --rays rays.rays --out <out> <extra..>`.
@@ -204,7 +208,7 @@ fn trace_json_reports_the_required_fields() {
         json["adapter"].as_str().is_some_and(|s| s.contains("CPU")),
         "{json}"
     );
-    assert_eq!(json["accel"], "brute");
+    assert_eq!(json["accel"], "bvh");
     assert_eq!(json["cull"], "none");
     assert_eq!(json["triangles"], 6);
     assert_eq!(json["rays"], fx.rays.len());
@@ -519,7 +523,8 @@ fn bench_json_parses_and_compares_backends() {
     assert_eq!(json["repeat"], 2);
     let rows = json["rows"].as_array().expect("rows");
     let gpu = gpu_available();
-    assert_eq!(rows.len(), if gpu { 4 } else { 2 }, "{json}");
+    // Two ray sets × two accelerations (bvh, brute) per backend.
+    assert_eq!(rows.len(), if gpu { 8 } else { 4 }, "{json}");
     for row in rows {
         assert!(
             matches!(row["backend"].as_str(), Some("cpu" | "gpu")),
@@ -533,6 +538,10 @@ fn bench_json_parses_and_compares_backends() {
             matches!(row["ray_set"].as_str(), Some("primary" | "random")),
             "{row}"
         );
+        assert!(
+            matches!(row["accel"].as_str(), Some("bvh" | "brute")),
+            "{row}"
+        );
         assert_eq!(row["rays"], 64);
         for key in ["trace_ms", "mrays_per_s", "mtests_per_s"] {
             assert!(
@@ -542,16 +551,16 @@ fn bench_json_parses_and_compares_backends() {
         }
     }
     let parity = json["parity"].as_array().expect("parity");
+    // CPU/GPU per accel and ray set (with a GPU), and BVH/brute force on the CPU.
+    assert_eq!(parity.len(), if gpu { 6 } else { 2 }, "{json}");
+    for p in parity {
+        assert_eq!(p["rays"], 64);
+        assert_eq!(p["differing"], 0, "disagreement: {p}");
+    }
     if gpu {
         assert!(json["notice"].is_null());
-        assert_eq!(parity.len(), 2);
-        for p in parity {
-            assert_eq!(p["rays"], 64);
-            assert_eq!(p["differing"], 0, "CPU and GPU disagree: {p}");
-        }
-        assert_eq!(json["speed"].as_array().map(Vec::len), Some(2));
+        assert_eq!(json["speed"].as_array().map(Vec::len), Some(4));
     } else {
-        assert!(parity.is_empty());
         assert!(
             json["notice"]
                 .as_str()
@@ -574,6 +583,8 @@ fn bench_json_parses_and_compares_backends() {
             "100",
             "--backend",
             "cpu",
+            "--accel",
+            "bvh",
             "--json",
         ],
         &[],
@@ -584,5 +595,6 @@ fn bench_json_parses_and_compares_backends() {
     let rows = json["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["ray_set"], "random");
+    assert_eq!(rows[0]["accel"], "bvh");
     assert_eq!(rows[0]["rays"], 100);
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{assert_contract, backends, trace};
+use common::{assert_contract, engines, trace};
 use glam::Vec3;
 use raypick::{Cull, Hit, MISS, Mesh, Ray};
 
@@ -19,9 +19,9 @@ fn down(x: f32, y: f32) -> Ray {
 #[test]
 fn hit_reports_t_in_units_of_dir_and_barycentrics_of_v1_v2() {
     let mesh = square();
-    for backend in backends() {
+    for engine in engines() {
         let hits = trace(
-            backend,
+            engine,
             &mesh,
             &[down(0.75, 0.25), down(0.25, 0.75)],
             Cull::None,
@@ -35,7 +35,7 @@ fn hit_reports_t_in_units_of_dir_and_barycentrics_of_v1_v2() {
                 v: 0.25,
                 prim: 0
             },
-            "{backend:?}"
+            "{engine:?}"
         );
         // Triangle 1 = (0,0,0) (1,1,0) (0,1,0): u = 0.25, v = 0.5.
         assert_eq!(
@@ -46,7 +46,7 @@ fn hit_reports_t_in_units_of_dir_and_barycentrics_of_v1_v2() {
                 v: 0.5,
                 prim: 1
             },
-            "{backend:?}"
+            "{engine:?}"
         );
     }
 }
@@ -55,9 +55,9 @@ fn hit_reports_t_in_units_of_dir_and_barycentrics_of_v1_v2() {
 fn misses_carry_the_marker() {
     let mesh = square();
     let rays = [down(2.0, 2.0), Ray::new(Vec3::new(0.5, 0.5, 2.0), Vec3::Z)];
-    for backend in backends() {
-        for hit in trace(backend, &mesh, &rays, Cull::None) {
-            assert_eq!(hit, Hit::MISS, "{backend:?}");
+    for engine in engines() {
+        for hit in trace(engine, &mesh, &rays, Cull::None) {
+            assert_eq!(hit, Hit::MISS, "{engine:?}");
             assert_eq!(hit.prim, MISS);
             assert_eq!(hit.t, f32::INFINITY);
         }
@@ -74,16 +74,16 @@ fn nearest_hit_wins_and_ties_go_to_the_lowest_id() {
     let far = near.map(|p| p - Vec3::Z);
     // far, near, near again (a duplicate), far again.
     let mesh = Mesh::from_triangles(&[far, near, near, far]);
-    for backend in backends() {
-        let hit = trace(backend, &mesh, &[down(0.25, 0.25)], Cull::None)[0];
-        assert_eq!(hit.prim, 1, "{backend:?}");
+    for engine in engines() {
+        let hit = trace(engine, &mesh, &[down(0.25, 0.25)], Cull::None)[0];
+        assert_eq!(hit.prim, 1, "{engine:?}");
         assert_eq!(hit.t, 0.5);
         // With the near ones out of the interval, the lowest far one wins.
         let ray = Ray::with_interval(Vec3::new(0.25, 0.25, 2.0), Vec3::NEG_Z, 1.5, 10.0);
         assert_eq!(
-            trace(backend, &mesh, &[ray], Cull::None)[0].prim,
+            trace(engine, &mesh, &[ray], Cull::None)[0].prim,
             0,
-            "{backend:?}"
+            "{engine:?}"
         );
     }
 }
@@ -100,20 +100,20 @@ fn interval_bounds_are_inclusive() {
         at(2.001, 5.0),
         at(-5.0, -1.0),
     ];
-    for backend in backends() {
-        let prims: Vec<u32> = trace(backend, &mesh, &rays, Cull::None)
+    for engine in engines() {
+        let prims: Vec<u32> = trace(engine, &mesh, &rays, Cull::None)
             .iter()
             .map(|h| h.prim)
             .collect();
-        assert_eq!(prims, [0, 0, 0, MISS, MISS, MISS], "{backend:?}");
+        assert_eq!(prims, [0, 0, 0, MISS, MISS, MISS], "{engine:?}");
     }
     // A negative interval reaches behind the origin.
     let behind = Ray::with_interval(Vec3::new(0.75, 0.25, -2.0), Vec3::NEG_Z, -5.0, 0.0);
-    for backend in backends() {
+    for engine in engines() {
         assert_eq!(
-            trace(backend, &mesh, &[behind], Cull::None)[0].t,
+            trace(engine, &mesh, &[behind], Cull::None)[0].t,
             -2.0,
-            "{backend:?}"
+            "{engine:?}"
         );
     }
 }
@@ -124,16 +124,16 @@ fn culling_follows_the_facing_rule() {
     let mesh = square();
     let from_above = down(0.75, 0.25);
     let from_below = Ray::new(Vec3::new(0.75, 0.25, -2.0), Vec3::Z);
-    for backend in backends() {
+    for engine in engines() {
         let prims = |cull| -> Vec<u32> {
-            trace(backend, &mesh, &[from_above, from_below], cull)
+            trace(engine, &mesh, &[from_above, from_below], cull)
                 .iter()
                 .map(|h| h.prim)
                 .collect()
         };
-        assert_eq!(prims(Cull::None), [0, 0], "{backend:?}");
-        assert_eq!(prims(Cull::Back), [0, MISS], "{backend:?}");
-        assert_eq!(prims(Cull::Front), [MISS, 0], "{backend:?}");
+        assert_eq!(prims(Cull::None), [0, 0], "{engine:?}");
+        assert_eq!(prims(Cull::Back), [0, MISS], "{engine:?}");
+        assert_eq!(prims(Cull::Front), [MISS, 0], "{engine:?}");
     }
 }
 
@@ -153,10 +153,10 @@ fn invalid_rays_miss_without_nan() {
         Ray::new(o, Vec3::new(1.0, 0.0, 0.0)), // parallel to the plane, in front of it
         Ray::new(Vec3::new(-1.0, 0.25, 0.0), Vec3::X), // in the plane itself
     ];
-    for backend in backends() {
-        let hits = trace(backend, &mesh, &rays, Cull::None);
+    for engine in engines() {
+        let hits = trace(engine, &mesh, &rays, Cull::None);
         for (ray, hit) in rays.iter().zip(&hits) {
-            assert_eq!(*hit, Hit::MISS, "{backend:?} {ray:?}");
+            assert_eq!(*hit, Hit::MISS, "{engine:?} {ray:?}");
         }
     }
 }
@@ -181,12 +181,12 @@ fn degenerate_triangles_never_hit() {
         .iter()
         .map(|&(x, y)| down(x, y))
         .collect();
-    for backend in backends() {
-        let hits = trace(backend, &mesh, &rays, Cull::None);
+    for engine in engines() {
+        let hits = trace(engine, &mesh, &rays, Cull::None);
         for (ray, hit) in rays.iter().zip(&hits) {
             assert!(
                 hit.prim == 6 || *hit == Hit::MISS,
-                "{backend:?} {ray:?} {hit:?}"
+                "{engine:?} {ray:?} {hit:?}"
             );
             assert_contract(&mesh, ray, hit);
         }
@@ -198,12 +198,12 @@ fn degenerate_triangles_never_hit() {
 fn empty_mesh_and_empty_batch() {
     let empty = Mesh::default();
     let square = square();
-    for backend in backends() {
+    for engine in engines() {
         assert_eq!(
-            trace(backend, &empty, &[down(0.5, 0.5)], Cull::None),
+            trace(engine, &empty, &[down(0.5, 0.5)], Cull::None),
             [Hit::MISS]
         );
-        assert!(trace(backend, &square, &[], Cull::None).is_empty());
+        assert!(trace(engine, &square, &[], Cull::None).is_empty());
     }
 }
 

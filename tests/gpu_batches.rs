@@ -3,11 +3,11 @@
 
 mod common;
 
-use common::{gpu, trace};
+use common::{CPU_BRUTE, CPU_BVH, GPU_BRUTE, GPU_BVH, gpu, trace};
 use glam::Vec3;
 use raypick::gpu::{GpuContext, GpuOptions};
 use raypick::scene::{self, Rng};
-use raypick::{Backend, Cull, Hit, Mesh, TraceOptions};
+use raypick::{Accel, Cull, Hit, Mesh, TraceOptions};
 
 #[test]
 fn split_meshes_and_batches_give_the_same_hits() {
@@ -25,11 +25,15 @@ fn split_meshes_and_batches_give_the_same_hits() {
     assert_eq!(split.max_rays_per_dispatch(), 48 * 97 / 32);
     for cull in [Cull::None, Cull::Back] {
         let options = TraceOptions::default().with_cull(cull);
-        let uploaded = split.upload(&mesh).unwrap();
+        let uploaded = split.upload_with(&mesh, Accel::Brute).unwrap();
         assert_eq!(uploaded.buffer_count(), 11);
         let got = split.trace(&uploaded, &rays, &options).unwrap();
         let expected = whole
-            .trace(&whole.upload(&mesh).unwrap(), &rays, &options)
+            .trace(
+                &whole.upload_with(&mesh, Accel::Brute).unwrap(),
+                &rays,
+                &options,
+            )
             .unwrap();
         assert_eq!(
             got, expected,
@@ -46,8 +50,8 @@ fn ten_million_rays_in_one_call() {
     let mesh = scene::grid(4, 4, 2.0);
     let rays = scene::camera_rays(mesh.bounds().unwrap(), 4_000, 2_500);
     assert_eq!(rays.len(), 10_000_000);
-    let gpu_hits = trace(Backend::Gpu, &mesh, &rays, Cull::None);
-    let cpu_hits = trace(Backend::Cpu, &mesh, &rays, Cull::None);
+    let gpu_hits = trace(GPU_BRUTE, &mesh, &rays, Cull::None);
+    let cpu_hits = trace(CPU_BRUTE, &mesh, &rays, Cull::None);
     assert_eq!(gpu_hits.len(), rays.len());
     let hits = gpu_hits.iter().filter(|h| h.is_hit()).count();
     assert!(hits > rays.len() / 10, "{hits} hits");
@@ -103,8 +107,8 @@ fn meshes_beyond_65536_triangles_are_traced_completely() {
     let mesh = scene::grid(190, 190, 4.0); // 72,200 triangles
     assert!(mesh.triangle_count() > 70_000);
     let rays = scene::camera_rays(mesh.bounds().unwrap(), 48, 40);
-    let gpu_hits = trace(Backend::Gpu, &mesh, &rays, Cull::None);
-    let cpu_hits = trace(Backend::Cpu, &mesh, &rays, Cull::None);
+    let gpu_hits = trace(GPU_BRUTE, &mesh, &rays, Cull::None);
+    let cpu_hits = trace(CPU_BRUTE, &mesh, &rays, Cull::None);
     let top = cpu_hits
         .iter()
         .filter(|h| h.is_hit())
@@ -138,10 +142,79 @@ fn small_triangle_ranges_per_dispatch_give_the_same_hits() {
     let rays = scene::adversarial_rays(&mesh, &mut rng, 5_000);
     let options = TraceOptions::default();
     let got = split
-        .trace(&split.upload(&mesh).unwrap(), &rays, &options)
+        .trace(
+            &split.upload_with(&mesh, Accel::Brute).unwrap(),
+            &rays,
+            &options,
+        )
         .unwrap();
     let expected = whole
-        .trace(&whole.upload(&mesh).unwrap(), &rays, &options)
+        .trace(
+            &whole.upload_with(&mesh, Accel::Brute).unwrap(),
+            &rays,
+            &options,
+        )
         .unwrap();
     assert_eq!(got, expected);
+}
+
+#[test]
+fn a_bvh_split_across_bindings_gives_the_same_hits() {
+    let Some(whole) = gpu() else { return };
+    let mut rng = Rng::new(8);
+    let mesh = scene::soup(3_000, &mut rng, (Vec3::splat(-1.0), Vec3::splat(1.0)));
+    let mut rays = scene::random_rays(6_000, &mut rng, mesh.bounds().unwrap());
+    rays.extend(scene::adversarial_rays(&mesh, &mut rng, 4_000));
+    let split = GpuContext::with_options(GpuOptions {
+        max_binding_bytes: Some(64 * 200), // 200 nodes or 266 triangles per chunk
+        ..Default::default()
+    })
+    .unwrap();
+    let options = TraceOptions::default();
+    let uploaded = split.upload(&mesh).unwrap();
+    assert!(
+        uploaded.buffer_count() > 8,
+        "{} chunks",
+        uploaded.buffer_count()
+    );
+    let got = split.trace(&uploaded, &rays, &options).unwrap();
+    let expected = trace(CPU_BRUTE, &mesh, &rays, Cull::None);
+    let differ: Vec<_> = (0..rays.len())
+        .filter(|&i| got[i] != expected[i])
+        .map(|i| (i, rays[i], got[i], expected[i]))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{} of {} rays differ from brute force: {differ:?}",
+        differ.len(),
+        rays.len()
+    );
+    let unsplit = whole
+        .trace(&whole.upload(&mesh).unwrap(), &rays, &options)
+        .unwrap();
+    assert_eq!(unsplit, got);
+}
+
+/// Rays that run out of GPU loop steps are completed on the CPU, with the same answer.
+#[test]
+fn rays_out_of_traversal_steps_are_finished_on_the_cpu() {
+    if gpu().is_none() {
+        return;
+    }
+    let short = GpuContext::with_options(GpuOptions {
+        max_traversal_steps: Some(3),
+        ..Default::default()
+    })
+    .unwrap();
+    let mesh = scene::icosphere(3, 1.0, Vec3::ZERO);
+    let rays = scene::incoherent_rays(4_000, &mut Rng::new(2), mesh.bounds().unwrap());
+    let got = short
+        .trace(
+            &short.upload(&mesh).unwrap(),
+            &rays,
+            &TraceOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(got, trace(CPU_BVH, &mesh, &rays, Cull::None));
+    assert_eq!(got, trace(GPU_BVH, &mesh, &rays, Cull::None));
 }

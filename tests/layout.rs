@@ -4,7 +4,7 @@
 use std::mem::{offset_of, size_of};
 
 use raypick::shaders;
-use raypick::types::{Hit, PackedTriangle, Ray, TraceParams};
+use raypick::types::{BvhChild, BvhNode, Hit, PackedTriangle, Ray, TraceParams, TraverseParams};
 
 fn parse(source: &str, name: &str) -> naga::Module {
     naga::front::wgsl::parse_str(source)
@@ -47,12 +47,21 @@ fn shared_structs_match_rust() {
     let module = parse(shaders::TYPES, "types.wgsl");
     assert_layout!(&module, Ray, [origin, tmin, dir, tmax]);
     assert_layout!(&module, Hit, [t, u, v, prim]);
-    assert_layout!(&module, PackedTriangle, [v0, _pad0, e1, _pad1, e2, _pad2]);
+    assert_layout!(&module, PackedTriangle, [v0, id, e1, edge_norm, e2, _pad2]);
     assert_layout!(
         &module,
         TraceParams,
         [
             ray_count, tri_count, tri_base, cull, accumulate, miss_t, one, tri_first
+        ]
+    );
+    assert_layout!(&module, BvhChild, [lo, index, hi, count]);
+    assert_layout!(&module, BvhNode, [children]);
+    assert_layout!(
+        &module,
+        TraverseParams,
+        [
+            ray_count, cull, accumulate, miss_t, one, max_steps, _pad0, _pad1
         ]
     );
 }
@@ -85,6 +94,7 @@ fn shader_constants_match_rust() {
         }
     };
     assert_eq!(constant("MISS"), raypick::MISS);
+    assert_eq!(constant("EMPTY_CHILD"), raypick::types::EMPTY_CHILD);
     assert_eq!(constant("CULL_NONE"), raypick::Cull::None.to_u32());
     assert_eq!(constant("CULL_BACK"), raypick::Cull::Back.to_u32());
     assert_eq!(constant("CULL_FRONT"), raypick::Cull::Front.to_u32());
@@ -95,4 +105,32 @@ fn shader_constants_match_rust() {
         .find(|e| e.name == shaders::BRUTE_FORCE_ENTRY)
         .expect("entry point");
     assert_eq!(entry.workgroup_size, [shaders::BRUTE_FORCE_WORKGROUP, 1, 1]);
+}
+
+#[test]
+fn traversal_constants_match_rust() {
+    let module = parse(&shaders::bvh_traverse_module(), "bvh_traverse");
+    let constant = |name: &str| -> naga::Literal {
+        let (_, c) = module
+            .constants
+            .iter()
+            .find(|(_, c)| c.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("constant {name} missing"));
+        match module.global_expressions[c.init] {
+            naga::Expression::Literal(l) => l,
+            ref other => panic!("{name} is not a literal: {other:?}"),
+        }
+    };
+    use naga::Literal::{F32, U32};
+    assert_eq!(constant("MAX_DEPTH"), U32(raypick::bvh::MAX_DEPTH as u32));
+    assert_eq!(constant("UNFINISHED"), U32(shaders::UNFINISHED));
+    assert_eq!(
+        constant("BOX_MARGIN"),
+        F32(raypick::cpu::bvh_traverse::BOX_MARGIN)
+    );
+    assert_eq!(constant("BIG"), F32(raypick::cpu::bvh_traverse::BIG));
+    assert_eq!(
+        constant("WORKGROUP_SIZE"),
+        U32(shaders::BVH_TRAVERSE_WORKGROUP)
+    );
 }

@@ -1,4 +1,4 @@
-//! CPU vs GPU parity: 100k rays per case (random, incoherent and adversarial: aimed at
+//! Parity of every engine (CPU/GPU × BVH/brute force) with CPU brute force: 100k rays per case (random, incoherent and adversarial: aimed at
 //! vertices and edge midpoints, parallel to triangles, starting on the surface, t
 //! exactly at tmin/tmax, NaN/inf/zero components) over several meshes with degenerate
 //! triangles, in every culling mode. Every hit on both backends also obeys the hit
@@ -6,10 +6,10 @@
 
 mod common;
 
-use common::{assert_contract, compare, gpu, trace};
+use common::{CPU_BRUTE, assert_contract, compare, engines, trace};
 use glam::Vec3;
 use raypick::scene::{self, Rng};
-use raypick::{Backend, Cull, Mesh, Ray};
+use raypick::{Cull, Mesh, Ray};
 
 fn meshes() -> Vec<(&'static str, Mesh)> {
     let mut rng = Rng::new(11);
@@ -40,23 +40,23 @@ fn parity_case(cull: Cull) {
     for (seed, (name, mesh)) in meshes().into_iter().enumerate() {
         let rays = rays_for(&mesh, 100 + seed as u64);
         assert!(rays.len() >= 100_000);
-        let cpu = trace(Backend::Cpu, &mesh, &rays, cull);
-        for (ray, hit) in rays.iter().zip(&cpu) {
+        let oracle = trace(CPU_BRUTE, &mesh, &rays, cull);
+        for (ray, hit) in rays.iter().zip(&oracle) {
             assert_contract(&mesh, ray, hit);
         }
-        let hits = cpu.iter().filter(|h| h.is_hit()).count();
+        let hits = oracle.iter().filter(|h| h.is_hit()).count();
         assert!(
             hits > rays.len() / 10,
             "{name}: only {hits} hits, the rays miss the mesh"
         );
-        if gpu().is_none() {
-            continue;
+        for engine in engines().into_iter().filter(|&e| e != CPU_BRUTE) {
+            let got = trace(engine, &mesh, &rays, cull);
+            for (ray, hit) in rays.iter().zip(&got) {
+                assert_contract(&mesh, ray, hit);
+            }
+            compare(&mesh, &rays, &oracle, &got)
+                .assert_ok(&format!("{name} cull={cull:?} {engine:?}"));
         }
-        let gpu_hits = trace(Backend::Gpu, &mesh, &rays, cull);
-        for (ray, hit) in rays.iter().zip(&gpu_hits) {
-            assert_contract(&mesh, ray, hit);
-        }
-        compare(&mesh, &rays, &cpu, &gpu_hits).assert_ok(&format!("{name} cull={cull:?}"));
     }
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{backends, explain, reference_hit, rel_close, trace};
+use common::{engines, explain, reference_hit, rel_close, trace};
 use glam::Vec3;
 use raypick::scene::Rng;
 use raypick::{Cull, Hit, Mesh, Ray};
@@ -76,8 +76,8 @@ fn backends_match_an_f64_reference() {
         .collect();
     let hits = reference.iter().filter(|h| h.is_hit()).count();
     assert!(hits > 10_000, "only {hits} reference hits");
-    for backend in backends() {
-        let got = trace(backend, &mesh, &rays, Cull::None);
+    for engine in engines() {
+        let got = trace(engine, &mesh, &rays, Cull::None);
         let mut explained = 0;
         for (i, (want, got)) in reference.iter().zip(&got).enumerate() {
             let agree = want.prim == got.prim
@@ -92,17 +92,17 @@ fn backends_match_an_f64_reference() {
             let reason = explain(&mesh, &rays[i], want, got);
             assert!(
                 reason.is_some(),
-                "{backend:?} ray {i}: f64 says {want:?}, got {got:?}"
+                "{engine:?} ray {i}: f64 says {want:?}, got {got:?}"
             );
             explained += 1;
         }
         eprintln!(
-            "{backend:?}: {explained} explained edge cases in {} rays",
+            "{engine:?}: {explained} explained edge cases in {} rays",
             rays.len()
         );
         assert!(
             explained * 10_000 <= rays.len(),
-            "{backend:?}: {explained} edge cases"
+            "{engine:?}: {explained} edge cases"
         );
     }
 }

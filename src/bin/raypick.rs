@@ -34,9 +34,6 @@ enum Command {
 /// Options shared by `trace` and `bench`.
 #[derive(Args)]
 struct Common {
-    /// Acceleration structure.
-    #[arg(long, value_enum, default_value_t = AccelArg::Brute)]
-    accel: AccelArg,
     /// Face culling.
     #[arg(long, value_enum, default_value_t = CullArg::None)]
     cull: CullArg,
@@ -58,9 +55,6 @@ impl Common {
                 CullArg::None => Cull::None,
                 CullArg::Back => Cull::Back,
                 CullArg::Front => Cull::Front,
-            },
-            accel: match self.accel {
-                AccelArg::Brute => Accel::Brute,
             },
         }
     }
@@ -84,6 +78,9 @@ struct TraceArgs {
     /// Backend: auto uses the GPU when an adapter opens, else the CPU.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
+    /// Acceleration structure.
+    #[arg(long, value_enum, default_value_t = AccelArg::Bvh)]
+    accel: AccelArg,
     #[command(flatten)]
     common: Common,
 }
@@ -105,6 +102,9 @@ struct BenchArgs {
     /// Backends to run, comma-separated (default: the CPU, and the GPU if an adapter opens).
     #[arg(long, value_name = "cpu,gpu", value_enum, value_delimiter = ',')]
     backend: Vec<BenchBackendArg>,
+    /// Acceleration structures to compare, comma-separated (default: bvh,brute).
+    #[arg(long, value_name = "bvh,brute", value_enum, value_delimiter = ',')]
+    accel: Vec<AccelArg>,
     #[command(flatten)]
     common: Common,
 }
@@ -124,8 +124,19 @@ enum BenchBackendArg {
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum AccelArg {
+    /// A bounding volume hierarchy.
+    Bvh,
     /// Every ray against every triangle.
     Brute,
+}
+
+impl AccelArg {
+    fn accel(self) -> Accel {
+        match self {
+            AccelArg::Bvh => Accel::Bvh,
+            AccelArg::Brute => Accel::Brute,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -276,6 +287,7 @@ fn trace(args: TraceArgs) -> Result<(), String> {
         &picker,
         &mesh,
         &rays,
+        args.accel.accel(),
         &args.common.options(),
         args.common.repeat as usize,
         threads,
@@ -297,6 +309,10 @@ fn bench_command(args: BenchArgs) -> Result<(), String> {
         options: args.common.options(),
         ..BenchConfig::default()
     };
+    if !args.accel.is_empty() {
+        config.accels = args.accel.iter().map(|a| a.accel()).collect();
+        config.accels.dedup();
+    }
     let sets: Vec<RaySet> = args
         .rays
         .iter()

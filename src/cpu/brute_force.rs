@@ -7,7 +7,7 @@
 //! the lanes are reduced at the end by (t, id) — the same answer as the shader's
 //! sequential walk.
 
-use super::intersect::{accept, intersect_lane};
+use super::intersect::{accept, dir_norm, intersect_lane};
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, PackedTriangle, Ray};
 
@@ -22,6 +22,7 @@ pub struct TriangleBlock {
     v0: [[f32; LANES]; 3],
     e1: [[f32; LANES]; 3],
     e2: [[f32; LANES]; 3],
+    edge_norm: [f32; LANES],
 }
 
 /// A mesh laid out for the CPU brute-force kernel.
@@ -39,6 +40,7 @@ impl TriangleBlocks {
             .map(|chunk| {
                 let mut block = TriangleBlock::default();
                 for (lane, tri) in chunk.iter().enumerate() {
+                    block.edge_norm[lane] = tri.edge_norm;
                     for axis in 0..3 {
                         block.v0[axis][lane] = tri.v0[axis];
                         block.e1[axis][lane] = tri.e1[axis];
@@ -70,6 +72,7 @@ impl TriangleBlocks {
 fn trace_ray<const CULL: u32>(blocks: &[TriangleBlock], ray: &Ray) -> Hit {
     let o: [f32; 3] = ray.origin.into();
     let d: [f32; 3] = ray.dir.into();
+    let d_norm = dir_norm(ray);
     let mut best_t = [f32::INFINITY; LANES];
     let mut best_u = [0.0f32; LANES];
     let mut best_v = [0.0f32; LANES];
@@ -81,8 +84,10 @@ fn trace_ray<const CULL: u32>(blocks: &[TriangleBlock], ray: &Ray) -> Hit {
             let n = intersect_lane(
                 o,
                 d,
+                d_norm,
                 column(&block.v0),
                 column(&block.e1),
+                block.edge_norm[lane],
                 column(&block.e2),
             );
             let (t, u, v, ok) = accept(n, ray, CULL, best_t[lane]);

@@ -20,15 +20,29 @@ pub struct Candidate {
     pub accepted: bool,
 }
 
-/// Whether a determinant passes the culling mode (`crate::Cull::to_u32`).
-/// Zero always fails, so parallel rays and degenerate triangles never hit.
+/// A determinant within `DET_TOLERANCE · |e1|₁ · |e2|₁ · |d|₁` of zero counts as zero
+/// (the ray is parallel to the triangle). The bound covers the rounding error of the
+/// determinant, so its sign is reliable whenever a hit is reported and near-parallel
+/// rays cannot produce hits far from the triangle. `2^-20`.
+pub const DET_TOLERANCE: f32 = 9.536_743e-7;
+
+/// Whether a determinant passes the parallel test and the culling mode
+/// (`crate::Cull::to_u32`); `det_bound` is `|e1|₁ · |e2|₁ · |d|₁`. Degenerate
+/// triangles (bound and determinant zero) always fail.
 #[inline(always)]
-pub fn det_passes(det: f32, cull: u32) -> bool {
+pub fn det_passes(det: f32, det_bound: f32, cull: u32) -> bool {
+    let tolerance = DET_TOLERANCE * det_bound;
     match cull {
-        1 => det > 0.0,
-        2 => det < 0.0,
-        _ => det != 0.0,
+        1 => det > tolerance,
+        2 => det < -tolerance,
+        _ => det.abs() > tolerance,
     }
+}
+
+/// `|d|₁` of a ray direction, the ray's part of the determinant bound.
+#[inline(always)]
+pub fn dir_norm(ray: &Ray) -> f32 {
+    ray.dir.abs().element_sum()
 }
 
 /// The products of one ray–triangle test, before normalisation.
@@ -36,6 +50,8 @@ pub fn det_passes(det: f32, cull: u32) -> bool {
 pub struct Unnormalised {
     /// `e1 · (d × e2)`.
     pub det: f32,
+    /// `|e1|₁ · |e2|₁ · |d|₁`, which scales the determinant tolerance.
+    pub det_bound: f32,
     /// `s · p`, i.e. `u * det`.
     pub big_u: f32,
     /// `d · q`, i.e. `v * det`.
@@ -49,11 +65,14 @@ pub struct Unnormalised {
 /// `T = e2·q`. Dot products sum left to right; every product is rounded on its own
 /// (Rust never fuses into FMA).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub fn intersect_lane(
     [ox, oy, oz]: [f32; 3],
     [dx, dy, dz]: [f32; 3],
+    dir_norm: f32,
     [v0x, v0y, v0z]: [f32; 3],
     [e1x, e1y, e1z]: [f32; 3],
+    edge_norm: f32,
     [e2x, e2y, e2z]: [f32; 3],
 ) -> Unnormalised {
     let px = dy * e2z - dz * e2y;
@@ -71,6 +90,7 @@ pub fn intersect_lane(
     let big_t = e2x * qx + e2y * qy + e2z * qz;
     Unnormalised {
         det,
+        det_bound: edge_norm * dir_norm,
         big_u,
         big_v,
         big_t,
@@ -88,19 +108,31 @@ pub fn accept(n: Unnormalised, ray: &Ray, cull: u32, best_t: f32) -> (f32, f32, 
     let inside = (n.big_u * sign >= 0.0)
         & (n.big_v * sign >= 0.0)
         & ((n.big_u + n.big_v) * sign <= n.det * sign);
-    let accepted =
-        det_passes(n.det, cull) & inside & (t >= ray.tmin) & (t <= ray.tmax) & (t < best_t);
+    let accepted = det_passes(n.det, n.det_bound, cull)
+        & inside
+        & (t >= ray.tmin)
+        & (t <= ray.tmax)
+        & (t < best_t);
     (t, n.big_u * inv_det, n.big_v * inv_det, accepted)
 }
 
 /// Tests one ray against one packed triangle (the scalar form of the kernel).
+/// `dir_norm` is [`dir_norm`] of the ray, computed once per ray.
 #[inline]
-pub fn intersect(ray: &Ray, tri: &PackedTriangle, cull: u32, best_t: f32) -> Candidate {
+pub fn intersect(
+    ray: &Ray,
+    dir_norm: f32,
+    tri: &PackedTriangle,
+    cull: u32,
+    best_t: f32,
+) -> Candidate {
     let n = intersect_lane(
         ray.origin.into(),
         ray.dir.into(),
+        dir_norm,
         tri.v0.into(),
         tri.e1.into(),
+        tri.edge_norm,
         tri.e2.into(),
     );
     let (t, u, v, accepted) = accept(n, ray, cull, best_t);

@@ -4,11 +4,13 @@
 //! `shaders/brute_force.wgsl`. Rays are traced in parallel on a rayon thread pool.
 
 pub mod brute_force;
+pub mod bvh_traverse;
 pub mod intersect;
 
 use rayon::prelude::*;
 
 use crate::Mesh;
+use crate::bvh::Bvh;
 use crate::error::{Error, Result};
 use crate::options::{Accel, TraceOptions};
 use crate::prepare::pack_mesh;
@@ -21,26 +23,49 @@ const RAYS_PER_TASK: usize = 64;
 
 /// A mesh prepared for the CPU backend.
 #[derive(Clone, Debug)]
-pub struct CpuMesh {
-    blocks: TriangleBlocks,
+pub enum CpuMesh {
+    /// Triangles in SIMD blocks, in id order, for brute force.
+    Brute(TriangleBlocks),
+    /// A BVH.
+    Bvh(Bvh),
 }
 
 impl CpuMesh {
-    /// Prepares a mesh (packs triangles and lays them out in SIMD blocks).
+    /// Prepares a mesh with the default acceleration structure (a BVH).
     pub fn new(mesh: &Mesh) -> Self {
-        Self {
-            blocks: TriangleBlocks::new(&pack_mesh(mesh)),
+        Self::with_accel(mesh, Accel::default())
+    }
+
+    /// Prepares a mesh for the given acceleration structure.
+    pub fn with_accel(mesh: &Mesh, accel: Accel) -> Self {
+        match accel {
+            Accel::Brute => CpuMesh::Brute(TriangleBlocks::new(&pack_mesh(mesh))),
+            Accel::Bvh => CpuMesh::Bvh(Bvh::build(mesh)),
         }
     }
 
-    /// Number of triangles.
-    pub fn triangle_count(&self) -> usize {
-        self.blocks.triangle_count()
+    /// The acceleration structure.
+    pub fn accel(&self) -> Accel {
+        match self {
+            CpuMesh::Brute(_) => Accel::Brute,
+            CpuMesh::Bvh(_) => Accel::Bvh,
+        }
     }
 
-    /// Bytes of triangle data held.
+    /// Number of triangles of the mesh.
+    pub fn triangle_count(&self) -> usize {
+        match self {
+            CpuMesh::Brute(blocks) => blocks.triangle_count(),
+            CpuMesh::Bvh(bvh) => bvh.mesh_triangle_count(),
+        }
+    }
+
+    /// Bytes of triangle and node data held.
     pub fn size_bytes(&self) -> usize {
-        self.blocks.size_bytes()
+        match self {
+            CpuMesh::Brute(blocks) => blocks.size_bytes(),
+            CpuMesh::Bvh(bvh) => bvh.size_bytes(),
+        }
     }
 }
 
@@ -93,11 +118,16 @@ impl CpuBackend {
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         let cull = options.cull.to_u32();
-        let mut run = || match options.accel {
-            Accel::Brute => rays
-                .par_chunks(RAYS_PER_TASK)
-                .zip(hits.par_chunks_mut(RAYS_PER_TASK))
-                .for_each(|(rays, hits)| brute_force::trace_rays(&mesh.blocks, rays, hits, cull)),
+        let tasks = rays
+            .par_chunks(RAYS_PER_TASK)
+            .zip(hits.par_chunks_mut(RAYS_PER_TASK));
+        let run = || match mesh {
+            CpuMesh::Brute(blocks) => {
+                tasks.for_each(|(rays, hits)| brute_force::trace_rays(blocks, rays, hits, cull))
+            }
+            CpuMesh::Bvh(bvh) => {
+                tasks.for_each(|(rays, hits)| bvh_traverse::trace_rays(bvh, rays, hits, cull))
+            }
         };
         match &self.pool {
             Some(pool) => pool.install(run),

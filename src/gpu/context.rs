@@ -23,7 +23,15 @@ pub struct GpuOptions {
     /// Most triangles one dispatch tests each ray against (`None`:
     /// [`DEFAULT_MAX_TRIANGLES_PER_DISPATCH`]). Larger meshes take several dispatches.
     pub max_triangles_per_dispatch: Option<u32>,
+    /// Most loop steps (node visits plus triangle tests) of one ray's BVH traversal
+    /// on the GPU (`None`: [`DEFAULT_MAX_TRAVERSAL_STEPS`]); rays that need more are
+    /// completed on the CPU.
+    pub max_traversal_steps: Option<u32>,
 }
+
+/// Default loop steps of one ray's BVH traversal: below the 65,535 loop iterations
+/// after which llvmpipe ends a loop, and far above what a ray needs on real meshes.
+pub const DEFAULT_MAX_TRAVERSAL_STEPS: u32 = 60_000;
 
 /// Default triangles per dispatch. Mesa's llvmpipe (lavapipe) ends any shader loop
 /// after 65,535 iterations in total, which would silently skip triangles; 32,768
@@ -93,6 +101,7 @@ pub struct GpuContext {
     max_binding_bytes: u64,
     max_rays_per_dispatch: usize,
     max_triangles_per_dispatch: u32,
+    max_traversal_steps: u32,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -217,6 +226,10 @@ impl GpuContext {
                 .max_triangles_per_dispatch
                 .unwrap_or(DEFAULT_MAX_TRIANGLES_PER_DISPATCH)
                 .max(1),
+            max_traversal_steps: options
+                .max_traversal_steps
+                .unwrap_or(DEFAULT_MAX_TRAVERSAL_STEPS)
+                .max(1),
         })
     }
 
@@ -248,6 +261,11 @@ impl GpuContext {
     /// Most triangles one dispatch tests; larger meshes take several dispatches.
     pub fn max_triangles_per_dispatch(&self) -> u32 {
         self.max_triangles_per_dispatch
+    }
+
+    /// Most loop steps of one ray's BVH traversal on the GPU.
+    pub fn max_traversal_steps(&self) -> u32 {
+        self.max_traversal_steps
     }
 
     /// Runs `f` inside validation and out-of-memory error scopes and turns a captured

@@ -1,14 +1,18 @@
 //! Meshes uploaded to the GPU once and reused across ray batches.
 
+use std::sync::Arc;
+
 use wgpu::util::DeviceExt;
 
 use super::GpuContext;
 use crate::Mesh;
+use crate::bvh::Bvh;
 use crate::error::Result;
+use crate::options::Accel;
 use crate::prepare::pack_mesh;
-use crate::types::PackedTriangle;
+use crate::types::{BvhNode, PackedTriangle};
 
-/// A run of consecutive triangles in one storage buffer.
+/// A run of consecutive triangles in one storage buffer (brute force).
 #[derive(Debug)]
 pub(crate) struct TriangleChunk {
     pub(crate) buffer: wgpu::Buffer,
@@ -18,39 +22,83 @@ pub(crate) struct TriangleChunk {
     pub(crate) count: u32,
 }
 
-/// A mesh in GPU memory. Triangles beyond one storage binding are split across
-/// several buffers, traced one after another in id order.
+/// One self-contained piece of a BVH in GPU memory.
+#[derive(Debug)]
+pub(crate) struct BvhBuffers {
+    pub(crate) nodes: wgpu::Buffer,
+    pub(crate) triangles: wgpu::Buffer,
+}
+
+/// What a mesh holds on the GPU.
+#[derive(Debug)]
+pub(crate) enum Content {
+    /// Triangles in id order, split across buffers of at most one binding.
+    Brute(Vec<TriangleChunk>),
+    /// A BVH, split into chunks of at most one binding each; the CPU copy finishes
+    /// rays that run out of traversal steps.
+    Bvh {
+        chunks: Vec<BvhBuffers>,
+        cpu: Arc<Bvh>,
+    },
+}
+
+/// A mesh in GPU memory: the packed triangles for brute force, or a BVH.
 #[derive(Debug)]
 pub struct GpuMesh {
-    pub(crate) chunks: Vec<TriangleChunk>,
+    pub(crate) content: Content,
     pub(crate) context_id: u64,
     triangle_count: usize,
 }
 
 impl GpuMesh {
-    /// Number of triangles.
+    /// Number of triangles of the mesh.
     pub fn triangle_count(&self) -> usize {
         self.triangle_count
     }
 
-    /// Bytes of GPU memory held.
-    pub fn size_bytes(&self) -> u64 {
-        self.chunks.iter().map(|c| c.buffer.size()).sum()
+    /// The acceleration structure.
+    pub fn accel(&self) -> Accel {
+        match self.content {
+            Content::Brute(_) => Accel::Brute,
+            Content::Bvh { .. } => Accel::Bvh,
+        }
     }
 
-    /// Number of storage buffers the triangles are split across.
+    /// Bytes of GPU memory held.
+    pub fn size_bytes(&self) -> u64 {
+        match &self.content {
+            Content::Brute(chunks) => chunks.iter().map(|c| c.buffer.size()).sum(),
+            Content::Bvh { chunks, .. } => chunks
+                .iter()
+                .map(|c| c.nodes.size() + c.triangles.size())
+                .sum(),
+        }
+    }
+
+    /// Number of pieces the mesh is split into so that each fits one storage binding.
     pub fn buffer_count(&self) -> usize {
-        self.chunks.len()
+        match &self.content {
+            Content::Brute(chunks) => chunks.len(),
+            Content::Bvh { chunks, .. } => chunks.len(),
+        }
     }
 }
 
 impl GpuContext {
-    /// Packs a mesh and uploads it.
+    /// Uploads a mesh with the default acceleration structure (a BVH built on the CPU).
     pub fn upload(&self, mesh: &Mesh) -> Result<GpuMesh> {
-        self.upload_packed(&pack_mesh(mesh))
+        self.upload_with(mesh, Accel::default())
     }
 
-    /// Uploads already packed triangles (see [`crate::prepare::pack_mesh`]).
+    /// Uploads a mesh for the given acceleration structure.
+    pub fn upload_with(&self, mesh: &Mesh, accel: Accel) -> Result<GpuMesh> {
+        match accel {
+            Accel::Brute => self.upload_packed(&pack_mesh(mesh)),
+            Accel::Bvh => self.upload_bvh(Arc::new(Bvh::build(mesh))),
+        }
+    }
+
+    /// Uploads already packed triangles for brute force (see [`crate::prepare::pack_mesh`]).
     pub fn upload_packed(&self, triangles: &[PackedTriangle]) -> Result<GpuMesh> {
         self.errors.check()?;
         let per_chunk =
@@ -60,22 +108,64 @@ impl GpuContext {
                 .chunks(per_chunk)
                 .enumerate()
                 .map(|(i, chunk)| TriangleChunk {
-                    buffer: self
-                        .device
-                        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                            label: Some("raypick triangles"),
-                            contents: bytemuck::cast_slice(chunk),
-                            usage: wgpu::BufferUsages::STORAGE,
-                        }),
+                    buffer: self.storage("raypick triangles", bytemuck::cast_slice(chunk)),
                     base: (i * per_chunk) as u32,
                     count: chunk.len() as u32,
                 })
                 .collect()
         })?;
         Ok(GpuMesh {
-            chunks,
+            content: Content::Brute(chunks),
             context_id: self.id,
             triangle_count: triangles.len(),
         })
+    }
+
+    /// Uploads a BVH built on the CPU (shared, so the caller can keep tracing it on
+    /// the CPU too). A BVH larger than one storage binding is split into subtrees.
+    pub fn upload_bvh(&self, bvh: Arc<Bvh>) -> Result<GpuMesh> {
+        self.errors.check()?;
+        let bytes = self.max_binding_bytes() as usize;
+        let pieces = bvh.split(
+            (bytes / std::mem::size_of::<BvhNode>()).max(1),
+            (bytes / std::mem::size_of::<PackedTriangle>()).max(1),
+        );
+        let chunks = self.scoped(|| {
+            pieces
+                .iter()
+                .map(|piece| BvhBuffers {
+                    nodes: self.storage("raypick bvh nodes", bytemuck::cast_slice(&piece.nodes)),
+                    triangles: self.storage(
+                        "raypick bvh triangles",
+                        bytemuck::cast_slice(&piece.triangles),
+                    ),
+                })
+                .collect()
+        })?;
+        Ok(GpuMesh {
+            content: Content::Bvh {
+                chunks,
+                cpu: bvh.clone(),
+            },
+            context_id: self.id,
+            triangle_count: bvh.mesh_triangle_count(),
+        })
+    }
+
+    /// A read-only storage buffer holding `contents` (at least one 64-byte element:
+    /// a binding smaller than the shader's array element is invalid).
+    fn storage(&self, label: &str, contents: &[u8]) -> wgpu::Buffer {
+        let padding = [0u8; 64];
+        let contents = if contents.is_empty() {
+            &padding[..]
+        } else {
+            contents
+        };
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage: wgpu::BufferUsages::STORAGE,
+            })
     }
 }

@@ -9,5 +9,8 @@ mod pipelines;
 mod readback;
 mod trace;
 
-pub use context::{AdapterSummary, DEFAULT_MAX_TRIANGLES_PER_DISPATCH, GpuContext, GpuOptions};
+pub use context::{
+    AdapterSummary, DEFAULT_MAX_TRAVERSAL_STEPS, DEFAULT_MAX_TRIANGLES_PER_DISPATCH, GpuContext,
+    GpuOptions,
+};
 pub use mesh::GpuMesh;

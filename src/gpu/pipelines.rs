@@ -10,28 +10,51 @@ use crate::shaders;
 pub(crate) struct Pipelines {
     /// `shaders/brute_force.wgsl`.
     pub(crate) brute_force: wgpu::ComputePipeline,
+    /// `shaders/bvh_traverse.wgsl`.
+    pub(crate) bvh_traverse: wgpu::ComputePipeline,
 }
 
 impl Pipelines {
     pub(crate) fn new(device: &wgpu::Device) -> Result<Self> {
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("raypick brute_force"),
-            source: wgpu::ShaderSource::Wgsl(Cow::Owned(shaders::brute_force_module())),
-        });
-        let brute_force = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("raypick brute_force"),
-            layout: None,
-            module: &module,
-            entry_point: Some(shaders::BRUTE_FORCE_ENTRY),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(Error::Gpu(format!(
-                "building the brute_force pipeline: {e}"
-            )));
-        }
-        Ok(Self { brute_force })
+        Ok(Self {
+            brute_force: pipeline(
+                device,
+                "brute_force",
+                shaders::brute_force_module(),
+                shaders::BRUTE_FORCE_ENTRY,
+            )?,
+            bvh_traverse: pipeline(
+                device,
+                "bvh_traverse",
+                shaders::bvh_traverse_module(),
+                shaders::BVH_TRAVERSE_ENTRY,
+            )?,
+        })
+    }
+}
+
+/// Compiles one compute stage, turning a validation error into [`Error::Gpu`].
+fn pipeline(
+    device: &wgpu::Device,
+    name: &str,
+    source: String,
+    entry: &str,
+) -> Result<wgpu::ComputePipeline> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(name),
+        source: wgpu::ShaderSource::Wgsl(Cow::Owned(source)),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(name),
+        layout: None,
+        module: &module,
+        entry_point: Some(entry),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    match pollster::block_on(scope.pop()) {
+        Some(e) => Err(Error::Gpu(format!("building the {name} pipeline: {e}"))),
+        None => Ok(pipeline),
     }
 }

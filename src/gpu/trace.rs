@@ -1,14 +1,20 @@
 //! Tracing ray batches on the GPU: batches are split into dispatches of at most
-//! [`GpuContext::max_rays_per_dispatch`] rays, each traced against every triangle
-//! chunk of the mesh in id order, and read back into the caller's hit slice.
+//! [`GpuContext::max_rays_per_dispatch`] rays, each traced against every chunk of the
+//! mesh (triangle ranges for brute force, subtrees for a BVH) with the best hit
+//! carried from one dispatch to the next, and read back into the caller's hit slice.
 
+use rayon::prelude::*;
+
+use super::mesh::{BvhBuffers, Content, TriangleChunk};
 use super::readback::{Wait, map_read};
 use super::{GpuContext, GpuMesh};
+use crate::bvh::Bvh;
+use crate::cpu::bvh_traverse;
 use crate::error::{Error, Result};
-use crate::options::{Accel, TraceOptions};
+use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
-use crate::shaders::BRUTE_FORCE_WORKGROUP;
-use crate::types::{Hit, Ray, TraceParams};
+use crate::shaders::{BRUTE_FORCE_WORKGROUP, BVH_TRAVERSE_WORKGROUP, UNFINISHED};
+use crate::types::{Hit, Ray, TraceParams, TraverseParams};
 
 const RAY_BYTES: u64 = std::mem::size_of::<Ray>() as u64;
 const HIT_BYTES: u64 = std::mem::size_of::<Hit>() as u64;
@@ -108,11 +114,13 @@ impl GpuContext {
             return Err(Error::WrongBackend);
         }
         self.errors.check()?;
-        if mesh.chunks.is_empty() {
+        if rays.is_empty() {
+            return Ok(());
+        }
+        if matches!(&mesh.content, Content::Brute(chunks) if chunks.is_empty()) {
             hits.fill(Hit::MISS);
             return Ok(());
         }
-        let Accel::Brute = options.accel;
         let capacity = rays.len().min(self.max_rays_per_dispatch());
         let mut scratch = self.scratch.lock().await;
         if scratch.as_ref().is_none_or(|s| s.capacity < capacity) {
@@ -124,7 +132,18 @@ impl GpuContext {
             .chunks(self.max_rays_per_dispatch())
             .zip(hits.chunks_mut(self.max_rays_per_dispatch()))
         {
-            self.dispatch(mesh, rays, options, scratch)?;
+            scratch.sanitized.clear();
+            scratch.sanitized.extend(rays.iter().map(sanitize_ray));
+            self.queue
+                .write_buffer(&scratch.rays, 0, bytemuck::cast_slice(&scratch.sanitized));
+            match &mesh.content {
+                Content::Brute(chunks) => {
+                    self.dispatch_brute_force(chunks, rays.len(), options, scratch)
+                }
+                Content::Bvh { chunks, .. } => {
+                    self.dispatch_bvh(chunks, rays.len(), options, scratch)
+                }
+            }
             let bytes = hits.len() as u64 * HIT_BYTES;
             let slice = scratch.staging.slice(..bytes);
             map_read(&self.device, slice, wait).await?;
@@ -135,78 +154,155 @@ impl GpuContext {
                 hits.copy_from_slice(bytemuck::cast_slice(&view));
             }
             scratch.staging.unmap();
+            if let Content::Bvh { cpu, .. } = &mesh.content {
+                finish_on_cpu(cpu, &scratch.sanitized, hits, options);
+            }
         }
         self.errors.check()
     }
 
-    /// Uploads one batch of rays and traces them against every triangle of the mesh,
-    /// one dispatch per range of at most `max_triangles_per_dispatch` triangles, in id
-    /// order, leaving the hits in the staging buffer.
-    fn dispatch(
+    /// Brute force over the ray batch in `scratch`: one dispatch per range of at
+    /// most `max_triangles_per_dispatch` triangles, in id order.
+    fn dispatch_brute_force(
         &self,
-        mesh: &GpuMesh,
-        rays: &[Ray],
+        chunks: &[TriangleChunk],
+        ray_count: usize,
         options: &TraceOptions,
-        scratch: &mut Scratch,
-    ) -> Result<()> {
-        scratch.sanitized.clear();
-        scratch.sanitized.extend(rays.iter().map(sanitize_ray));
-        self.queue
-            .write_buffer(&scratch.rays, 0, bytemuck::cast_slice(&scratch.sanitized));
-        let workgroups = (rays.len() as u32).div_ceil(BRUTE_FORCE_WORKGROUP);
-        let layout = self.pipelines.brute_force.get_bind_group_layout(0);
+        scratch: &Scratch,
+    ) {
         let step = self.max_triangles_per_dispatch();
-        let mut first_dispatch = true;
-        for (index, chunk) in mesh.chunks.iter().enumerate() {
-            let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("raypick brute_force"),
-                layout: &layout,
-                entries: &[
-                    entry(0, &scratch.params),
-                    entry(1, &chunk.buffer),
-                    entry(2, &scratch.rays),
-                    entry(3, &scratch.hits),
-                ],
-            });
+        let layout = self.pipelines.brute_force.get_bind_group_layout(0);
+        let mut passes = Vec::new();
+        for chunk in chunks {
+            let bind_group = self.bind_group(
+                &layout,
+                &[&scratch.params, &chunk.buffer, &scratch.rays, &scratch.hits],
+            );
             for tri_first in (0..chunk.count).step_by(step as usize) {
                 let params = TraceParams {
-                    ray_count: rays.len() as u32,
+                    ray_count: ray_count as u32,
                     tri_count: step.min(chunk.count - tri_first),
                     tri_base: chunk.base + tri_first,
                     cull: options.cull.to_u32(),
-                    accumulate: u32::from(!first_dispatch),
+                    accumulate: u32::from(!passes.is_empty()),
                     miss_t: f32::INFINITY,
                     one: 1.0,
                     tri_first,
                 };
-                first_dispatch = false;
-                // Each dispatch is its own submission, so this write lands before it
-                // and after the previous one.
-                self.queue
-                    .write_buffer(&scratch.params, 0, bytemuck::bytes_of(&params));
-                let mut encoder = self.device.create_command_encoder(&Default::default());
-                {
-                    let mut pass = encoder.begin_compute_pass(&Default::default());
-                    pass.set_pipeline(&self.pipelines.brute_force);
-                    pass.set_bind_group(0, &bind_group, &[]);
-                    pass.dispatch_workgroups(workgroups, 1, 1);
-                }
-                let last =
-                    index + 1 == mesh.chunks.len() && tri_first.saturating_add(step) >= chunk.count;
-                if last {
-                    let bytes = rays.len() as u64 * HIT_BYTES;
-                    encoder.copy_buffer_to_buffer(&scratch.hits, 0, &scratch.staging, 0, bytes);
-                }
-                self.queue.submit([encoder.finish()]);
+                passes.push((bytemuck::bytes_of(&params).to_vec(), bind_group.clone()));
             }
         }
-        Ok(())
+        let workgroups = (ray_count as u32).div_ceil(BRUTE_FORCE_WORKGROUP);
+        self.submit_passes(
+            &self.pipelines.brute_force,
+            passes,
+            workgroups,
+            ray_count,
+            scratch,
+        );
+    }
+
+    /// BVH traversal over the ray batch in `scratch`: one dispatch per BVH chunk.
+    fn dispatch_bvh(
+        &self,
+        chunks: &[BvhBuffers],
+        ray_count: usize,
+        options: &TraceOptions,
+        scratch: &Scratch,
+    ) {
+        let layout = self.pipelines.bvh_traverse.get_bind_group_layout(0);
+        let passes = chunks
+            .iter()
+            .enumerate()
+            .map(|(index, chunk)| {
+                let params = TraverseParams {
+                    ray_count: ray_count as u32,
+                    cull: options.cull.to_u32(),
+                    accumulate: u32::from(index > 0),
+                    miss_t: f32::INFINITY,
+                    one: 1.0,
+                    max_steps: self.max_traversal_steps(),
+                    ..Default::default()
+                };
+                let bind_group = self.bind_group(
+                    &layout,
+                    &[
+                        &scratch.params,
+                        &chunk.nodes,
+                        &chunk.triangles,
+                        &scratch.rays,
+                        &scratch.hits,
+                    ],
+                );
+                (bytemuck::bytes_of(&params).to_vec(), bind_group)
+            })
+            .collect();
+        let workgroups = (ray_count as u32).div_ceil(BVH_TRAVERSE_WORKGROUP);
+        self.submit_passes(
+            &self.pipelines.bvh_traverse,
+            passes,
+            workgroups,
+            ray_count,
+            scratch,
+        );
+    }
+
+    fn bind_group(
+        &self,
+        layout: &wgpu::BindGroupLayout,
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
+        let entries: Vec<_> = buffers
+            .iter()
+            .enumerate()
+            .map(|(binding, buffer)| wgpu::BindGroupEntry {
+                binding: binding as u32,
+                resource: buffer.as_entire_binding(),
+            })
+            .collect();
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("raypick"),
+            layout,
+            entries: &entries,
+        })
+    }
+
+    /// Submits one dispatch per (params, bind group) in order, each in its own
+    /// submission so that its parameter write lands between it and the previous one;
+    /// the last also copies the hits to the staging buffer.
+    fn submit_passes(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        passes: Vec<(Vec<u8>, wgpu::BindGroup)>,
+        workgroups: u32,
+        ray_count: usize,
+        scratch: &Scratch,
+    ) {
+        let last = passes.len().saturating_sub(1);
+        for (index, (params, bind_group)) in passes.into_iter().enumerate() {
+            self.queue.write_buffer(&scratch.params, 0, &params);
+            let mut encoder = self.device.create_command_encoder(&Default::default());
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.dispatch_workgroups(workgroups, 1, 1);
+            }
+            if index == last {
+                let bytes = ray_count as u64 * HIT_BYTES;
+                encoder.copy_buffer_to_buffer(&scratch.hits, 0, &scratch.staging, 0, bytes);
+            }
+            self.queue.submit([encoder.finish()]);
+        }
     }
 }
 
-fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
-    wgpu::BindGroupEntry {
-        binding,
-        resource: buffer.as_entire_binding(),
-    }
+/// Completes on the CPU the rays the GPU reported as [`UNFINISHED`] (out of loop
+/// steps), with the same traversal.
+fn finish_on_cpu(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) {
+    let cull = options.cull.to_u32();
+    hits.par_iter_mut()
+        .zip(rays)
+        .filter(|(hit, _)| hit.prim == UNFINISHED)
+        .for_each(|(hit, ray)| *hit = bvh_traverse::trace_ray(bvh, ray, cull));
 }

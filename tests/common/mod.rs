@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use glam::Vec3;
 use raypick::cpu::{CpuBackend, CpuMesh};
 use raypick::gpu::GpuContext;
-use raypick::{Backend, Cull, Hit, Mesh, Ray, TraceOptions};
+use raypick::{Accel, Backend, Cull, Hit, Mesh, Ray, TraceOptions};
 
 /// The shared GPU context, or `None` when there is no adapter. With
 /// `RAYPICK_REQUIRE_GPU=1` a missing adapter fails the test instead.
@@ -71,10 +71,10 @@ pub fn explain(mesh: &Mesh, ray: &Ray, a: &Hit, b: &Hit) -> Option<&'static str>
     if a.is_hit() && b.is_hit() && a.prim != b.prim && rel_close(a.t as f64, b.t as f64, 1e-5) {
         let ta = intersect_f64(ray, tri(a), EDGE);
         let tb = intersect_f64(ray, tri(b), EDGE);
-        if let (Some(ta), Some(tb)) = (ta, tb) {
-            if rel_close(ta.0, tb.0, 1e-5) {
-                return Some("tie");
-            }
+        if let (Some(ta), Some(tb)) = (ta, tb)
+            && rel_close(ta.0, tb.0, 1e-5)
+        {
+            return Some("tie");
         }
     }
     // An edge case: a hit that one backend found lies within 1e-6 barycentric of an
@@ -196,23 +196,50 @@ pub fn assert_contract(mesh: &Mesh, ray: &Ray, hit: &Hit) {
     );
 }
 
-/// The backends to test: the CPU always, the GPU when there is one (or required).
-pub fn backends() -> Vec<Backend> {
-    let mut all = vec![Backend::Cpu];
+/// What a test traces with: a backend and an acceleration structure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Engine {
+    pub backend: Backend,
+    pub accel: Accel,
+}
+
+/// The oracle: brute force on the CPU.
+pub const CPU_BRUTE: Engine = Engine {
+    backend: Backend::Cpu,
+    accel: Accel::Brute,
+};
+pub const CPU_BVH: Engine = Engine {
+    backend: Backend::Cpu,
+    accel: Accel::Bvh,
+};
+pub const GPU_BRUTE: Engine = Engine {
+    backend: Backend::Gpu,
+    accel: Accel::Brute,
+};
+pub const GPU_BVH: Engine = Engine {
+    backend: Backend::Gpu,
+    accel: Accel::Bvh,
+};
+
+/// Every engine to test: the CPU always, the GPU when there is one (or required).
+pub fn engines() -> Vec<Engine> {
+    let mut all = vec![CPU_BRUTE, CPU_BVH];
     if gpu().is_some() {
-        all.push(Backend::Gpu);
+        all.extend([GPU_BRUTE, GPU_BVH]);
     }
     all
 }
 
-/// Traces on the given backend (`Cpu` or `Gpu`) with brute force.
-pub fn trace(backend: Backend, mesh: &Mesh, rays: &[Ray], cull: Cull) -> Vec<Hit> {
+/// Traces with the given engine.
+pub fn trace(engine: Engine, mesh: &Mesh, rays: &[Ray], cull: Cull) -> Vec<Hit> {
     let options = TraceOptions::default().with_cull(cull);
-    match backend {
-        Backend::Cpu => CpuBackend::new().trace(&CpuMesh::new(mesh), rays, &options),
+    match engine.backend {
+        Backend::Cpu => {
+            CpuBackend::new().trace(&CpuMesh::with_accel(mesh, engine.accel), rays, &options)
+        }
         Backend::Gpu => {
             let gpu = gpu().expect("GPU backend requested without an adapter");
-            let uploaded = gpu.upload(mesh).expect("upload");
+            let uploaded = gpu.upload_with(mesh, engine.accel).expect("upload");
             gpu.trace(&uploaded, rays, &options).expect("GPU trace")
         }
         Backend::Auto => unreachable!("tests name a concrete backend"),

@@ -1,0 +1,142 @@
+// BVH traversal: one invocation per ray, nearest hit kept.
+// Mirrored by src/cpu/bvh_traverse.rs. Prepended with types.wgsl and intersect.wgsl.
+//
+// A fixed private stack of MAX_DEPTH entries (the builder bounds the depth), both
+// child boxes of a node tested together, the nearer child visited first, leaves
+// tested on the spot, the farther child pushed with its entry distance and skipped on
+// pop once a nearer hit is known. Box tests are conservative (padded boxes and a
+// relative margin), triangles use the brute-force test, and a hit replaces the best
+// one when nearer or equally near with a lower triangle id: the same answer as brute
+// force. The loop is bounded by params.max_steps (node visits plus triangle tests;
+// some drivers stop loops after 65,535 iterations): a ray that runs out is reported
+// as UNFINISHED and the host completes it on the CPU. When `accumulate` is set, the
+// best hit so far comes from the hit buffer (earlier chunks of a BVH too large for
+// one binding).
+
+@group(0) @binding(0) var<uniform> params: TraverseParams;
+@group(0) @binding(1) var<storage, read> nodes: array<BvhNode>;
+@group(0) @binding(2) var<storage, read> triangles: array<PackedTriangle>;
+@group(0) @binding(3) var<storage, read> rays: array<Ray>;
+@group(0) @binding(4) var<storage, read_write> hits: array<Hit>;
+
+const WORKGROUP_SIZE: u32 = 64u;
+const MAX_DEPTH: u32 = 64u;
+const UNFINISHED: u32 = 0xfffffffeu;
+const BOX_MARGIN: f32 = 1e-5;
+const BIG: f32 = 1e38;
+// A box entry distance meaning "not entered".
+const NOT_ENTERED: f32 = -3.0e38;
+
+// Entry distance into `child`'s box when the ray overlaps it within [tmin, limit]
+// (conservatively), else NOT_ENTERED (also for an empty slot).
+fn enter(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limit: f32) -> f32 {
+    if child.index == EMPTY_CHILD && child.count == 0u {
+        return NOT_ENTERED;
+    }
+    let t0 = (child.lo - origin) * inv_dir;
+    let t1 = (child.hi - origin) * inv_dir;
+    let lo = min(t0, t1);
+    let hi = max(t0, t1);
+    let near = max(max(max(lo.x, lo.y), lo.z), tmin);
+    let far = min(min(min(hi.x, hi.y), hi.z), limit);
+    if near - abs(near) * BOX_MARGIN <= far + abs(far) * BOX_MARGIN {
+        return near;
+    }
+    return NOT_ENTERED;
+}
+
+fn nearer(t: f32, id: u32, best: Hit) -> bool {
+    return t < best.t || (t == best.t && id < best.prim);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let ray_index = gid.x;
+    if ray_index >= params.ray_count {
+        return;
+    }
+    let ray = rays[ray_index];
+    var best = Hit(params.miss_t, 0.0, 0.0, MISS);
+    if params.accumulate != 0u {
+        best = hits[ray_index];
+        if best.prim == UNFINISHED {
+            return;
+        }
+    }
+    if all(ray.dir == vec3<f32>(0.0)) {
+        hits[ray_index] = best; // an invalid ray
+        return;
+    }
+    let dir_norm = dot(abs(ray.dir), vec3<f32>(1.0));
+    let inv_dir = select(1.0 / ray.dir, vec3<f32>(BIG), ray.dir == vec3<f32>(0.0));
+    var stack_node: array<u32, MAX_DEPTH>;
+    var stack_entry: array<f32, MAX_DEPTH>;
+    var depth = 0u;
+    var node_index = 0u;
+    var steps = 0u;
+    loop {
+        steps += 1u;
+        if steps > params.max_steps {
+            best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
+            break;
+        }
+        var node = nodes[node_index];
+        let limit = min(best.t, ray.tmax);
+        var entry = array<f32, 2>(
+            enter(node.children[0], ray.origin, inv_dir, ray.tmin, limit),
+            enter(node.children[1], ray.origin, inv_dir, ray.tmin, limit),
+        );
+        // Visit the nearer child first.
+        var first = 0u;
+        if entry[0] != NOT_ENTERED && entry[1] != NOT_ENTERED && entry[1] < entry[0] {
+            first = 1u;
+        }
+        var next = EMPTY_CHILD;
+        for (var k = 0u; k < 2u; k++) {
+            let c = (first + k) & 1u;
+            let child = node.children[c];
+            let t_entry = entry[c];
+            if t_entry == NOT_ENTERED {
+                continue;
+            }
+            if child.count > 0u {
+                if t_entry - abs(t_entry) * BOX_MARGIN > best.t {
+                    continue; // a nearer leaf already beat this one
+                }
+                for (var i = child.index; i < child.index + child.count; i++) {
+                    steps += 1u;
+                    let tri = triangles[i];
+                    let cand = intersect(ray, dir_norm, tri, params.cull, params.miss_t, params.one);
+                    if cand.accepted && nearer(cand.t, tri.id, best) {
+                        best = Hit(cand.t, cand.u, cand.v, tri.id);
+                    }
+                }
+            } else if next == EMPTY_CHILD {
+                next = child.index;
+            } else {
+                stack_node[depth] = child.index;
+                stack_entry[depth] = t_entry;
+                depth += 1u;
+            }
+        }
+        if next == EMPTY_CHILD {
+            // Pop the nearest pending subtree that can still hold a nearer hit.
+            loop {
+                if depth == 0u {
+                    break;
+                }
+                depth -= 1u;
+                let t_entry = stack_entry[depth];
+                if t_entry - abs(t_entry) * BOX_MARGIN <= best.t {
+                    next = stack_node[depth];
+                    break;
+                }
+            }
+            if next == EMPTY_CHILD {
+                break;
+            }
+        }
+        node_index = next;
+    }
+    hits[ray_index] = best;
+}

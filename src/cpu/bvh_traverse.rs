@@ -1,0 +1,143 @@
+//! BVH traversal on the CPU, mirroring `shaders/bvh_traverse.wgsl`.
+//!
+//! Per ray: a fixed stack of [`MAX_DEPTH`] entries, both child boxes of a node tested
+//! together, the nearer child visited first (leaves are tested on the spot), the
+//! farther one pushed with its entry distance so it is skipped on pop once a nearer
+//! hit is known. Box tests are conservative (padded boxes, a relative margin on the
+//! slab distances) so no hit that brute force finds is ever culled; triangles are
+//! tested with the same [`intersect`] as brute force, and a hit replaces the best one
+//! when it is nearer or equally near with a lower triangle id — so the answer is
+//! brute force's, bit for bit.
+
+use super::intersect::{dir_norm, intersect};
+use crate::bvh::{Bvh, MAX_DEPTH};
+use crate::prepare::sanitize_ray;
+use crate::types::{BvhChild, Hit, Ray};
+
+/// Relative margin on slab distances: far above the few ulps of rounding in a box
+/// test and in Möller–Trumbore's `t` for non-grazing rays.
+pub const BOX_MARGIN: f32 = 1e-5;
+
+/// Stands in for `1 / 0` so that box tests never compute `0 * inf`.
+pub const BIG: f32 = 1e38;
+
+/// Per-ray values the box test needs.
+#[derive(Clone, Copy, Debug)]
+pub struct RayBoxes {
+    origin: glam::Vec3,
+    inv_dir: glam::Vec3,
+    tmin: f32,
+}
+
+impl RayBoxes {
+    /// Precomputes `1 / dir` (with [`BIG`] for zero components).
+    #[inline(always)]
+    pub fn new(ray: &Ray) -> Self {
+        let inv = glam::Vec3::ONE / ray.dir;
+        Self {
+            origin: ray.origin,
+            inv_dir: glam::Vec3::select(
+                ray.dir.cmpeq(glam::Vec3::ZERO),
+                glam::Vec3::splat(BIG),
+                inv,
+            ),
+            tmin: ray.tmin,
+        }
+    }
+
+    /// Entry distance into `child`'s box if the ray overlaps it within
+    /// `[tmin, limit]` (conservatively), else `None` (also for an empty slot).
+    #[inline(always)]
+    pub fn enter(&self, child: &BvhChild, limit: f32) -> Option<f32> {
+        if child.is_empty() {
+            return None;
+        }
+        let t0 = (child.lo - self.origin) * self.inv_dir;
+        let t1 = (child.hi - self.origin) * self.inv_dir;
+        let near = t0.min(t1).max_element().max(self.tmin);
+        let far = t0.max(t1).min_element().min(limit);
+        let overlap = near - near.abs() * BOX_MARGIN <= far + far.abs() * BOX_MARGIN;
+        overlap.then_some(near)
+    }
+}
+
+/// Whether `candidate` (t, id) beats `best`: nearer, or as near with a lower id.
+#[inline(always)]
+pub fn nearer(t: f32, id: u32, best: &Hit) -> bool {
+    t < best.t || (t == best.t && id < best.prim)
+}
+
+/// Nearest hit of one ray (already sanitised); `cull` is `crate::Cull::to_u32`.
+pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32) -> Hit {
+    let mut best = Hit::MISS;
+    let Some(root) = bvh.nodes.first() else {
+        return best;
+    };
+    let boxes = RayBoxes::new(ray);
+    let d_norm = dir_norm(ray);
+    let mut stack = [(0u32, 0.0f32); MAX_DEPTH];
+    let mut depth = 0;
+    let mut node = root;
+    loop {
+        let limit = best.t.min(ray.tmax);
+        let [a, b] = &node.children;
+        let (ea, eb) = (boxes.enter(a, limit), boxes.enter(b, limit));
+        // Visit the nearer child first.
+        let order = match (ea, eb) {
+            (Some(ta), Some(tb)) if tb < ta => [(b, eb), (a, ea)],
+            _ => [(a, ea), (b, eb)],
+        };
+        let mut next = None;
+        for (child, entry) in order {
+            let Some(entry) = entry else { continue };
+            if child.is_leaf() {
+                if entry - entry.abs() * BOX_MARGIN > best.t {
+                    continue; // a nearer leaf already beat this one
+                }
+                let first = child.index as usize;
+                for tri in &bvh.triangles[first..first + child.count as usize] {
+                    let c = intersect(ray, d_norm, tri, cull, f32::INFINITY);
+                    if c.accepted && nearer(c.t, tri.id, &best) {
+                        best = Hit {
+                            t: c.t,
+                            u: c.u,
+                            v: c.v,
+                            prim: tri.id,
+                        };
+                    }
+                }
+            } else if next.is_none() {
+                next = Some(child.index);
+            } else {
+                stack[depth] = (child.index, entry);
+                depth += 1;
+            }
+        }
+        let index = match next {
+            Some(index) => index,
+            None => loop {
+                if depth == 0 {
+                    return best;
+                }
+                depth -= 1;
+                let (index, entry) = stack[depth];
+                if entry - entry.abs() * BOX_MARGIN <= best.t {
+                    break index;
+                }
+            },
+        };
+        node = &bvh.nodes[index as usize];
+    }
+}
+
+/// Traces `rays` into `hits` on the calling thread.
+pub fn trace_rays(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], cull: u32) {
+    for (ray, hit) in rays.iter().zip(hits) {
+        let ray = sanitize_ray(ray);
+        *hit = if ray.dir == glam::Vec3::ZERO {
+            Hit::MISS // an invalid ray
+        } else {
+            trace_ray(bvh, &ray, cull)
+        };
+    }
+}
