@@ -13,9 +13,8 @@
 //!   with serde.
 //!
 //! What the times measure:
-//! - `build_ms`: CPU preparation of the mesh. For brute force on the CPU backend that
-//!   is [`Picker::upload`] itself (packing the triangles and laying them out in SIMD
-//!   blocks); on the GPU backend it is [`pack_mesh`] (packing only).
+//! - `build_ms`: CPU preparation of the mesh: building the BVH, or for brute force
+//!   packing the triangles (and on the CPU backend laying them out in SIMD blocks).
 //! - `upload_ms`: creating the GPU triangle buffers from the packed triangles and
 //!   waiting until the queue has finished the copy; always 0 on the CPU backend.
 //! - `trace_ms`: the best wall time of one [`Picker::trace_into`] call over the whole
@@ -26,12 +25,12 @@
 //!
 //! ```
 //! use raypick::bench::{self, RaySet};
-//! use raypick::{Backend, TraceOptions, scene};
+//! use raypick::{Accel, Backend, TraceOptions, scene};
 //!
 //! let mesh = scene::builtin_scene(2_000);
 //! let rays = RaySet::Primary.generate(mesh.bounds().unwrap(), 256);
 //! let (picker, _fallback) = bench::open_picker(Backend::Cpu, Some(1))?;
-//! let prepared = bench::prepare(&picker, &mesh)?;
+//! let prepared = bench::prepare(&picker, &mesh, Accel::Bvh)?;
 //! let timed = bench::time_trace(&picker, &prepared.mesh, &rays, &TraceOptions::default(), 2)?;
 //! assert_eq!(timed.hits.len(), 256);
 //! assert_eq!(timed.runs_ms.len(), 2);
