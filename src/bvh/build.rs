@@ -1,6 +1,6 @@
 //! The binned SAH builder.
 //!
-//! Works on an array of [`PrimRef`]s (a triangle's box and id, 32 bytes) that is
+//! Works on an array of `PrimRef`s (a triangle's box and id, 32 bytes) that is
 //! partitioned in place, so every pass over a node's triangles is sequential in
 //! memory. Per node: one pass for the centroid bounds, one pass binning the centroids
 //! on all three axes, one partition pass. Large nodes bin in parallel and build their
