@@ -8,6 +8,7 @@
 //! sequential walk.
 
 use super::intersect::{accept, dir_norm, intersect_lane};
+use super::simd::simd_dispatch;
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, PackedTriangle, Ray};
 
@@ -133,33 +134,9 @@ fn trace_rays_portable(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], 
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn trace_rays_avx512(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32) {
-    trace_rays_portable(blocks, rays, hits, cull)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn trace_rays_avx2(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32) {
-    trace_rays_portable(blocks, rays, hits, cull)
-}
-
-/// Traces `rays` against all triangles on the calling thread, writing one hit per
-/// ray. Picks the widest vector unit the CPU has at run time; results are bit for
-/// bit the same on every path (no fused multiply-add, IEEE division).
-pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32) {
-    assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F, checked just above.
-            return unsafe { trace_rays_avx512(blocks, rays, hits, cull) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            return unsafe { trace_rays_avx2(blocks, rays, hits, cull) };
-        }
-    }
-    trace_rays_portable(blocks, rays, hits, cull)
+simd_dispatch! {
+    /// Traces `rays` against all triangles on the calling thread, writing one hit per
+    /// ray (`hits.len()` must equal `rays.len()`). Picks the widest vector unit the
+    /// CPU has at run time; results are the same on every path.
+    pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32) => trace_rays_portable
 }

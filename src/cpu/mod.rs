@@ -6,6 +6,9 @@
 pub mod brute_force;
 pub mod bvh_traverse;
 pub mod intersect;
+mod simd;
+pub mod wide_bvh;
+pub mod wide_traverse;
 
 use rayon::prelude::*;
 
@@ -16,6 +19,7 @@ use crate::options::{Accel, TraceOptions};
 use crate::prepare::pack_mesh;
 use crate::types::{Hit, Ray};
 use brute_force::TriangleBlocks;
+use wide_bvh::WideBvh;
 
 /// Rays handed to one rayon task: big enough to amortise scheduling, small enough to
 /// balance load across threads.
@@ -26,8 +30,8 @@ const RAYS_PER_TASK: usize = 64;
 pub enum CpuMesh {
     /// Triangles in SIMD blocks, in id order, for brute force.
     Brute(TriangleBlocks),
-    /// A BVH.
-    Bvh(Bvh),
+    /// A BVH, in the CPU's wide layout.
+    Bvh(WideBvh),
 }
 
 impl CpuMesh {
@@ -40,7 +44,7 @@ impl CpuMesh {
     pub fn with_accel(mesh: &Mesh, accel: Accel) -> Self {
         match accel {
             Accel::Brute => CpuMesh::Brute(TriangleBlocks::new(&pack_mesh(mesh))),
-            Accel::Bvh => CpuMesh::Bvh(Bvh::build(mesh)),
+            Accel::Bvh => CpuMesh::Bvh(WideBvh::from_bvh(&Bvh::build(mesh))),
         }
     }
 
@@ -126,7 +130,7 @@ impl CpuBackend {
                 tasks.for_each(|(rays, hits)| brute_force::trace_rays(blocks, rays, hits, cull))
             }
             CpuMesh::Bvh(bvh) => {
-                tasks.for_each(|(rays, hits)| bvh_traverse::trace_rays(bvh, rays, hits, cull))
+                tasks.for_each(|(rays, hits)| wide_traverse::trace_rays(bvh, rays, hits, cull))
             }
         };
         match &self.pool {

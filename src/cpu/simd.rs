@@ -1,0 +1,36 @@
+//! Run-time selection of the widest vector unit for the CPU kernels.
+
+/// Defines `$name` as a call of the `#[inline(always)]` function `$body`, compiled
+/// three times — for AVX-512, for AVX2 and for the baseline target — with the
+/// variant picked at run time. The kernels are written on fixed-size arrays so the
+/// compiler vectorises them for whichever unit is enabled; results are bit for bit
+/// the same on every variant (no fused multiply-add, IEEE division).
+macro_rules! simd_dispatch {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:path) => {
+        $(#[$meta])*
+        $vis fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                fn avx512($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                #[target_feature(enable = "avx2")]
+                fn avx2($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU supports AVX-512F, checked just above.
+                    return unsafe { avx512($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU supports AVX2, checked just above.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $body($($arg),*)
+        }
+    };
+}
+
+pub(crate) use simd_dispatch;

@@ -1,0 +1,187 @@
+//! Traversal of the CPU's wide BVH ([`WideBvh`]): eight boxes per vector test, hit
+//! children pushed nearest-last so the nearest is visited first, leaves tested eight
+//! triangles at a time with the brute-force arithmetic.
+//!
+//! Same answers as [`super::bvh_traverse`] (the mirror of the WGSL traversal) and as
+//! brute force: the boxes are the binary BVH's (padded), the box margin is the same
+//! [`BOX_MARGIN`], and a hit replaces the best one when nearer or equally near with
+//! a lower triangle id.
+
+use super::bvh_traverse::{BIG, BOX_MARGIN};
+use super::intersect::{accept, dir_norm, intersect_lane};
+use super::simd::simd_dispatch;
+use super::wide_bvh::{LeafBlock, WIDTH, WideBvh};
+use crate::bvh::MAX_DEPTH;
+use crate::prepare::sanitize_ray;
+use crate::types::{Hit, MISS, Ray};
+
+/// Pending children: at most `WIDTH - 1` per level of a tree at most `MAX_DEPTH` deep,
+/// plus the root.
+const STACK: usize = MAX_DEPTH * (WIDTH - 1) + 1;
+
+#[inline(always)]
+fn fmax(a: f32, b: f32) -> f32 {
+    if a > b { a } else { b }
+}
+
+#[inline(always)]
+fn fmin(a: f32, b: f32) -> f32 {
+    if a < b { a } else { b }
+}
+
+/// A pending child: wide node index or first leaf block, leaf block count (0 for a
+/// node), entry distance.
+#[derive(Clone, Copy, Default)]
+struct Pending {
+    child: u32,
+    blocks: u32,
+    entry: f32,
+}
+
+/// Tests one leaf block; updates `best` with the nearest accepted triangle (ties to
+/// the lowest id).
+#[inline(always)]
+fn test_block(block: &LeafBlock, ray: &Ray, d_norm: f32, cull: u32, best: &mut Hit) {
+    let o: [f32; 3] = ray.origin.into();
+    let d: [f32; 3] = ray.dir.into();
+    let mut t = [0.0f32; WIDTH];
+    let mut u = [0.0f32; WIDTH];
+    let mut v = [0.0f32; WIDTH];
+    let mut ok = [false; WIDTH];
+    for lane in 0..WIDTH {
+        let column = |rows: &[[f32; WIDTH]; 3]| [rows[0][lane], rows[1][lane], rows[2][lane]];
+        let n = intersect_lane(
+            o,
+            d,
+            d_norm,
+            column(&block.v0),
+            column(&block.e1),
+            block.edge_norm[lane],
+            column(&block.e2),
+        );
+        let (tl, ul, vl, accepted) = accept(n, ray, cull, f32::INFINITY);
+        t[lane] = tl;
+        u[lane] = ul;
+        v[lane] = vl;
+        ok[lane] = accepted;
+    }
+    if !ok.iter().any(|&b| b) {
+        return;
+    }
+    for lane in 0..WIDTH {
+        let id = block.id[lane];
+        if ok[lane] && (t[lane] < best.t || (t[lane] == best.t && id < best.prim)) {
+            *best = Hit {
+                t: t[lane],
+                u: u[lane],
+                v: v[lane],
+                prim: id,
+            };
+        }
+    }
+}
+
+/// Nearest hit of one valid (sanitised, non-zero direction) ray.
+#[inline(always)]
+fn trace_ray(wide: &WideBvh, ray: &Ray, cull: u32) -> Hit {
+    let mut best = Hit::MISS;
+    if wide.nodes.is_empty() {
+        return best;
+    }
+    let o = ray.origin;
+    let inv = glam::Vec3::select(
+        ray.dir.cmpeq(glam::Vec3::ZERO),
+        glam::Vec3::splat(BIG),
+        1.0 / ray.dir,
+    );
+    let negative = [ray.dir.x < 0.0, ray.dir.y < 0.0, ray.dir.z < 0.0];
+    let d_norm = dir_norm(ray);
+    let mut stack = [Pending::default(); STACK];
+    stack[0] = Pending {
+        child: 0,
+        blocks: 0,
+        entry: ray.tmin,
+    };
+    let mut depth = 1;
+    while depth > 0 {
+        depth -= 1;
+        let top = stack[depth];
+        if top.entry - top.entry.abs() * BOX_MARGIN > best.t {
+            continue; // a nearer hit is known
+        }
+        if top.blocks > 0 {
+            let first = top.child as usize;
+            for block in &wide.blocks[first..first + top.blocks as usize] {
+                test_block(block, ray, d_norm, cull, &mut best);
+            }
+            continue;
+        }
+        let node = &wide.nodes[top.child as usize];
+        let limit = fmin(best.t, ray.tmax);
+        let mut near = [0.0f32; WIDTH];
+        let mut enter = [false; WIDTH];
+        let planes = |axis: usize| {
+            if negative[axis] {
+                (&node.hi[axis], &node.lo[axis])
+            } else {
+                (&node.lo[axis], &node.hi[axis])
+            }
+        };
+        let ((nx, fx), (ny, fy), (nz, fz)) = (planes(0), planes(1), planes(2));
+        for lane in 0..WIDTH {
+            let tn = fmax(
+                fmax((nx[lane] - o.x) * inv.x, (ny[lane] - o.y) * inv.y),
+                fmax((nz[lane] - o.z) * inv.z, ray.tmin),
+            );
+            let tf = fmin(
+                fmin((fx[lane] - o.x) * inv.x, (fy[lane] - o.y) * inv.y),
+                fmin((fz[lane] - o.z) * inv.z, limit),
+            );
+            near[lane] = tn;
+            enter[lane] = tn - tn.abs() * BOX_MARGIN <= tf + tf.abs() * BOX_MARGIN;
+        }
+        // Push the entered children, farthest first, so the nearest is popped next.
+        let mut order = [0usize; WIDTH];
+        let mut count = 0;
+        for lane in 0..WIDTH {
+            if enter[lane] {
+                let mut i = count;
+                while i > 0 && near[order[i - 1]] < near[lane] {
+                    order[i] = order[i - 1];
+                    i -= 1;
+                }
+                order[i] = lane;
+                count += 1;
+            }
+        }
+        for &lane in &order[..count] {
+            stack[depth] = Pending {
+                child: node.child[lane],
+                blocks: node.blocks[lane],
+                entry: near[lane],
+            };
+            depth += 1;
+        }
+    }
+    best
+}
+
+#[inline(always)]
+fn trace_rays_portable(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: u32) {
+    for (ray, hit) in rays.iter().zip(hits) {
+        let ray = sanitize_ray(ray);
+        *hit = if ray.dir == glam::Vec3::ZERO {
+            Hit::MISS // an invalid ray
+        } else {
+            trace_ray(wide, &ray, cull)
+        };
+    }
+}
+
+simd_dispatch! {
+    /// Traces `rays` into `hits` (one slot per ray) on the calling thread, with the
+    /// widest vector unit the CPU has.
+    pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: u32) => trace_rays_portable
+}
+
+const _: () = assert!(MISS == u32::MAX);
