@@ -69,8 +69,8 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let dir_norm = dot(abs(ray.dir), vec3<f32>(1.0));
     let inv_dir = select(1.0 / ray.dir, vec3<f32>(BIG), ray.dir == vec3<f32>(0.0));
-    var stack_node: array<u32, MAX_DEPTH>;
-    var stack_entry: array<f32, MAX_DEPTH>;
+    // Pending subtrees: node index and entry distance (as bits).
+    var stack: array<vec2<u32>, MAX_DEPTH>;
     var depth = 0u;
     var node_index = 0u;
     var steps = 0u;
@@ -80,22 +80,28 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
             best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
             break;
         }
-        var node = nodes[node_index];
+        let a = nodes[node_index].children[0];
+        let b = nodes[node_index].children[1];
         let limit = min(best.t, ray.tmax);
-        var entry = array<f32, 2>(
-            enter(node.children[0], ray.origin, inv_dir, ray.tmin, limit),
-            enter(node.children[1], ray.origin, inv_dir, ray.tmin, limit),
-        );
+        let entry_a = enter(a, ray.origin, inv_dir, ray.tmin, limit);
+        let entry_b = enter(b, ray.origin, inv_dir, ray.tmin, limit);
         // Visit the nearer child first.
-        var first = 0u;
-        if entry[0] != NOT_ENTERED && entry[1] != NOT_ENTERED && entry[1] < entry[0] {
-            first = 1u;
+        let swap = entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a;
+        var near = a;
+        var far = b;
+        if swap {
+            near = b;
+            far = a;
         }
+        let entry_near = select(entry_a, entry_b, swap);
+        let entry_far = select(entry_b, entry_a, swap);
         var next = EMPTY_CHILD;
         for (var k = 0u; k < 2u; k++) {
-            let c = (first + k) & 1u;
-            let child = node.children[c];
-            let t_entry = entry[c];
+            var child = near;
+            if k == 1u {
+                child = far;
+            }
+            let t_entry = select(entry_near, entry_far, k == 1u);
             if t_entry == NOT_ENTERED {
                 continue;
             }
@@ -114,8 +120,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
             } else if next == EMPTY_CHILD {
                 next = child.index;
             } else {
-                stack_node[depth] = child.index;
-                stack_entry[depth] = t_entry;
+                stack[depth] = vec2<u32>(child.index, bitcast<u32>(t_entry));
                 depth += 1u;
             }
         }
@@ -126,9 +131,10 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                     break;
                 }
                 depth -= 1u;
-                let t_entry = stack_entry[depth];
+                let pending = stack[depth];
+                let t_entry = bitcast<f32>(pending.y);
                 if t_entry - abs(t_entry) * BOX_MARGIN <= best.t {
-                    next = stack_node[depth];
+                    next = pending.x;
                     break;
                 }
             }
