@@ -33,7 +33,9 @@
 //! ## What lives where
 //! - [`types`]: the `#[repr(C)]` structs shared with WGSL (`shaders/types.wgsl`).
 //! - [`prepare`]: triangle packing and ray sanitising, shared by both backends.
-//! - [`cpu`]: the CPU backend, one module per shader stage.
+//! - [`bvh`]: the bounding volume hierarchy both backends trace (the default
+//!   [`Accel`]); brute force ([`Accel::Brute`]) is the reference.
+//! - [`cpu`]: the CPU backend, one module per shader stage, plus its wide SIMD BVH.
 //! - [`gpu`]: the wgpu context, uploaded meshes, dispatch and readback.
 //! - [`picker`]: [`Picker`], one entry point over both backends.
 //! - [`camera`], [`scene`], [`reference`](mod@reference): screen-to-ray, generated test scenes and an
