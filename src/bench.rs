@@ -869,6 +869,7 @@ impl fmt::Display for BenchReport {
                 "rays",
                 "backend",
                 "device",
+                "build ms",
                 "trace ms",
                 "Mrays/s",
                 "Mtests/s",
@@ -885,6 +886,7 @@ impl fmt::Display for BenchReport {
                 r.measured.rays.to_string(),
                 r.backend.clone(),
                 r.adapter.clone(),
+                sig3(r.measured.build_ms + r.measured.upload_ms),
                 sig3(r.measured.trace_ms),
                 sig3(r.measured.mrays_per_s),
                 sig3(r.measured.mtests_per_s),
@@ -893,12 +895,12 @@ impl fmt::Display for BenchReport {
         f.write_str(&table(
             &cells,
             &[
-                false, true, false, false, true, false, false, true, true, true,
+                false, true, false, false, true, false, false, true, true, true, true,
             ],
         ))?;
         writeln!(
             f,
-            "(cull {}; trace ms = best of {} after a warm-up; Mtests/s counts rays x triangles)",
+            "(cull {}; build ms = BVH build or packing, plus upload to the GPU; trace ms = best of {} after a warm-up; Mtests/s counts rays x triangles)",
             self.cull, self.repeat
         )?;
         for s in &self.speed {
