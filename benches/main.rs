@@ -1,76 +1,38 @@
-//! Criterion benches: `cargo bench` (runs on lavapipe, and without any adapter the GPU
-//! cases are left out with a notice). Fixed seeds; every case asserts its result.
+//! Criterion benches: `cargo bench --bench main` (runs on lavapipe; without any
+//! adapter the GPU cases are left out with a notice). Fixed seeds; every case asserts
+//! its result. Fixtures are built once, lazily (`support`), so a filter runs only
+//! what it selects and builds only what that needs:
+//!
+//! ```text
+//! cargo bench --bench main -- bvh_build            # build rate, 1M and 10M triangles
+//! cargo bench --bench main -- bvh_build/1M         # 1M only
+//! cargo bench --bench main -- bvh_trace            # trace rate, all implementations
+//! cargo bench --bench main -- bvh_trace/1M_tris/camera
+//! cargo bench --bench main -- raypick_cpu_bvh      # one implementation, every group
+//! cargo bench --bench main -- pick_latency
+//! cargo bench --bench main -- brute_force
+//! ```
+//!
+//! Groups:
+//! * `bvh_build/{1M,10M}_tris`: `Bvh::build` rate (triangles/s), global pool and
+//!   1 thread; prints bytes per triangle and depth.
+//! * `bvh_trace/1M_tris/{camera,incoherent}_1Mrays`: rays/s of raypick's CPU BVH,
+//!   GPU BVH and CPU brute force (1,024-ray subset), parry3d and obvhs, 2 threads.
+//! * `pick_latency/1M_tris`: 1 and 64 rays at the image centre, CPU and GPU BVH.
+//! * `brute_force/...`: ~10k triangles × 64k rays, CPU 1 and 2 threads, GPU.
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use raypick::cpu::{CpuBackend, CpuMesh};
-use raypick::gpu::GpuContext;
-use raypick::scene;
-use raypick::{Accel, Hit, Mesh, Ray, TraceOptions};
+mod brute_force;
+mod bvh;
+mod compare;
+mod support;
 
-/// Rays × triangles for the brute-force comparison: a ~10k-triangle scene × 64k camera rays.
-fn brute_force_case() -> (Mesh, Vec<Ray>) {
-    let mesh = scene::builtin_scene(10_000);
-    let rays = scene::camera_rays(mesh.bounds().expect("non-empty scene"), 256, 256);
-    (mesh, rays)
-}
+use criterion::{criterion_group, criterion_main};
 
-fn hit_count(hits: &[Hit]) -> usize {
-    hits.iter().filter(|h| h.is_hit()).count()
-}
-
-fn brute_force(c: &mut Criterion) {
-    let (mesh, rays) = brute_force_case();
-    let tests = (rays.len() * mesh.triangle_count()) as u64;
-    let options = TraceOptions::default();
-    let mut group = c.benchmark_group(format!(
-        "brute_force/{}tris_x_{}rays",
-        mesh.triangle_count(),
-        rays.len()
-    ));
-    group
-        .throughput(Throughput::Elements(tests))
-        .sample_size(10);
-
-    let cpu_mesh = CpuMesh::with_accel(&mesh, Accel::Brute);
-    let reference = CpuBackend::new().trace(&cpu_mesh, &rays, &options);
-    let seen = hit_count(&reference);
-    assert!(
-        seen > rays.len() / 10,
-        "the camera sees the scene: {seen} hits"
-    );
-    for threads in [1, 2] {
-        let cpu = CpuBackend::with_threads(threads).expect("thread pool");
-        assert_eq!(cpu.trace(&cpu_mesh, &rays, &options), reference);
-        let mut hits = vec![Hit::MISS; rays.len()];
-        group.bench_function(BenchmarkId::new("cpu", format!("{threads}_threads")), |b| {
-            b.iter(|| cpu.trace_into(&cpu_mesh, &rays, &options, &mut hits))
-        });
-    }
-    match GpuContext::new() {
-        Ok(gpu) => {
-            let gpu_mesh = gpu.upload_with(&mesh, Accel::Brute).expect("upload");
-            let mut hits = gpu.trace(&gpu_mesh, &rays, &options).expect("GPU trace");
-            let same = hits
-                .iter()
-                .zip(&reference)
-                .filter(|(a, b)| a.prim == b.prim)
-                .count();
-            assert!(
-                same * 10_000 >= rays.len() * 9_999,
-                "GPU agrees with the CPU: {same}"
-            );
-            let name = gpu.adapter().name.clone();
-            group.bench_function(BenchmarkId::new("gpu", name), |b| {
-                b.iter(|| {
-                    gpu.trace_into(&gpu_mesh, &rays, &options, &mut hits)
-                        .expect("GPU trace")
-                })
-            });
-        }
-        Err(e) => eprintln!("no GPU adapter, GPU cases left out: {e}"),
-    }
-    group.finish();
-}
-
-criterion_group!(benches, brute_force);
+criterion_group!(
+    benches,
+    bvh::build,
+    bvh::trace,
+    bvh::pick,
+    brute_force::brute_force
+);
 criterion_main!(benches);

@@ -158,6 +158,7 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
         bvh.nodes = vec![BvhNode {
             children: [BvhChild::EMPTY; 2],
         }];
+        bvh.depth = 1; // the root
         return bvh;
     }
     let (bounds, centroids) = bounds_and_centroids(&prims);
@@ -326,8 +327,11 @@ impl Builder<'_> {
             return leaf;
         }
         let spread = centroids.hi.truncate().cmpgt(centroids.lo.truncate()).any();
-        let (split, sides) = if depth < SAH_DEPTH && spread {
-            let best = self.best_split(prims, centroids, bounds);
+        // SAH costs overflow for coordinates near f32's limits: split at the median then.
+        let sah = (depth < SAH_DEPTH && spread)
+            .then(|| self.best_split(prims, centroids, bounds))
+            .filter(|best| best.cost.is_finite());
+        let (split, sides) = if let Some(best) = sah {
             if count <= self.options.max_leaf_size && count as f32 <= best.cost {
                 return leaf;
             }
@@ -400,7 +404,7 @@ impl Builder<'_> {
     /// Bins for a node of `count` triangles: fewer for small nodes, where evaluating
     /// many bins would cost more than the triangles themselves.
     fn bins_for(&self, count: usize) -> usize {
-        (count / 2).clamp(4, self.options.bins.max(2))
+        (count / 2).max(4).min(self.options.bins)
     }
 
     /// Builds a subtree into its own node array (indices relative to it).

@@ -29,9 +29,13 @@ pub struct GpuOptions {
     pub max_traversal_steps: Option<u32>,
 }
 
-/// Default loop steps of one ray's BVH traversal: below the 65,535 loop iterations
-/// after which llvmpipe ends a loop, and far above what a ray needs on real meshes.
-pub const DEFAULT_MAX_TRAVERSAL_STEPS: u32 = 60_000;
+/// Default loop steps of one ray's BVH traversal. Mesa's llvmpipe ends a shader
+/// loop after 65,535 iterations counted over all the loops of a SIMD group of
+/// invocations, and one step can take up to about four loop iterations (node, child,
+/// triangle and pop loops), so the budget stays well below 65,535 / 4; real meshes
+/// need far fewer steps (hundreds), and the rare ray that needs more is finished on
+/// the CPU.
+pub const DEFAULT_MAX_TRAVERSAL_STEPS: u32 = 8_000;
 
 /// Default triangles per dispatch. Mesa's llvmpipe (lavapipe) ends any shader loop
 /// after 65,535 iterations in total, which would silently skip triangles; 32,768
