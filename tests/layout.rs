@@ -79,19 +79,25 @@ fn every_module_validates() {
     }
 }
 
+/// The value of the WGSL constant `name`, which must be a literal.
+fn literal(module: &naga::Module, name: &str) -> naga::Literal {
+    let (_, c) = module
+        .constants
+        .iter()
+        .find(|(_, c)| c.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("constant {name} missing"));
+    match module.global_expressions[c.init] {
+        naga::Expression::Literal(l) => l,
+        ref other => panic!("{name} is not a literal: {other:?}"),
+    }
+}
+
 #[test]
 fn shader_constants_match_rust() {
     let module = parse(&shaders::brute_force_module(), "brute_force");
-    let constant = |name: &str| -> u32 {
-        let (_, c) = module
-            .constants
-            .iter()
-            .find(|(_, c)| c.name.as_deref() == Some(name))
-            .unwrap_or_else(|| panic!("constant {name} missing"));
-        match module.global_expressions[c.init] {
-            naga::Expression::Literal(naga::Literal::U32(v)) => v,
-            ref other => panic!("{name} is not a u32 literal: {other:?}"),
-        }
+    let constant = |name: &str| match literal(&module, name) {
+        naga::Literal::U32(v) => v,
+        other => panic!("{name} is not a u32: {other:?}"),
     };
     assert_eq!(constant("MISS"), raypick::MISS);
     assert_eq!(constant("EMPTY_CHILD"), raypick::types::EMPTY_CHILD);
@@ -110,17 +116,7 @@ fn shader_constants_match_rust() {
 #[test]
 fn traversal_constants_match_rust() {
     let module = parse(&shaders::bvh_traverse_module(), "bvh_traverse");
-    let constant = |name: &str| -> naga::Literal {
-        let (_, c) = module
-            .constants
-            .iter()
-            .find(|(_, c)| c.name.as_deref() == Some(name))
-            .unwrap_or_else(|| panic!("constant {name} missing"));
-        match module.global_expressions[c.init] {
-            naga::Expression::Literal(l) => l,
-            ref other => panic!("{name} is not a literal: {other:?}"),
-        }
-    };
+    let constant = |name: &str| literal(&module, name);
     use naga::Literal::{F32, U32};
     assert_eq!(constant("MAX_DEPTH"), U32(raypick::bvh::MAX_DEPTH as u32));
     assert_eq!(constant("UNFINISHED"), U32(shaders::UNFINISHED));

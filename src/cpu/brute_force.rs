@@ -7,7 +7,7 @@
 //! the lanes are reduced at the end by (t, id) — the same answer as the shader's
 //! sequential walk.
 
-use super::intersect::{accept, dir_norm, intersect_lane};
+use super::intersect::{SoaTriangles, accept, dir_norm};
 use super::simd::simd_dispatch;
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, PackedTriangle, Ray};
@@ -15,16 +15,9 @@ use crate::types::{Hit, MISS, PackedTriangle, Ray};
 /// Triangles per block: one AVX-512 register of f32, or two AVX2 registers.
 pub const LANES: usize = 16;
 
-/// [`LANES`] packed triangles as structure of arrays (x, y, z rows of `v0`, `e1`, `e2`).
-/// Unused lanes of the last block are zero, i.e. degenerate, and never hit.
-#[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(64))]
-pub struct TriangleBlock {
-    v0: [[f32; LANES]; 3],
-    e1: [[f32; LANES]; 3],
-    e2: [[f32; LANES]; 3],
-    edge_norm: [f32; LANES],
-}
+/// [`LANES`] triangles as structure of arrays; unused lanes of the last block are
+/// degenerate and never hit.
+pub type TriangleBlock = SoaTriangles<LANES>;
 
 /// A mesh laid out for the CPU brute-force kernel.
 #[derive(Clone, Debug, Default)]
@@ -36,21 +29,7 @@ pub struct TriangleBlocks {
 impl TriangleBlocks {
     /// Lays packed triangles out in blocks, keeping id order.
     pub fn new(triangles: &[PackedTriangle]) -> Self {
-        let blocks = triangles
-            .chunks(LANES)
-            .map(|chunk| {
-                let mut block = TriangleBlock::default();
-                for (lane, tri) in chunk.iter().enumerate() {
-                    block.edge_norm[lane] = tri.edge_norm;
-                    for axis in 0..3 {
-                        block.v0[axis][lane] = tri.v0[axis];
-                        block.e1[axis][lane] = tri.e1[axis];
-                        block.e2[axis][lane] = tri.e2[axis];
-                    }
-                }
-                block
-            })
-            .collect();
+        let blocks = triangles.chunks(LANES).map(TriangleBlock::new).collect();
         Self {
             blocks,
             triangle_count: triangles.len(),
@@ -81,16 +60,7 @@ fn trace_ray<const CULL: u32>(blocks: &[TriangleBlock], ray: &Ray) -> Hit {
     for (index, block) in blocks.iter().enumerate() {
         let base = (index * LANES) as u32;
         for lane in 0..LANES {
-            let column = |rows: &[[f32; LANES]; 3]| [rows[0][lane], rows[1][lane], rows[2][lane]];
-            let n = intersect_lane(
-                o,
-                d,
-                d_norm,
-                column(&block.v0),
-                column(&block.e1),
-                block.edge_norm[lane],
-                column(&block.e2),
-            );
+            let n = block.intersect(lane, o, d, d_norm);
             let (t, u, v, ok) = accept(n, ray, CULL, best_t[lane]);
             best_t[lane] = if ok { t } else { best_t[lane] };
             best_u[lane] = if ok { u } else { best_u[lane] };

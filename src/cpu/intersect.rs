@@ -138,3 +138,58 @@ pub fn intersect(
     let (t, u, v, accepted) = accept(n, ray, cull, best_t);
     Candidate { t, u, v, accepted }
 }
+
+/// `N` packed triangles as structure of arrays (x, y, z rows of `v0`, `e1`, `e2`),
+/// the layout the SIMD kernels test one ray against. Unused lanes are zero, i.e.
+/// degenerate, and never hit.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub struct SoaTriangles<const N: usize> {
+    v0: [[f32; N]; 3],
+    e1: [[f32; N]; 3],
+    e2: [[f32; N]; 3],
+    edge_norm: [f32; N],
+}
+
+impl<const N: usize> Default for SoaTriangles<N> {
+    fn default() -> Self {
+        Self {
+            v0: [[0.0; N]; 3],
+            e1: [[0.0; N]; 3],
+            e2: [[0.0; N]; 3],
+            edge_norm: [0.0; N],
+        }
+    }
+}
+
+impl<const N: usize> SoaTriangles<N> {
+    /// Lays `triangles` (at most `N`) out in lanes `0..triangles.len()`.
+    pub fn new(triangles: &[PackedTriangle]) -> Self {
+        let mut soa = Self::default();
+        for (lane, tri) in triangles.iter().take(N).enumerate() {
+            for axis in 0..3 {
+                soa.v0[axis][lane] = tri.v0[axis];
+                soa.e1[axis][lane] = tri.e1[axis];
+                soa.e2[axis][lane] = tri.e2[axis];
+            }
+            soa.edge_norm[lane] = tri.edge_norm;
+        }
+        soa
+    }
+
+    /// [`intersect_lane`] for the triangle in `lane`; `o`, `d` and `d_norm` are the
+    /// ray's origin, direction and [`dir_norm`].
+    #[inline(always)]
+    pub fn intersect(&self, lane: usize, o: [f32; 3], d: [f32; 3], d_norm: f32) -> Unnormalised {
+        let column = |rows: &[[f32; N]; 3]| [rows[0][lane], rows[1][lane], rows[2][lane]];
+        intersect_lane(
+            o,
+            d,
+            d_norm,
+            column(&self.v0),
+            column(&self.e1),
+            self.edge_norm[lane],
+            column(&self.e2),
+        )
+    }
+}

@@ -4,6 +4,7 @@
 //! whole leaf. Collapsed from the binary [`Bvh`] both backends share (its boxes and
 //! its triangles, bit for bit), so the answers do not change.
 
+use super::intersect::SoaTriangles;
 use crate::bvh::Bvh;
 use crate::types::{BvhChild, PackedTriangle};
 
@@ -38,19 +39,12 @@ impl Default for WideNode {
     }
 }
 
-/// Up to eight triangles of one leaf as structure of arrays. Unused lanes are
-/// degenerate (all zero) and never hit.
+/// Up to eight triangles of one leaf as structure of arrays, with their ids.
+/// Unused lanes are degenerate and never hit.
 #[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(64))]
 pub struct LeafBlock {
-    /// First vertex, per axis and lane.
-    pub v0: [[f32; WIDTH]; 3],
-    /// `v1 - v0`.
-    pub e1: [[f32; WIDTH]; 3],
-    /// `v2 - v0`.
-    pub e2: [[f32; WIDTH]; 3],
-    /// `|e1|₁ · |e2|₁`.
-    pub edge_norm: [f32; WIDTH],
+    /// The triangles.
+    pub triangles: SoaTriangles<WIDTH>,
     /// Triangle ids in the caller's mesh.
     pub id: [u32; WIDTH],
 }
@@ -189,15 +183,12 @@ fn half_area(c: &BvhChild) -> f32 {
 }
 
 fn leaf_block(triangles: &[PackedTriangle]) -> LeafBlock {
-    let mut block = LeafBlock::default();
-    for (lane, tri) in triangles.iter().enumerate() {
-        for axis in 0..3 {
-            block.v0[axis][lane] = tri.v0[axis];
-            block.e1[axis][lane] = tri.e1[axis];
-            block.e2[axis][lane] = tri.e2[axis];
-        }
-        block.edge_norm[lane] = tri.edge_norm;
-        block.id[lane] = tri.id;
+    let mut id = [0; WIDTH];
+    for (slot, tri) in id.iter_mut().zip(triangles) {
+        *slot = tri.id;
     }
-    block
+    LeafBlock {
+        triangles: SoaTriangles::new(triangles),
+        id,
+    }
 }

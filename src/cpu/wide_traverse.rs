@@ -8,7 +8,7 @@
 //! a lower triangle id.
 
 use super::bvh_traverse::{BIG, BOX_MARGIN};
-use super::intersect::{accept, dir_norm, intersect_lane};
+use super::intersect::{accept, dir_norm};
 use super::simd::simd_dispatch;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
@@ -49,16 +49,7 @@ fn test_block(block: &LeafBlock, ray: &Ray, d_norm: f32, cull: u32, best: &mut H
     let mut v = [0.0f32; WIDTH];
     let mut ok = [false; WIDTH];
     for lane in 0..WIDTH {
-        let column = |rows: &[[f32; WIDTH]; 3]| [rows[0][lane], rows[1][lane], rows[2][lane]];
-        let n = intersect_lane(
-            o,
-            d,
-            d_norm,
-            column(&block.v0),
-            column(&block.e1),
-            block.edge_norm[lane],
-            column(&block.e2),
-        );
+        let n = block.triangles.intersect(lane, o, d, d_norm);
         let (tl, ul, vl, accepted) = accept(n, ray, cull, f32::INFINITY);
         t[lane] = tl;
         u[lane] = ul;
