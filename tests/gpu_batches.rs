@@ -7,15 +7,27 @@ use common::{CPU_BRUTE, CPU_BVH, GPU_BRUTE, GPU_BVH, gpu, trace};
 use glam::Vec3;
 use raypick::gpu::{GpuContext, GpuOptions};
 use raypick::scene::{self, Rng};
-use raypick::{Accel, Cull, Hit, Mesh, TraceOptions};
+use raypick::{Accel, Cull, Hit, Mesh, Ray, TraceOptions};
+
+/// A triangle soup in the box ±1 and `random` random rays followed by
+/// `adversarial` adversarial ones, from one seed.
+fn soup_and_rays(
+    seed: u64,
+    triangles: usize,
+    random: usize,
+    adversarial: usize,
+) -> (Mesh, Vec<Ray>) {
+    let mut rng = Rng::new(seed);
+    let mesh = scene::soup(triangles, &mut rng, (Vec3::splat(-1.0), Vec3::splat(1.0)));
+    let mut rays = scene::random_rays(random, &mut rng, mesh.bounds().unwrap());
+    rays.extend(scene::adversarial_rays(&mesh, &mut rng, adversarial));
+    (mesh, rays)
+}
 
 #[test]
 fn split_meshes_and_batches_give_the_same_hits() {
     let Some(whole) = gpu() else { return };
-    let mut rng = Rng::new(3);
-    let mesh = scene::soup(1_000, &mut rng, (Vec3::splat(-1.0), Vec3::splat(1.0)));
-    let mut rays = scene::random_rays(9_000, &mut rng, mesh.bounds().unwrap());
-    rays.extend(scene::adversarial_rays(&mesh, &mut rng, 3_000));
+    let (mesh, rays) = soup_and_rays(3, 1_000, 9_000, 3_000);
     let split = GpuContext::with_options(GpuOptions {
         // 97 triangles per buffer (11 buffers), and so 145 rays per dispatch.
         max_binding_bytes: Some(48 * 97),
@@ -137,9 +149,7 @@ fn small_triangle_ranges_per_dispatch_give_the_same_hits() {
         ..Default::default()
     })
     .unwrap();
-    let mut rng = Rng::new(4);
-    let mesh = scene::soup(1_050, &mut rng, (Vec3::splat(-1.0), Vec3::splat(1.0)));
-    let rays = scene::adversarial_rays(&mesh, &mut rng, 5_000);
+    let (mesh, rays) = soup_and_rays(4, 1_050, 0, 5_000);
     let options = TraceOptions::default();
     let got = split
         .trace(
@@ -161,10 +171,7 @@ fn small_triangle_ranges_per_dispatch_give_the_same_hits() {
 #[test]
 fn a_bvh_split_across_bindings_gives_the_same_hits() {
     let Some(whole) = gpu() else { return };
-    let mut rng = Rng::new(8);
-    let mesh = scene::soup(3_000, &mut rng, (Vec3::splat(-1.0), Vec3::splat(1.0)));
-    let mut rays = scene::random_rays(6_000, &mut rng, mesh.bounds().unwrap());
-    rays.extend(scene::adversarial_rays(&mesh, &mut rng, 4_000));
+    let (mesh, rays) = soup_and_rays(8, 3_000, 6_000, 4_000);
     let split = GpuContext::with_options(GpuOptions {
         max_binding_bytes: Some(64 * 200), // 200 nodes or 266 triangles per chunk
         ..Default::default()

@@ -89,6 +89,27 @@ impl Bvh {
         (lo.x <= hi.x).then_some((lo, hi))
     }
 
+    /// Triangle range `(first, end)` under each node. Children follow their parent
+    /// in the depth-first layout, so one backward sweep sees children first.
+    pub(crate) fn subtree_ranges(&self) -> Vec<(u32, u32)> {
+        let mut ranges = vec![(u32::MAX, 0u32); self.nodes.len()];
+        for i in (0..self.nodes.len()).rev() {
+            ranges[i] = self.nodes[i]
+                .children
+                .iter()
+                .filter(|c| !c.is_empty())
+                .map(|c| {
+                    if c.is_leaf() {
+                        (c.index, c.index + c.count)
+                    } else {
+                        ranges[c.index as usize]
+                    }
+                })
+                .fold((u32::MAX, 0), |(lo, hi), (a, b)| (lo.min(a), hi.max(b)));
+        }
+        ranges
+    }
+
     /// Checks the structural invariants against the mesh it was built from: every
     /// hittable triangle of the mesh in exactly one leaf (degenerate ones in none),
     /// with the mesh's data; every child box inside its parent's box; every leaf's

@@ -32,28 +32,13 @@ fn subtree_sizes(nodes: &[BvhNode]) -> Vec<u32> {
     size
 }
 
-/// Triangle range `(first, end)` under a child slot.
-fn triangle_range(bvh: &Bvh, child: &BvhChild, size: &[u32]) -> (u32, u32) {
-    if child.is_leaf() {
-        return (child.index, child.index + child.count);
-    }
-    let nodes =
-        &bvh.nodes[child.index as usize..(child.index + size[child.index as usize]) as usize];
-    let leaves = nodes
-        .iter()
-        .flat_map(|n| n.children.iter())
-        .filter(|c| c.is_leaf());
-    leaves.fold((u32::MAX, 0), |(lo, hi), c| {
-        (lo.min(c.index), hi.max(c.index + c.count))
-    })
-}
-
 impl Bvh {
     /// Splits the BVH into chunks of at most `max_nodes` nodes and `max_triangles`
     /// triangles each (a BVH that fits is one chunk). Chunks are subtrees, listed
     /// from the root's left to its right.
     pub fn split(&self, max_nodes: usize, max_triangles: usize) -> Vec<BvhChunk> {
         let size = subtree_sizes(&self.nodes);
+        let ranges = self.subtree_ranges();
         if self.nodes.len() <= max_nodes && self.triangles.len() <= max_triangles {
             return vec![BvhChunk {
                 nodes: self.nodes.clone(),
@@ -66,7 +51,11 @@ impl Bvh {
             if child.is_empty() {
                 continue;
             }
-            let (first, end) = triangle_range(self, &child, &size);
+            let (first, end) = if child.is_leaf() {
+                (child.index, child.index + child.count)
+            } else {
+                ranges[child.index as usize]
+            };
             let nodes = if child.is_leaf() {
                 1
             } else {

@@ -67,7 +67,7 @@ impl WideBvh {
             mesh_triangles: bvh.mesh_triangle_count(),
             ..Default::default()
         };
-        let ranges = subtree_ranges(bvh);
+        let ranges = bvh.subtree_ranges();
         let as_leaf = |c: &BvhChild| -> BvhChild {
             if c.is_leaf() || c.is_empty() {
                 return *c;
@@ -153,28 +153,6 @@ impl WideBvh {
         self.nodes[index] = node;
         index as u32
     }
-}
-
-/// Triangle range `(first, end)` under each binary node (children follow their
-/// parent in the depth-first layout, so one backward sweep sees children first).
-fn subtree_ranges(bvh: &Bvh) -> Vec<(u32, u32)> {
-    let nodes = bvh.nodes();
-    let mut ranges = vec![(u32::MAX, 0u32); nodes.len()];
-    for i in (0..nodes.len()).rev() {
-        let mut range = (u32::MAX, 0u32);
-        for c in &nodes[i].children {
-            let r = if c.is_leaf() {
-                (c.index, c.index + c.count)
-            } else if c.is_empty() {
-                continue;
-            } else {
-                ranges[c.index as usize]
-            };
-            range = (range.0.min(r.0), range.1.max(r.1));
-        }
-        ranges[i] = range;
-    }
-    ranges
 }
 
 fn half_area(c: &BvhChild) -> f32 {
