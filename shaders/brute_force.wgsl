@@ -1,5 +1,5 @@
 // Brute force: every ray against every triangle, nearest hit kept.
-// Mirrored by src/cpu/brute_force.rs. Prepended with types.wgsl and intersect.wgsl.
+// Mirrored by src/cpu/brute_force.rs. Prepended with types.wgsl and the intersection files.
 //
 // One invocation per ray. The workgroup loads triangles into workgroup memory one
 // tile at a time, and every invocation tests its ray against the whole tile.
@@ -30,15 +30,14 @@ fn brute_force(
     let ray_index = gid.x;
     let in_range = ray_index < params.ray_count;
     var ray: Ray;
-    var dir_norm = 0.0;
     var best = Hit(params.miss_t, 0.0, 0.0, MISS);
     if in_range {
         ray = rays[ray_index];
-        dir_norm = dot(abs(ray.dir), vec3<f32>(1.0));
         if params.accumulate != 0u {
             best = hits[ray_index];
         }
     }
+    let frame = ray_frame(ray);
     for (var base = 0u; base < params.tri_count; base += WORKGROUP_SIZE) {
         if base + lane < params.tri_count {
             tile[lane] = triangles[params.tri_first + base + lane];
@@ -47,7 +46,7 @@ fn brute_force(
         let count = min(WORKGROUP_SIZE, params.tri_count - base);
         if in_range {
             for (var j = 0u; j < count; j++) {
-                let c = intersect(ray, dir_norm, tile[j], params.cull, best.t, params.one);
+                let c = intersect(ray, frame, tile[j], params.cull, best.t, params.one, params.mode);
                 if c.accepted {
                     best = Hit(c.t, c.u, c.v, params.tri_base + base + j);
                 }

@@ -1,5 +1,5 @@
 // BVH traversal: one invocation per ray, nearest hit kept.
-// Mirrored by src/cpu/bvh_traverse.rs. Prepended with types.wgsl and intersect.wgsl.
+// Mirrored by src/cpu/bvh_traverse.rs. Prepended with types.wgsl and the intersection files.
 //
 // A fixed private stack of MAX_DEPTH entries (the builder bounds the depth), both
 // child boxes of a node tested together, the nearer child visited first, leaves
@@ -67,7 +67,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         hits[ray_index] = best; // an invalid ray
         return;
     }
-    let dir_norm = dot(abs(ray.dir), vec3<f32>(1.0));
+    let frame = ray_frame(ray);
     let inv_dir = select(1.0 / ray.dir, vec3<f32>(BIG), ray.dir == vec3<f32>(0.0));
     // Pending subtrees: node index and entry distance (as bits).
     var stack: array<vec2<u32>, MAX_DEPTH>;
@@ -112,7 +112,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 for (var i = child.index; i < child.index + child.count; i++) {
                     steps += 1u;
                     let tri = triangles[i];
-                    let cand = intersect(ray, dir_norm, tri, params.cull, params.miss_t, params.one);
+                    let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
                     if cand.accepted && nearer(cand.t, tri.id, best) {
                         best = Hit(cand.t, cand.u, cand.v, tri.id);
                     }

@@ -1,19 +1,19 @@
-// The ray-triangle test (Moller-Trumbore, the D3DXIntersectTri convention).
+// The ray-triangle test: per-ray set-up, the choice between the two tests
+// (moller_trumbore.wgsl, watertight.wgsl) and the acceptance rule they share.
 // Mirrored operation for operation by src/cpu/intersect.rs.
 //
-//   p = d x e2, det = e1 . p, s = o - v0, U = s . p, q = s x e1, V = d . q, T = e2 . q
-//   u = U / det, v = V / det, t = T / det   (1 / det computed once)
+// Both tests produce unnormalised values: det, and big_u, big_v, big_w, big_t with
+//   u = big_u / det, v = big_v / det, t = big_t / det   (1 / det computed once)
+// where big_w / det is the weight of v0. Inside-the-triangle decisions use the
+// unnormalised values (no division): big_u, big_v and big_w all have the sign of
+// det. A hit is accepted when det passes the culling test, it is inside,
+// tmin <= t <= tmax and t < best_t (strict, so earlier triangles win ties). Every
+// comparison is written so that NaN rejects.
 //
-// Inside-the-triangle decisions use the unnormalised U, V and det (no division), so
-// they depend only on correctly rounded products and sums: U, V >= 0 and U + V <= det,
-// with the signs flipped when det < 0. A hit is accepted when det passes the culling
-// test, it is inside, tmin <= t <= tmax and t < best_t (strict, so earlier triangles
-// win ties). Every comparison is written so that NaN rejects.
-//
-// A determinant within DET_TOLERANCE * |e1|1 * |e2|1 * |d|1 of zero counts as zero
-// (the ray is parallel to the triangle): that bound covers the rounding error of det,
-// so its sign is reliable whenever a hit is reported, and near-parallel rays cannot
-// produce hits far from the triangle.
+// A determinant within DET_TOLERANCE * |e1|1 * |e2|1 * (ray factor) of zero counts as
+// zero (the ray is parallel to the triangle): that bound covers the rounding error of
+// det, so its sign is reliable whenever a hit is reported, and near-parallel rays
+// cannot produce hits far from the triangle.
 //
 // GPU compilers may fuse a * b + c into one FMA; the CPU rounds the product first.
 // Products are therefore multiplied by `one`, an opaque 1.0 from a uniform: the
@@ -27,7 +27,56 @@ struct Candidate {
     accepted: bool,
 }
 
+struct Unnormalised {
+    det: f32,
+    det_bound: f32,
+    big_u: f32,
+    big_v: f32,
+    big_w: f32,
+    big_t: f32,
+}
+
+// What the tests need of a ray, computed once per ray.
+//   dir_norm: |dir|1, the ray's part of the fast test's determinant bound;
+//   axes: (kx, ky, kz), kz the axis of the largest |dir| component, (kx, ky) the next
+//     two in cyclic order, swapped when dir[kz] < 0 to keep the winding;
+//   shear: (dir[kx] / dir[kz], dir[ky] / dir[kz], 1 / dir[kz]);
+//   shear_norm: dir_norm * |shear.z|, the watertight determinant's ray factor;
+//   live: false for a zero direction (such a ray never hits).
+struct RayFrame {
+    dir_norm: f32,
+    axes: vec3<u32>,
+    shear: vec3<f32>,
+    shear_norm: f32,
+    live: bool,
+}
+
 const DET_TOLERANCE: f32 = 9.5367431640625e-7; // 2^-20
+
+fn ray_frame(ray: Ray) -> RayFrame {
+    let a = abs(ray.dir);
+    var kz = 2u;
+    if a.x > a.y {
+        if a.x > a.z {
+            kz = 0u;
+        }
+    } else if a.y > a.z {
+        kz = 1u;
+    }
+    var kx = (kz + 1u) % 3u;
+    var ky = (kx + 1u) % 3u;
+    let dz = ray.dir[kz];
+    if dz < 0.0 {
+        let swap = kx;
+        kx = ky;
+        ky = swap;
+    }
+    let live = dz != 0.0;
+    let inv_dz = select(0.0, 1.0 / dz, live);
+    let shear = vec3<f32>(ray.dir[kx] * inv_dz, ray.dir[ky] * inv_dz, inv_dz);
+    let dir_norm = (a.x + a.y) + a.z;
+    return RayFrame(dir_norm, vec3<u32>(kx, ky, kz), shear, dir_norm * abs(inv_dz), live);
+}
 
 fn det_passes(det: f32, det_bound: f32, cull: u32) -> bool {
     let tolerance = DET_TOLERANCE * det_bound;
@@ -38,32 +87,21 @@ fn det_passes(det: f32, det_bound: f32, cull: u32) -> bool {
     }
 }
 
-fn mul_rounded(a: vec3<f32>, b: vec3<f32>, one: f32) -> vec3<f32> {
-    return (a * b) * one;
+fn accept(n: Unnormalised, ray: Ray, live: bool, cull: u32, best_t: f32) -> Candidate {
+    let inv_det = 1.0 / n.det;
+    let t = n.big_t * inv_det;
+    let sign = select(-1.0, 1.0, n.det > 0.0);
+    let inside = n.big_u * sign >= 0.0 && n.big_v * sign >= 0.0 && n.big_w * sign >= 0.0;
+    let accepted = live && det_passes(n.det, n.det_bound, cull) && inside && t >= ray.tmin && t <= ray.tmax && t < best_t;
+    return Candidate(t, n.big_u * inv_det, n.big_v * inv_det, accepted);
 }
 
-fn cross_rounded(a: vec3<f32>, b: vec3<f32>, one: f32) -> vec3<f32> {
-    return mul_rounded(a.yzx, b.zxy, one) - mul_rounded(a.zxy, b.yzx, one);
-}
-
-fn dot_rounded(a: vec3<f32>, b: vec3<f32>, one: f32) -> f32 {
-    let m = mul_rounded(a, b, one);
-    return (m.x + m.y) + m.z;
-}
-
-// `dir_norm` is |ray.dir|1, computed once per ray.
-fn intersect(ray: Ray, dir_norm: f32, tri: PackedTriangle, cull: u32, best_t: f32, one: f32) -> Candidate {
-    let p = cross_rounded(ray.dir, tri.e2, one);
-    let det = dot_rounded(tri.e1, p, one);
-    let s = ray.origin - tri.v0;
-    let big_u = dot_rounded(s, p, one);
-    let q = cross_rounded(s, tri.e1, one);
-    let big_v = dot_rounded(ray.dir, q, one);
-    let big_t = dot_rounded(tri.e2, q, one);
-    let inv_det = 1.0 / det;
-    let t = big_t * inv_det;
-    let sign = select(-1.0, 1.0, det > 0.0);
-    let inside = big_u * sign >= 0.0 && big_v * sign >= 0.0 && (big_u + big_v) * sign <= det * sign;
-    let accepted = det_passes(det, tri.edge_norm * dir_norm, cull) && inside && t >= ray.tmin && t <= ray.tmax && t < best_t;
-    return Candidate(t, big_u * inv_det, big_v * inv_det, accepted);
+fn intersect(ray: Ray, frame: RayFrame, tri: PackedTriangle, cull: u32, best_t: f32, one: f32, mode: u32) -> Candidate {
+    var n: Unnormalised;
+    if mode == MODE_WATERTIGHT {
+        n = watertight(ray, frame, tri, one);
+    } else {
+        n = moller_trumbore(ray, frame, tri, one);
+    }
+    return accept(n, ray, frame.live, cull, best_t);
 }

@@ -17,18 +17,18 @@ struct Hit {
     prim: u32,
 }
 
-// First vertex and the edges e1 = v1 - v0, e2 = v2 - v0 (48 bytes).
+// The three vertices as the mesh gives them, and |v1 - v0|1 * |v2 - v0|1 (48 bytes).
 // Degenerate triangles are all zeros and never hit.
 struct PackedTriangle {
     v0: vec3<f32>,
     id: u32,
-    e1: vec3<f32>,
+    v1: vec3<f32>,
     edge_norm: f32,
-    e2: vec3<f32>,
+    v2: vec3<f32>,
     _pad2: u32,
 }
 
-// Per-dispatch parameters (uniform, 32 bytes).
+// Per-dispatch parameters (uniform, 48 bytes).
 struct TraceParams {
     ray_count: u32,
     tri_count: u32,
@@ -38,6 +38,10 @@ struct TraceParams {
     miss_t: f32,
     one: f32,
     tri_first: u32,
+    mode: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 // One child of a BVH node: padded box, and a node index (count == 0) or a leaf of
@@ -62,7 +66,7 @@ struct TraverseParams {
     miss_t: f32,
     one: f32,
     max_steps: u32,
-    _pad0: u32,
+    mode: u32,
     _pad1: u32,
 }
 
@@ -71,3 +75,5 @@ const EMPTY_CHILD: u32 = 0xffffffffu;
 const CULL_NONE: u32 = 0u;
 const CULL_BACK: u32 = 1u;
 const CULL_FRONT: u32 = 2u;
+const MODE_FAST: u32 = 0u;
+const MODE_WATERTIGHT: u32 = 1u;

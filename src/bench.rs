@@ -50,7 +50,7 @@ use crate::bvh::Bvh;
 use crate::cpu::CpuBackend;
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
-use crate::options::{Accel, Cull, TraceOptions};
+use crate::options::{Accel, Cull, Mode, TraceOptions};
 use crate::picker::{Backend, PickMesh, Picker};
 use crate::prepare::pack_mesh;
 use crate::scene::{self, Rng};
@@ -179,6 +179,14 @@ pub const fn cull_name(cull: Cull) -> &'static str {
         Cull::None => "none",
         Cull::Back => "back",
         Cull::Front => "front",
+    }
+}
+
+/// The name of a ray–triangle test as the command line spells it.
+pub const fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Fast => "fast",
+        Mode::Watertight => "watertight",
     }
 }
 
@@ -458,6 +466,8 @@ pub struct TraceReport {
     pub accel: String,
     /// Culling mode ([`cull_name`]).
     pub cull: String,
+    /// Ray–triangle test ([`mode_name`]).
+    pub mode: String,
     /// Triangles in the mesh.
     pub triangles: usize,
     /// Counts and times of the traced batch.
@@ -495,6 +505,7 @@ pub fn run_trace(
         adapter: picker.device_name(),
         accel: accel_name(accel).to_string(),
         cull: cull_name(options.cull).to_string(),
+        mode: mode_name(options.mode).to_string(),
         triangles,
         measured: Measurement::new(&prepared, &timed, rays.len(), triangles),
         repeat: timed.runs_ms.len(),
@@ -514,7 +525,11 @@ impl fmt::Display for TraceReport {
         };
         writeln!(f, "backend    {}", self.backend)?;
         writeln!(f, "device     {}", self.adapter)?;
-        writeln!(f, "accel      {}, cull {}", self.accel, self.cull)?;
+        writeln!(
+            f,
+            "accel      {}, cull {}, mode {}",
+            self.accel, self.cull, self.mode
+        )?;
         writeln!(f, "triangles  {}", self.triangles)?;
         writeln!(f, "rays       {}", self.measured.rays)?;
         writeln!(f, "hits       {} ({hit_pct:.1}%)", self.measured.hits)?;
@@ -645,6 +660,8 @@ pub struct BenchReport {
     pub triangles: usize,
     /// Culling mode ([`cull_name`]).
     pub cull: String,
+    /// Ray–triangle test ([`mode_name`]).
+    pub mode: String,
     /// Timed runs after the warm-up per row.
     pub repeat: usize,
     /// CPU threads, when the CPU ran.
@@ -791,6 +808,7 @@ pub fn run_bench(
         scene: scene.to_string(),
         triangles,
         cull: cull_name(config.options.cull).to_string(),
+        mode: mode_name(config.options.mode).to_string(),
         repeat: config.repeat.max(1),
         threads: config
             .backends
@@ -900,8 +918,8 @@ impl fmt::Display for BenchReport {
         ))?;
         writeln!(
             f,
-            "(cull {}; build ms = BVH build or packing, plus upload to the GPU; trace ms = best of {} after a warm-up; Mtests/s counts rays x triangles)",
-            self.cull, self.repeat
+            "(cull {}, mode {}; build ms = BVH build or packing, plus upload to the GPU; trace ms = best of {} after a warm-up; Mtests/s counts rays x triangles)",
+            self.cull, self.mode, self.repeat
         )?;
         for s in &self.speed {
             let verdict = if s.gpu_over_cpu >= 1.0 {

@@ -68,6 +68,6 @@ pub use error::{Error, Result};
 struct ReadmeDoctests;
 
 pub use mesh::Mesh;
-pub use options::{Accel, Cull, TraceOptions};
+pub use options::{Accel, Cull, Mode, TraceOptions};
 pub use picker::{Backend, PickMesh, Picker};
 pub use types::{Hit, MISS, Ray};

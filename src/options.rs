@@ -26,6 +26,34 @@ impl Cull {
     }
 }
 
+/// Which ray–triangle test decides hits. Both keep the hit contract (same `t`, `u`,
+/// `v` meaning, ties to the lowest id) and give identical answers on CPU and GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Möller–Trumbore: the determinant test on edge vectors. A ray aimed exactly at
+    /// an edge or vertex shared by several triangles can slip through all of them,
+    /// because each triangle rounds its own edge vectors.
+    Fast,
+    /// Watertight (Woop, Benthin, Wald 2013): vertices are moved into a sheared frame
+    /// where the ray runs along +z, and 2D edge functions decide inside-ness. A shared
+    /// edge's function is computed from the same two vertex values in both triangles
+    /// and flips sign exactly between them, and an exactly-zero edge function is
+    /// recomputed exactly, so a ray can never pass between triangles that share an
+    /// edge or a vertex.
+    #[default]
+    Watertight,
+}
+
+impl Mode {
+    /// The value the shaders read (`MODE_FAST`, `MODE_WATERTIGHT` in `types.wgsl`).
+    pub const fn to_u32(self) -> u32 {
+        match self {
+            Mode::Fast => 0,
+            Mode::Watertight => 1,
+        }
+    }
+}
+
 /// How each ray finds its candidate triangles; chosen when a mesh is uploaded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -42,9 +70,17 @@ pub enum Accel {
 pub struct TraceOptions {
     /// Face culling.
     pub cull: Cull,
+    /// The ray–triangle test.
+    pub mode: Mode,
 }
 
 impl TraceOptions {
+    /// Options with the given ray–triangle test.
+    pub fn with_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
     /// Options with the given culling mode.
     pub fn with_cull(mut self, cull: Cull) -> Self {
         self.cull = cull;

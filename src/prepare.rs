@@ -8,8 +8,9 @@ use glam::{DVec3, Vec3};
 
 use crate::types::{PackedTriangle, Ray};
 
-/// Packs triangle `id`: `v0`, `e1 = v1 - v0`, `e2 = v2 - v0` in f32, and
-/// `edge_norm = |e1|₁ · |e2|₁` for the determinant tolerance.
+/// Packs triangle `id`: its vertices unchanged, and `edge_norm = |e1|₁ · |e2|₁`
+/// (`e1 = v1 - v0`, `e2 = v2 - v0` in f32, as the fast test computes them) for the
+/// determinant tolerance.
 ///
 /// Degenerate triangles — a non-finite coordinate or edge, or edges whose cross
 /// product is exactly zero — become all zeros, whose determinant is exactly zero for
@@ -28,17 +29,17 @@ pub fn pack_triangle([v0, v1, v2]: [Vec3; 3], id: u32) -> PackedTriangle {
     PackedTriangle {
         v0,
         id,
-        e1,
+        v1,
         edge_norm: (e1.abs().element_sum() * e2.abs().element_sum()).min(f32::MAX),
-        e2,
+        v2,
         ..Default::default()
     }
 }
 
-/// Whether a packed triangle can ever be hit: [`pack_triangle`] zeroes the edges of
-/// degenerate ones, and the edges of any other are non-zero.
+/// Whether a packed triangle can ever be hit: [`pack_triangle`] zeroes the vertices
+/// of degenerate ones, and any other has `v1 != v0` (its edge `e1` is non-zero).
 pub fn is_hittable(tri: &PackedTriangle) -> bool {
-    tri.e1 != Vec3::ZERO
+    tri.v1 != tri.v0
 }
 
 /// Packs every triangle of a mesh in id order.

@@ -5,8 +5,13 @@
 
 /// Structs and constants shared by every stage (mirrors `src/types.rs`).
 pub const TYPES: &str = include_str!("../shaders/types.wgsl");
-/// The ray–triangle test (mirrored by `src/cpu/intersect.rs`).
+/// The ray–triangle test: per-ray set-up, choice of test, acceptance (mirrored by
+/// `src/cpu/intersect.rs`).
 pub const INTERSECT: &str = include_str!("../shaders/intersect.wgsl");
+/// The fast test (mirrored by `src/cpu/moller_trumbore.rs`).
+pub const MOLLER_TRUMBORE: &str = include_str!("../shaders/moller_trumbore.wgsl");
+/// The watertight test (mirrored by `src/cpu/watertight.rs`).
+pub const WATERTIGHT: &str = include_str!("../shaders/watertight.wgsl");
 /// The brute-force stage (mirrored by `src/cpu/brute_force.rs`).
 pub const BRUTE_FORCE: &str = include_str!("../shaders/brute_force.wgsl");
 
@@ -27,12 +32,12 @@ pub const BRUTE_FORCE_WORKGROUP: u32 = 64;
 
 /// The complete WGSL module of the brute-force stage.
 pub fn brute_force_module() -> String {
-    [TYPES, INTERSECT, BRUTE_FORCE].join("\n")
+    [TYPES, INTERSECT, MOLLER_TRUMBORE, WATERTIGHT, BRUTE_FORCE].join("\n")
 }
 
 /// The complete WGSL module of the BVH traversal stage.
 pub fn bvh_traverse_module() -> String {
-    [TYPES, INTERSECT, BVH_TRAVERSE].join("\n")
+    [TYPES, INTERSECT, MOLLER_TRUMBORE, WATERTIGHT, BVH_TRAVERSE].join("\n")
 }
 
 /// Every complete module, by name (used by the naga validation test).

@@ -84,8 +84,9 @@ impl Hit {
     }
 }
 
-/// A triangle as the intersection kernels read it: first vertex and the two edges
-/// `e1 = v1 - v0`, `e2 = v2 - v0`, computed once in f32 on the host.
+/// A triangle as the intersection kernels read it: its three vertices, exactly as
+/// the mesh gives them (the watertight test needs the very same vertex values in
+/// every triangle that shares them; the fast test derives its edges from them).
 ///
 /// Degenerate triangles (zero area or non-finite coordinates) are stored with all
 /// geometry zero, so their determinant is exactly zero and they never hit.
@@ -96,12 +97,13 @@ pub struct PackedTriangle {
     pub v0: Vec3,
     /// The triangle's id in the caller's mesh (a BVH reorders triangles).
     pub id: u32,
-    /// `v1 - v0`.
-    pub e1: Vec3,
-    /// `|e1|₁ · |e2|₁`: scales the determinant tolerance (see `shaders/intersect.wgsl`).
+    /// Second vertex.
+    pub v1: Vec3,
+    /// `|v1 - v0|₁ · |v2 - v0|₁`: scales the determinant tolerance (see
+    /// `shaders/intersect.wgsl`).
     pub edge_norm: f32,
-    /// `v2 - v0`.
-    pub e2: Vec3,
+    /// Third vertex.
+    pub v2: Vec3,
     /// Padding to 16 bytes.
     pub _pad2: u32,
 }
@@ -127,6 +129,14 @@ pub struct TraceParams {
     pub one: f32,
     /// Index in the bound triangle buffer of the first triangle of this dispatch.
     pub tri_first: u32,
+    /// Triangle test: 0 fast, 1 watertight (see [`crate::Mode`]).
+    pub mode: u32,
+    /// Padding to 16 bytes.
+    pub _pad0: u32,
+    /// Padding to 16 bytes.
+    pub _pad1: u32,
+    /// Padding to 16 bytes.
+    pub _pad2: u32,
 }
 
 /// Marks an empty [`BvhChild`] slot.
@@ -197,8 +207,8 @@ pub struct TraverseParams {
     /// Most loop steps (node visits plus triangle tests) one ray may take; a ray
     /// that needs more is reported unfinished and completed on the CPU.
     pub max_steps: u32,
-    /// Padding to 16 bytes.
-    pub _pad0: u32,
+    /// Triangle test: 0 fast, 1 watertight (see [`crate::Mode`]).
+    pub mode: u32,
     /// Padding to 16 bytes.
     pub _pad1: u32,
 }
@@ -209,5 +219,5 @@ const _: () = assert!(std::mem::size_of::<BvhNode>() == 64);
 const _: () = assert!(std::mem::size_of::<TraverseParams>() == 32);
 const _: () = assert!(std::mem::size_of::<Hit>() == 16);
 const _: () = assert!(std::mem::size_of::<PackedTriangle>() == 48);
-const _: () = assert!(std::mem::size_of::<TraceParams>() == 32);
+const _: () = assert!(std::mem::size_of::<TraceParams>() == 48);
 const _: () = assert!(std::mem::align_of::<Ray>() == 4);

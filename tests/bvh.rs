@@ -781,7 +781,13 @@ fn trace_bvh(path: Path, bvh: &Arc<Bvh>, rays: &[Ray], cull: Cull) -> Vec<Hit> {
             rays.par_chunks(256)
                 .zip(hits.par_chunks_mut(256))
                 .for_each(|(rays, hits)| {
-                    raypick::cpu::bvh_traverse::trace_rays(bvh, rays, hits, cull.to_u32())
+                    raypick::cpu::bvh_traverse::trace_rays(
+                        bvh,
+                        rays,
+                        hits,
+                        cull.to_u32(),
+                        options.mode.to_u32(),
+                    )
                 });
             hits
         }
@@ -1001,7 +1007,7 @@ struct Replay {
 /// slab tests with a relative margin of 1e-5. Only to measure the stack and the
 /// steps; the test checks that its hits equal the mirror's.
 fn replay(bvh: &Bvh, ray: &Ray) -> Replay {
-    use raypick::cpu::intersect::{dir_norm, intersect};
+    use raypick::cpu::intersect::{RayFrame, intersect};
     const MARGIN: f32 = 1e-5;
     let ray = raypick::prepare::sanitize_ray(ray);
     let mut out = Replay {
@@ -1022,7 +1028,8 @@ fn replay(bvh: &Bvh, ray: &Ray) -> Replay {
         let far = t0.max(t1).min_element().min(limit);
         (near - near.abs() * MARGIN <= far + far.abs() * MARGIN).then_some(near)
     };
-    let d_norm = dir_norm(&ray);
+    let frame = RayFrame::new(&ray);
+    let mode = raypick::Mode::default().to_u32();
     let mut stack: Vec<(u32, f32)> = Vec::new();
     let mut node = 0u32;
     loop {
@@ -1045,7 +1052,7 @@ fn replay(bvh: &Bvh, ray: &Ray) -> Replay {
                 let range = child.index as usize..(child.index + child.count) as usize;
                 for tri in &bvh.triangles()[range] {
                     out.steps += 1;
-                    let c = intersect(&ray, d_norm, tri, 0, f32::INFINITY);
+                    let c = intersect(&ray, &frame, tri, 0, f32::INFINITY, mode);
                     let best = out.hit;
                     if c.accepted && (c.t < best.t || (c.t == best.t && tri.id < best.prim)) {
                         out.hit = Hit {

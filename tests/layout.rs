@@ -47,12 +47,13 @@ fn shared_structs_match_rust() {
     let module = parse(shaders::TYPES, "types.wgsl");
     assert_layout!(&module, Ray, [origin, tmin, dir, tmax]);
     assert_layout!(&module, Hit, [t, u, v, prim]);
-    assert_layout!(&module, PackedTriangle, [v0, id, e1, edge_norm, e2, _pad2]);
+    assert_layout!(&module, PackedTriangle, [v0, id, v1, edge_norm, v2, _pad2]);
     assert_layout!(
         &module,
         TraceParams,
         [
-            ray_count, tri_count, tri_base, cull, accumulate, miss_t, one, tri_first
+            ray_count, tri_count, tri_base, cull, accumulate, miss_t, one, tri_first, mode, _pad0,
+            _pad1, _pad2
         ]
     );
     assert_layout!(&module, BvhChild, [lo, index, hi, count]);
@@ -61,7 +62,7 @@ fn shared_structs_match_rust() {
         &module,
         TraverseParams,
         [
-            ray_count, cull, accumulate, miss_t, one, max_steps, _pad0, _pad1
+            ray_count, cull, accumulate, miss_t, one, max_steps, mode, _pad1
         ]
     );
 }
@@ -104,6 +105,11 @@ fn shader_constants_match_rust() {
     assert_eq!(constant("CULL_NONE"), raypick::Cull::None.to_u32());
     assert_eq!(constant("CULL_BACK"), raypick::Cull::Back.to_u32());
     assert_eq!(constant("CULL_FRONT"), raypick::Cull::Front.to_u32());
+    assert_eq!(constant("MODE_FAST"), raypick::Mode::Fast.to_u32());
+    assert_eq!(
+        constant("MODE_WATERTIGHT"),
+        raypick::Mode::Watertight.to_u32()
+    );
     assert_eq!(constant("WORKGROUP_SIZE"), shaders::BRUTE_FORCE_WORKGROUP);
     let entry = module
         .entry_points

@@ -2,14 +2,14 @@
 //! vertices and edge midpoints, parallel to triangles, starting on the surface, t
 //! exactly at tmin/tmax, NaN/inf/zero components) over several meshes with degenerate
 //! triangles, in every culling mode. Every hit on both backends also obeys the hit
-//! contract.
+//! contract. Both ray–triangle tests (watertight and fast).
 
 mod common;
 
-use common::{CPU_BRUTE, assert_contract, compare, engines, trace};
+use common::{CPU_BRUTE, assert_contract, compare, engines, trace_with};
 use glam::Vec3;
 use raypick::scene::{self, Rng};
-use raypick::{Cull, Mesh, Ray};
+use raypick::{Cull, Mesh, Mode, Ray, TraceOptions};
 
 fn meshes() -> Vec<(&'static str, Mesh)> {
     let mut rng = Rng::new(11);
@@ -36,11 +36,12 @@ fn rays_for(mesh: &Mesh, seed: u64) -> Vec<Ray> {
     rays
 }
 
-fn parity_case(cull: Cull) {
+fn parity_case(cull: Cull, mode: Mode) {
+    let options = TraceOptions::default().with_cull(cull).with_mode(mode);
     for (seed, (name, mesh)) in meshes().into_iter().enumerate() {
         let rays = rays_for(&mesh, 100 + seed as u64);
         assert!(rays.len() >= 100_000);
-        let oracle = trace(CPU_BRUTE, &mesh, &rays, cull);
+        let oracle = trace_with(CPU_BRUTE, &mesh, &rays, &options);
         for (ray, hit) in rays.iter().zip(&oracle) {
             assert_contract(&mesh, ray, hit);
         }
@@ -50,27 +51,42 @@ fn parity_case(cull: Cull) {
             "{name}: only {hits} hits, the rays miss the mesh"
         );
         for engine in engines().into_iter().filter(|&e| e != CPU_BRUTE) {
-            let got = trace(engine, &mesh, &rays, cull);
+            let got = trace_with(engine, &mesh, &rays, &options);
             for (ray, hit) in rays.iter().zip(&got) {
                 assert_contract(&mesh, ray, hit);
             }
             compare(&mesh, &rays, &oracle, &got)
-                .assert_ok(&format!("{name} cull={cull:?} {engine:?}"));
+                .assert_ok(&format!("{name} cull={cull:?} mode={mode:?} {engine:?}"));
         }
     }
 }
 
 #[test]
 fn parity_double_sided() {
-    parity_case(Cull::None);
+    parity_case(Cull::None, Mode::Watertight);
 }
 
 #[test]
 fn parity_cull_back() {
-    parity_case(Cull::Back);
+    parity_case(Cull::Back, Mode::Watertight);
 }
 
 #[test]
 fn parity_cull_front() {
-    parity_case(Cull::Front);
+    parity_case(Cull::Front, Mode::Watertight);
+}
+
+#[test]
+fn parity_fast_double_sided() {
+    parity_case(Cull::None, Mode::Fast);
+}
+
+#[test]
+fn parity_fast_cull_back() {
+    parity_case(Cull::Back, Mode::Fast);
+}
+
+#[test]
+fn parity_fast_cull_front() {
+    parity_case(Cull::Front, Mode::Fast);
 }

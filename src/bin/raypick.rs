@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use raypick::bench::{self, BenchBackends, BenchConfig, RaySet};
-use raypick::{Accel, Backend, Cull, TraceOptions, io, scene};
+use raypick::{Accel, Backend, Cull, Mode, TraceOptions, io, scene};
 
 #[derive(Parser)]
 #[command(
@@ -37,6 +37,10 @@ struct Common {
     /// Face culling.
     #[arg(long, value_enum, default_value_t = CullArg::None)]
     cull: CullArg,
+    /// Ray-triangle test: watertight never lets a ray slip through a shared edge or
+    /// vertex; fast is Moller-Trumbore.
+    #[arg(long, value_enum, default_value_t = ModeArg::from(Mode::default()))]
+    mode: ModeArg,
     /// Timed runs after one warm-up; the best time is reported.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
@@ -55,6 +59,10 @@ impl Common {
                 CullArg::None => Cull::None,
                 CullArg::Back => Cull::Back,
                 CullArg::Front => Cull::Front,
+            },
+            mode: match self.mode {
+                ModeArg::Fast => Mode::Fast,
+                ModeArg::Watertight => Mode::Watertight,
             },
         }
     }
@@ -107,6 +115,21 @@ struct BenchArgs {
     accel: Vec<AccelArg>,
     #[command(flatten)]
     common: Common,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ModeArg {
+    Fast,
+    Watertight,
+}
+
+impl From<Mode> for ModeArg {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Fast => ModeArg::Fast,
+            Mode::Watertight => ModeArg::Watertight,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

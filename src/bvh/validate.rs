@@ -73,7 +73,7 @@ pub(super) fn validate(bvh: &Bvh, mesh: &Mesh) -> Result<(), BvhError> {
                 .get(range)
                 .ok_or(BvhError::IndexOutOfRange(index))?;
             for tri in tris {
-                let corners = [tri.v0, tri.v0 + tri.e1, tri.v0 + tri.e2];
+                let corners = [tri.v0, tri.v1, tri.v2];
                 if corners
                     .iter()
                     .any(|p| p.cmplt(child.lo).any() || p.cmpgt(child.hi).any())

@@ -7,7 +7,7 @@
 //! the lanes are reduced at the end by (t, id) — the same answer as the shader's
 //! sequential walk.
 
-use super::intersect::{SoaTriangles, accept, dir_norm};
+use super::intersect::{RayFrame, SoaTriangles, accept};
 use super::simd::simd_dispatch;
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, PackedTriangle, Ray};
@@ -47,21 +47,20 @@ impl TriangleBlocks {
     }
 }
 
-/// Nearest hit of one (already sanitised) ray; `CULL` is `crate::Cull::to_u32`.
+/// Nearest hit of one (already sanitised) ray; `CULL` is `crate::Cull::to_u32`,
+/// `WATERTIGHT` selects the test.
 #[inline(always)]
-fn trace_ray<const CULL: u32>(blocks: &[TriangleBlock], ray: &Ray) -> Hit {
-    let o: [f32; 3] = ray.origin.into();
-    let d: [f32; 3] = ray.dir.into();
-    let d_norm = dir_norm(ray);
+fn trace_ray<const CULL: u32, const WATERTIGHT: bool>(blocks: &[TriangleBlock], ray: &Ray) -> Hit {
+    let frame = RayFrame::new(ray);
     let mut best_t = [f32::INFINITY; LANES];
     let mut best_u = [0.0f32; LANES];
     let mut best_v = [0.0f32; LANES];
     let mut best_id = [MISS; LANES];
     for (index, block) in blocks.iter().enumerate() {
         let base = (index * LANES) as u32;
+        let lanes = block.test::<WATERTIGHT>(&frame);
         for lane in 0..LANES {
-            let n = block.intersect(lane, o, d, d_norm);
-            let (t, u, v, ok) = accept(n, ray, CULL, best_t[lane]);
+            let (t, u, v, ok) = accept(lanes.get(lane), ray, frame.live, CULL, best_t[lane]);
             best_t[lane] = if ok { t } else { best_t[lane] };
             best_u[lane] = if ok { u } else { best_u[lane] };
             best_v[lane] = if ok { v } else { best_v[lane] };
@@ -88,25 +87,39 @@ fn trace_ray<const CULL: u32>(blocks: &[TriangleBlock], ray: &Ray) -> Hit {
 }
 
 #[inline(always)]
-fn trace_rays_with<const CULL: u32>(blocks: &[TriangleBlock], rays: &[Ray], hits: &mut [Hit]) {
+fn trace_rays_with<const CULL: u32, const WATERTIGHT: bool>(
+    blocks: &[TriangleBlock],
+    rays: &[Ray],
+    hits: &mut [Hit],
+) {
     for (ray, hit) in rays.iter().zip(hits) {
-        *hit = trace_ray::<CULL>(blocks, &sanitize_ray(ray));
+        *hit = trace_ray::<CULL, WATERTIGHT>(blocks, &sanitize_ray(ray));
     }
 }
 
 #[inline(always)]
-fn trace_rays_portable(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32) {
+fn trace_rays_portable(
+    blocks: &TriangleBlocks,
+    rays: &[Ray],
+    hits: &mut [Hit],
+    cull: u32,
+    mode: u32,
+) {
     let blocks = blocks.blocks.as_slice();
-    match cull {
-        1 => trace_rays_with::<1>(blocks, rays, hits),
-        2 => trace_rays_with::<2>(blocks, rays, hits),
-        _ => trace_rays_with::<0>(blocks, rays, hits),
+    match (cull, mode == 1) {
+        (1, false) => trace_rays_with::<1, false>(blocks, rays, hits),
+        (2, false) => trace_rays_with::<2, false>(blocks, rays, hits),
+        (_, false) => trace_rays_with::<0, false>(blocks, rays, hits),
+        (1, true) => trace_rays_with::<1, true>(blocks, rays, hits),
+        (2, true) => trace_rays_with::<2, true>(blocks, rays, hits),
+        (_, true) => trace_rays_with::<0, true>(blocks, rays, hits),
     }
 }
 
 simd_dispatch! {
     /// Traces `rays` against all triangles on the calling thread, writing one hit per
-    /// ray (`hits.len()` must equal `rays.len()`). Picks the widest vector unit the
-    /// CPU has at run time; results are the same on every path.
-    pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32) => trace_rays_portable
+    /// ray (`hits.len()` must equal `rays.len()`); `cull` is `crate::Cull::to_u32`,
+    /// `mode` is `crate::Mode::to_u32`. Picks the widest vector unit the CPU has at
+    /// run time; results are the same on every path.
+    pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) => trace_rays_portable
 }

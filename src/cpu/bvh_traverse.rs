@@ -9,7 +9,7 @@
 //! when it is nearer or equally near with a lower triangle id — so the answer is
 //! brute force's, bit for bit.
 
-use super::intersect::{dir_norm, intersect};
+use super::intersect::{RayFrame, intersect};
 use crate::bvh::{Bvh, MAX_DEPTH};
 use crate::prepare::sanitize_ray;
 use crate::types::{BvhChild, Hit, Ray};
@@ -67,14 +67,15 @@ pub fn nearer(t: f32, id: u32, best: &Hit) -> bool {
     t < best.t || (t == best.t && id < best.prim)
 }
 
-/// Nearest hit of one ray (already sanitised); `cull` is `crate::Cull::to_u32`.
-pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32) -> Hit {
+/// Nearest hit of one ray (already sanitised); `cull` is `crate::Cull::to_u32`,
+/// `mode` is `crate::Mode::to_u32`.
+pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> Hit {
     let mut best = Hit::MISS;
     let Some(root) = bvh.nodes.first() else {
         return best;
     };
     let boxes = RayBoxes::new(ray);
-    let d_norm = dir_norm(ray);
+    let frame = RayFrame::new(ray);
     let mut stack = [(0u32, 0.0f32); MAX_DEPTH];
     let mut depth = 0;
     let mut node = root;
@@ -96,7 +97,7 @@ pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32) -> Hit {
                 }
                 let first = child.index as usize;
                 for tri in &bvh.triangles[first..first + child.count as usize] {
-                    let c = intersect(ray, d_norm, tri, cull, f32::INFINITY);
+                    let c = intersect(ray, &frame, tri, cull, f32::INFINITY, mode);
                     if c.accepted && nearer(c.t, tri.id, &best) {
                         best = Hit {
                             t: c.t,
@@ -131,13 +132,13 @@ pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32) -> Hit {
 }
 
 /// Traces `rays` into `hits` on the calling thread.
-pub fn trace_rays(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], cull: u32) {
+pub fn trace_rays(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) {
     for (ray, hit) in rays.iter().zip(hits) {
         let ray = sanitize_ray(ray);
         *hit = if ray.dir == glam::Vec3::ZERO {
             Hit::MISS // an invalid ray
         } else {
-            trace_ray(bvh, &ray, cull)
+            trace_ray(bvh, &ray, cull, mode)
         };
     }
 }

@@ -1,12 +1,17 @@
-//! The ray–triangle test, operation for operation the same as `shaders/intersect.wgsl`.
+//! The ray–triangle test, operation for operation the same as `shaders/intersect.wgsl`:
+//! per-ray set-up ([`RayFrame`]), the choice between the fast test
+//! ([`super::moller_trumbore`]) and the watertight one ([`super::watertight`]), and
+//! the acceptance rule they share ([`accept`]).
 //!
-//! The arithmetic lives in [`intersect_lane`], on plain `f32` scalars, so the block
-//! kernel in [`super::brute_force`] can call it once per SIMD lane and the compiler
-//! vectorises the loop, while the scalar [`intersect`] calls the very same code.
+//! The tests are written on plain `f32` scalars, so the block kernels ([`SoaTriangles`])
+//! call them once per SIMD lane and the compiler vectorises the loop, while the scalar
+//! [`intersect`] calls the very same code.
 
+use super::moller_trumbore::moller_trumbore;
+use super::watertight::{watertight, watertight_lanes};
 use crate::types::{PackedTriangle, Ray};
 
-/// The unnormalised result of one ray–triangle test (before acceptance).
+/// The result of one ray–triangle test (after acceptance).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Candidate {
     /// Ray parameter.
@@ -20,15 +25,15 @@ pub struct Candidate {
     pub accepted: bool,
 }
 
-/// A determinant within `DET_TOLERANCE · |e1|₁ · |e2|₁ · |d|₁` of zero counts as zero
-/// (the ray is parallel to the triangle). The bound covers the rounding error of the
-/// determinant, so its sign is reliable whenever a hit is reported and near-parallel
-/// rays cannot produce hits far from the triangle. `2^-20`.
+/// A determinant within `DET_TOLERANCE · |e1|₁ · |e2|₁ · (ray factor)` of zero counts
+/// as zero (the ray is parallel to the triangle). The bound covers the rounding error
+/// of the determinant, so its sign is reliable whenever a hit is reported and
+/// near-parallel rays cannot produce hits far from the triangle. `2^-20`.
 pub const DET_TOLERANCE: f32 = 9.536_743e-7;
 
 /// Whether a determinant passes the parallel test and the culling mode
-/// (`crate::Cull::to_u32`); `det_bound` is `|e1|₁ · |e2|₁ · |d|₁`. Degenerate
-/// triangles (bound and determinant zero) always fail.
+/// (`crate::Cull::to_u32`). Degenerate triangles (bound and determinant zero) always
+/// fail.
 #[inline(always)]
 pub fn det_passes(det: f32, det_bound: f32, cull: u32) -> bool {
     let tolerance = DET_TOLERANCE * det_bound;
@@ -39,61 +44,76 @@ pub fn det_passes(det: f32, det_bound: f32, cull: u32) -> bool {
     }
 }
 
-/// `|d|₁` of a ray direction, the ray's part of the determinant bound.
-#[inline(always)]
-pub fn dir_norm(ray: &Ray) -> f32 {
-    ray.dir.abs().element_sum()
-}
-
-/// The products of one ray–triangle test, before normalisation.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The values of one ray–triangle test before normalisation:
+/// `u = big_u / det`, `v = big_v / det`, `t = big_t / det`, and `big_w / det` is the
+/// weight of `v0`. The ray is inside the triangle when `big_u`, `big_v` and `big_w`
+/// all have the sign of `det`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Unnormalised {
-    /// `e1 · (d × e2)`.
+    /// The determinant (twice the signed area of the triangle seen along the ray).
     pub det: f32,
-    /// `|e1|₁ · |e2|₁ · |d|₁`, which scales the determinant tolerance.
+    /// Scales the determinant tolerance: `|e1|₁ · |e2|₁` times the ray's factor.
     pub det_bound: f32,
-    /// `s · p`, i.e. `u * det`.
+    /// `u * det`.
     pub big_u: f32,
-    /// `d · q`, i.e. `v * det`.
+    /// `v * det`.
     pub big_v: f32,
-    /// `e2 · q`, i.e. `t * det`.
+    /// `(1 - u - v) * det`.
+    pub big_w: f32,
+    /// `t * det`.
     pub big_t: f32,
 }
 
-/// Möller–Trumbore on scalars, in the order of `intersect.wgsl`:
-/// `p = d × e2`, `det = e1·p`, `s = o − v0`, `U = s·p`, `q = s × e1`, `V = d·q`,
-/// `T = e2·q`. Dot products sum left to right; every product is rounded on its own
-/// (Rust never fuses into FMA).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub fn intersect_lane(
-    [ox, oy, oz]: [f32; 3],
-    [dx, dy, dz]: [f32; 3],
-    dir_norm: f32,
-    [v0x, v0y, v0z]: [f32; 3],
-    [e1x, e1y, e1z]: [f32; 3],
-    edge_norm: f32,
-    [e2x, e2y, e2z]: [f32; 3],
-) -> Unnormalised {
-    let px = dy * e2z - dz * e2y;
-    let py = dz * e2x - dx * e2z;
-    let pz = dx * e2y - dy * e2x;
-    let det = e1x * px + e1y * py + e1z * pz;
-    let sx = ox - v0x;
-    let sy = oy - v0y;
-    let sz = oz - v0z;
-    let big_u = sx * px + sy * py + sz * pz;
-    let qx = sy * e1z - sz * e1y;
-    let qy = sz * e1x - sx * e1z;
-    let qz = sx * e1y - sy * e1x;
-    let big_v = dx * qx + dy * qy + dz * qz;
-    let big_t = e2x * qx + e2y * qy + e2z * qz;
-    Unnormalised {
-        det,
-        det_bound: edge_norm * dir_norm,
-        big_u,
-        big_v,
-        big_t,
+/// What the tests need of a ray, computed once per ray (`RayFrame` in the WGSL).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RayFrame {
+    /// Ray origin.
+    pub origin: [f32; 3],
+    /// Ray direction.
+    pub dir: [f32; 3],
+    /// `|dir|₁`: the ray's part of the fast test's determinant bound.
+    pub dir_norm: f32,
+    /// `[kx, ky, kz]`: `kz` is the axis of the largest `|dir|` component, `kx`, `ky`
+    /// the next two in cyclic order, swapped when `dir[kz] < 0` to keep the winding.
+    pub axes: [usize; 3],
+    /// `[dir[kx] / dir[kz], dir[ky] / dir[kz], 1 / dir[kz]]` (by the reciprocal).
+    pub shear: [f32; 3],
+    /// `dir_norm · |shear[2]|`: the ray's part of the watertight determinant bound.
+    pub shear_norm: f32,
+    /// False for a zero direction: such a ray never hits.
+    pub live: bool,
+}
+
+impl RayFrame {
+    /// The frame of `ray`.
+    #[inline(always)]
+    pub fn new(ray: &Ray) -> Self {
+        let dir: [f32; 3] = ray.dir.into();
+        let a = dir.map(f32::abs);
+        let kz = if a[0] > a[1] {
+            if a[0] > a[2] { 0 } else { 2 }
+        } else if a[1] > a[2] {
+            1
+        } else {
+            2
+        };
+        let (mut kx, mut ky) = ((kz + 1) % 3, (kz + 2) % 3);
+        let dz = dir[kz];
+        if dz < 0.0 {
+            std::mem::swap(&mut kx, &mut ky);
+        }
+        let live = dz != 0.0;
+        let inv_dz = if live { 1.0 / dz } else { 0.0 };
+        let dir_norm = a[0] + a[1] + a[2];
+        Self {
+            origin: ray.origin.into(),
+            dir,
+            dir_norm,
+            axes: [kx, ky, kz],
+            shear: [dir[kx] * inv_dz, dir[ky] * inv_dz, inv_dz],
+            shear_norm: dir_norm * inv_dz.abs(),
+            live,
+        }
     }
 }
 
@@ -101,14 +121,19 @@ pub fn intersect_lane(
 /// `(t, u, v, accepted)`. Inside-the-triangle decisions use the unnormalised values
 /// (signs flipped when `det < 0`); every comparison rejects NaN.
 #[inline(always)]
-pub fn accept(n: Unnormalised, ray: &Ray, cull: u32, best_t: f32) -> (f32, f32, f32, bool) {
+pub fn accept(
+    n: Unnormalised,
+    ray: &Ray,
+    live: bool,
+    cull: u32,
+    best_t: f32,
+) -> (f32, f32, f32, bool) {
     let inv_det = 1.0 / n.det;
     let t = n.big_t * inv_det;
     let sign = if n.det > 0.0 { 1.0 } else { -1.0 };
-    let inside = (n.big_u * sign >= 0.0)
-        & (n.big_v * sign >= 0.0)
-        & ((n.big_u + n.big_v) * sign <= n.det * sign);
-    let accepted = det_passes(n.det, n.det_bound, cull)
+    let inside = (n.big_u * sign >= 0.0) & (n.big_v * sign >= 0.0) & (n.big_w * sign >= 0.0);
+    let accepted = live
+        & det_passes(n.det, n.det_bound, cull)
         & inside
         & (t >= ray.tmin)
         & (t <= ray.tmax)
@@ -116,47 +141,97 @@ pub fn accept(n: Unnormalised, ray: &Ray, cull: u32, best_t: f32) -> (f32, f32, 
     (t, n.big_u * inv_det, n.big_v * inv_det, accepted)
 }
 
-/// Tests one ray against one packed triangle (the scalar form of the kernel).
-/// `dir_norm` is [`dir_norm`] of the ray, computed once per ray.
+/// Tests one ray against one packed triangle (the scalar form of the kernel);
+/// `mode` is `crate::Mode::to_u32`, `cull` is `crate::Cull::to_u32`.
 #[inline]
 pub fn intersect(
     ray: &Ray,
-    dir_norm: f32,
+    frame: &RayFrame,
     tri: &PackedTriangle,
     cull: u32,
     best_t: f32,
+    mode: u32,
 ) -> Candidate {
-    let n = intersect_lane(
-        ray.origin.into(),
-        ray.dir.into(),
-        dir_norm,
-        tri.v0.into(),
-        tri.e1.into(),
-        tri.edge_norm,
-        tri.e2.into(),
-    );
-    let (t, u, v, accepted) = accept(n, ray, cull, best_t);
+    let vertices = [tri.v0.into(), tri.v1.into(), tri.v2.into()];
+    let n = if mode == 1 {
+        watertight(frame, vertices, tri.edge_norm)
+    } else {
+        moller_trumbore(frame, vertices, tri.edge_norm)
+    };
+    let (t, u, v, accepted) = accept(n, ray, frame.live, cull, best_t);
     Candidate { t, u, v, accepted }
 }
 
-/// `N` packed triangles as structure of arrays (x, y, z rows of `v0`, `e1`, `e2`),
+/// One [`Unnormalised`] per lane of a [`SoaTriangles`] block, as structure of arrays.
+#[derive(Clone, Copy, Debug)]
+pub struct Lanes<const N: usize> {
+    /// Determinants.
+    pub det: [f32; N],
+    /// Determinant bounds.
+    pub det_bound: [f32; N],
+    /// `u * det`.
+    pub big_u: [f32; N],
+    /// `v * det`.
+    pub big_v: [f32; N],
+    /// `(1 - u - v) * det`.
+    pub big_w: [f32; N],
+    /// `t * det`.
+    pub big_t: [f32; N],
+}
+
+impl<const N: usize> Default for Lanes<N> {
+    fn default() -> Self {
+        Self {
+            det: [0.0; N],
+            det_bound: [0.0; N],
+            big_u: [0.0; N],
+            big_v: [0.0; N],
+            big_w: [0.0; N],
+            big_t: [0.0; N],
+        }
+    }
+}
+
+impl<const N: usize> Lanes<N> {
+    /// The values of `lane`.
+    #[inline(always)]
+    pub fn get(&self, lane: usize) -> Unnormalised {
+        Unnormalised {
+            det: self.det[lane],
+            det_bound: self.det_bound[lane],
+            big_u: self.big_u[lane],
+            big_v: self.big_v[lane],
+            big_w: self.big_w[lane],
+            big_t: self.big_t[lane],
+        }
+    }
+
+    /// Stores the values of `lane`.
+    #[inline(always)]
+    pub fn set(&mut self, lane: usize, n: Unnormalised) {
+        self.det[lane] = n.det;
+        self.det_bound[lane] = n.det_bound;
+        self.big_u[lane] = n.big_u;
+        self.big_v[lane] = n.big_v;
+        self.big_w[lane] = n.big_w;
+        self.big_t[lane] = n.big_t;
+    }
+}
+
+/// `N` packed triangles as structure of arrays (x, y, z rows of the three vertices),
 /// the layout the SIMD kernels test one ray against. Unused lanes are zero, i.e.
 /// degenerate, and never hit.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 pub struct SoaTriangles<const N: usize> {
-    v0: [[f32; N]; 3],
-    e1: [[f32; N]; 3],
-    e2: [[f32; N]; 3],
-    edge_norm: [f32; N],
+    pub(crate) vertices: [[[f32; N]; 3]; 3],
+    pub(crate) edge_norm: [f32; N],
 }
 
 impl<const N: usize> Default for SoaTriangles<N> {
     fn default() -> Self {
         Self {
-            v0: [[0.0; N]; 3],
-            e1: [[0.0; N]; 3],
-            e2: [[0.0; N]; 3],
+            vertices: [[[0.0; N]; 3]; 3],
             edge_norm: [0.0; N],
         }
     }
@@ -167,29 +242,37 @@ impl<const N: usize> SoaTriangles<N> {
     pub fn new(triangles: &[PackedTriangle]) -> Self {
         let mut soa = Self::default();
         for (lane, tri) in triangles.iter().take(N).enumerate() {
-            for axis in 0..3 {
-                soa.v0[axis][lane] = tri.v0[axis];
-                soa.e1[axis][lane] = tri.e1[axis];
-                soa.e2[axis][lane] = tri.e2[axis];
+            for (rows, vertex) in soa.vertices.iter_mut().zip([tri.v0, tri.v1, tri.v2]) {
+                for axis in 0..3 {
+                    rows[axis][lane] = vertex[axis];
+                }
             }
             soa.edge_norm[lane] = tri.edge_norm;
         }
         soa
     }
 
-    /// [`intersect_lane`] for the triangle in `lane`; `o`, `d` and `d_norm` are the
-    /// ray's origin, direction and [`dir_norm`].
+    /// The vertices of the triangle in `lane`.
     #[inline(always)]
-    pub fn intersect(&self, lane: usize, o: [f32; 3], d: [f32; 3], d_norm: f32) -> Unnormalised {
-        let column = |rows: &[[f32; N]; 3]| [rows[0][lane], rows[1][lane], rows[2][lane]];
-        intersect_lane(
-            o,
-            d,
-            d_norm,
-            column(&self.v0),
-            column(&self.e1),
-            self.edge_norm[lane],
-            column(&self.e2),
-        )
+    pub fn triangle(&self, lane: usize) -> [[f32; 3]; 3] {
+        self.vertices
+            .map(|rows| [rows[0][lane], rows[1][lane], rows[2][lane]])
+    }
+
+    /// Tests the ray of `frame` against every lane: the watertight test when
+    /// `WATERTIGHT`, else the fast one.
+    #[inline(always)]
+    pub fn test<const WATERTIGHT: bool>(&self, frame: &RayFrame) -> Lanes<N> {
+        if WATERTIGHT {
+            return watertight_lanes(self, frame);
+        }
+        let mut lanes = Lanes::default();
+        for lane in 0..N {
+            lanes.set(
+                lane,
+                moller_trumbore(frame, self.triangle(lane), self.edge_norm[lane]),
+            );
+        }
+        lanes
     }
 }

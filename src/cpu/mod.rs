@@ -1,12 +1,15 @@
 //! The CPU backend: the fallback when there is no GPU, and the oracle the GPU is
 //! tested against. One module per shader stage, with the same names and loop order:
-//! [`intersect`] mirrors `shaders/intersect.wgsl`, [`brute_force`] mirrors
+//! [`intersect`], [`moller_trumbore`] and [`watertight`] mirror the shader files of the
+//! same names, [`brute_force`] mirrors
 //! `shaders/brute_force.wgsl`. Rays are traced in parallel on a rayon thread pool.
 
 pub mod brute_force;
 pub mod bvh_traverse;
 pub mod intersect;
+pub mod moller_trumbore;
 mod simd;
+pub mod watertight;
 pub mod wide_bvh;
 pub mod wide_traverse;
 
@@ -121,17 +124,15 @@ impl CpuBackend {
         hits: &mut [Hit],
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
-        let cull = options.cull.to_u32();
+        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         let tasks = rays
             .par_chunks(RAYS_PER_TASK)
             .zip(hits.par_chunks_mut(RAYS_PER_TASK));
         let run = || match mesh {
-            CpuMesh::Brute(blocks) => {
-                tasks.for_each(|(rays, hits)| brute_force::trace_rays(blocks, rays, hits, cull))
-            }
-            CpuMesh::Bvh(bvh) => {
-                tasks.for_each(|(rays, hits)| wide_traverse::trace_rays(bvh, rays, hits, cull))
-            }
+            CpuMesh::Brute(blocks) => tasks
+                .for_each(|(rays, hits)| brute_force::trace_rays(blocks, rays, hits, cull, mode)),
+            CpuMesh::Bvh(bvh) => tasks
+                .for_each(|(rays, hits)| wide_traverse::trace_rays(bvh, rays, hits, cull, mode)),
         };
         match &self.pool {
             Some(pool) => pool.install(run),

@@ -8,7 +8,7 @@
 //! a lower triangle id.
 
 use super::bvh_traverse::{BIG, BOX_MARGIN};
-use super::intersect::{accept, dir_norm};
+use super::intersect::{RayFrame, accept};
 use super::simd::simd_dispatch;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
@@ -41,16 +41,20 @@ struct Pending {
 /// Tests one leaf block; updates `best` with the nearest accepted triangle (ties to
 /// the lowest id).
 #[inline(always)]
-fn test_block(block: &LeafBlock, ray: &Ray, d_norm: f32, cull: u32, best: &mut Hit) {
-    let o: [f32; 3] = ray.origin.into();
-    let d: [f32; 3] = ray.dir.into();
+fn test_block<const WATERTIGHT: bool>(
+    block: &LeafBlock,
+    ray: &Ray,
+    frame: &RayFrame,
+    cull: u32,
+    best: &mut Hit,
+) {
+    let lanes = block.triangles.test::<WATERTIGHT>(frame);
     let mut t = [0.0f32; WIDTH];
     let mut u = [0.0f32; WIDTH];
     let mut v = [0.0f32; WIDTH];
     let mut ok = [false; WIDTH];
     for lane in 0..WIDTH {
-        let n = block.triangles.intersect(lane, o, d, d_norm);
-        let (tl, ul, vl, accepted) = accept(n, ray, cull, f32::INFINITY);
+        let (tl, ul, vl, accepted) = accept(lanes.get(lane), ray, true, cull, f32::INFINITY);
         t[lane] = tl;
         u[lane] = ul;
         v[lane] = vl;
@@ -74,7 +78,7 @@ fn test_block(block: &LeafBlock, ray: &Ray, d_norm: f32, cull: u32, best: &mut H
 
 /// Nearest hit of one valid (sanitised, non-zero direction) ray.
 #[inline(always)]
-fn trace_ray(wide: &WideBvh, ray: &Ray, cull: u32) -> Hit {
+fn trace_ray<const WATERTIGHT: bool>(wide: &WideBvh, ray: &Ray, cull: u32) -> Hit {
     let mut best = Hit::MISS;
     if wide.nodes.is_empty() {
         return best;
@@ -86,7 +90,7 @@ fn trace_ray(wide: &WideBvh, ray: &Ray, cull: u32) -> Hit {
         1.0 / ray.dir,
     );
     let negative = [ray.dir.x < 0.0, ray.dir.y < 0.0, ray.dir.z < 0.0];
-    let d_norm = dir_norm(ray);
+    let frame = RayFrame::new(ray);
     let mut stack = [Pending::default(); STACK];
     stack[0] = Pending {
         child: 0,
@@ -103,7 +107,7 @@ fn trace_ray(wide: &WideBvh, ray: &Ray, cull: u32) -> Hit {
         if top.blocks > 0 {
             let first = top.child as usize;
             for block in &wide.blocks[first..first + top.blocks as usize] {
-                test_block(block, ray, d_norm, cull, &mut best);
+                test_block::<WATERTIGHT>(block, ray, &frame, cull, &mut best);
             }
             continue;
         }
@@ -158,21 +162,36 @@ fn trace_ray(wide: &WideBvh, ray: &Ray, cull: u32) -> Hit {
 }
 
 #[inline(always)]
-fn trace_rays_portable(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: u32) {
+fn trace_rays_with<const WATERTIGHT: bool>(
+    wide: &WideBvh,
+    rays: &[Ray],
+    hits: &mut [Hit],
+    cull: u32,
+) {
     for (ray, hit) in rays.iter().zip(hits) {
         let ray = sanitize_ray(ray);
         *hit = if ray.dir == glam::Vec3::ZERO {
             Hit::MISS // an invalid ray
         } else {
-            trace_ray(wide, &ray, cull)
+            trace_ray::<WATERTIGHT>(wide, &ray, cull)
         };
+    }
+}
+
+#[inline(always)]
+fn trace_rays_portable(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) {
+    if mode == 1 {
+        trace_rays_with::<true>(wide, rays, hits, cull);
+    } else {
+        trace_rays_with::<false>(wide, rays, hits, cull);
     }
 }
 
 simd_dispatch! {
     /// Traces `rays` into `hits` (one slot per ray) on the calling thread, with the
-    /// widest vector unit the CPU has.
-    pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: u32) => trace_rays_portable
+    /// widest vector unit the CPU has; `cull` is `crate::Cull::to_u32`, `mode` is
+    /// `crate::Mode::to_u32`.
+    pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) => trace_rays_portable
 }
 
 const _: () = assert!(MISS == u32::MAX);

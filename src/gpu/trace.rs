@@ -188,6 +188,8 @@ impl GpuContext {
                     miss_t: f32::INFINITY,
                     one: 1.0,
                     tri_first,
+                    mode: options.mode.to_u32(),
+                    ..Default::default()
                 };
                 passes.push((bytemuck::bytes_of(&params).to_vec(), bind_group.clone()));
             }
@@ -222,6 +224,7 @@ impl GpuContext {
                     miss_t: f32::INFINITY,
                     one: 1.0,
                     max_steps: self.max_traversal_steps(),
+                    mode: options.mode.to_u32(),
                     ..Default::default()
                 };
                 let bind_group = self.bind_group(
@@ -300,9 +303,9 @@ impl GpuContext {
 /// Completes on the CPU the rays the GPU reported as [`UNFINISHED`] (out of loop
 /// steps), with the same traversal.
 fn finish_on_cpu(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) {
-    let cull = options.cull.to_u32();
+    let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
     hits.par_iter_mut()
         .zip(rays)
         .filter(|(hit, _)| hit.prim == UNFINISHED)
-        .for_each(|(hit, ray)| *hit = bvh_traverse::trace_ray(bvh, ray, cull));
+        .for_each(|(hit, ray)| *hit = bvh_traverse::trace_ray(bvh, ray, cull, mode));
 }

@@ -230,17 +230,21 @@ pub fn engines() -> Vec<Engine> {
     all
 }
 
-/// Traces with the given engine.
+/// Traces with the given engine, culling mode and the default ray–triangle test.
 pub fn trace(engine: Engine, mesh: &Mesh, rays: &[Ray], cull: Cull) -> Vec<Hit> {
-    let options = TraceOptions::default().with_cull(cull);
+    trace_with(engine, mesh, rays, &TraceOptions::default().with_cull(cull))
+}
+
+/// Traces with the given engine and options.
+pub fn trace_with(engine: Engine, mesh: &Mesh, rays: &[Ray], options: &TraceOptions) -> Vec<Hit> {
     match engine.backend {
         Backend::Cpu => {
-            CpuBackend::new().trace(&CpuMesh::with_accel(mesh, engine.accel), rays, &options)
+            CpuBackend::new().trace(&CpuMesh::with_accel(mesh, engine.accel), rays, options)
         }
         Backend::Gpu => {
             let gpu = gpu().expect("GPU backend requested without an adapter");
             let uploaded = gpu.upload_with(mesh, engine.accel).expect("upload");
-            gpu.trace(&uploaded, rays, &options).expect("GPU trace")
+            gpu.trace(&uploaded, rays, options).expect("GPU trace")
         }
         Backend::Auto => unreachable!("tests name a concrete backend"),
     }

@@ -1,0 +1,123 @@
+//! The watertight test (Woop, Benthin, Wald, JCGT 2013), operation for operation the
+//! same as `shaders/watertight.wgsl` (whose header explains the method).
+//!
+//! Vertices are moved to the ray origin and sheared so that the ray runs along +z;
+//! 2D edge functions of the projected triangle decide inside-ness. Rounding never
+//! flips an edge function's sign, it can only make it zero; an exactly-zero edge
+//! function is recomputed exactly with Dekker's error-free product in f32 (what the
+//! shader can do without 64-bit floats; [`edge_function`] is checked against f64 in
+//! the tests).
+//!
+//! The block kernel ([`watertight_lanes`]) first evaluates every lane with rounded
+//! edge functions, which vectorises, then redoes the rare lanes with an exactly-zero
+//! edge function with [`watertight`]: the same values the shader computes.
+
+use super::intersect::{Lanes, RayFrame, SoaTriangles, Unnormalised};
+
+/// Veltkamp's splitting constant for f32: `2^12 + 1`.
+const SPLITTER: f32 = 4097.0;
+
+/// Veltkamp's split: `a == hi + lo` with 12-bit halves.
+#[inline(always)]
+fn split(a: f32) -> (f32, f32) {
+    let c = SPLITTER * a;
+    let hi = c - (c - a);
+    (hi, a - hi)
+}
+
+/// The rounding error of `p = a * b` (rounded): `a * b == p + product_error(a, b, p)`
+/// exactly, while nothing over- or underflows (Dekker).
+#[inline(always)]
+pub fn product_error(a: f32, b: f32, p: f32) -> f32 {
+    let (ah, al) = split(a);
+    let (bh, bl) = split(b);
+    ((ah * bh - p) + ah * bl + al * bh) + al * bl
+}
+
+/// `a * b - c * d` with the sign of the exact value: the rounded difference of the
+/// rounded products, or, when that is exactly zero (the products round equal), the
+/// exact difference of their rounding errors, rounded once.
+#[inline(always)]
+pub fn edge_function(a: f32, b: f32, c: f32, d: f32) -> f32 {
+    let p = a * b;
+    let q = c * d;
+    let e = p - q;
+    if e != 0.0 {
+        return e;
+    }
+    product_error(a, b, p) - product_error(c, d, q)
+}
+
+/// `a * b - c * d` rounded, without the exact recomputation of zeros.
+#[inline(always)]
+fn edge_function_rounded(a: f32, b: f32, c: f32, d: f32) -> f32 {
+    a * b - c * d
+}
+
+/// A vertex in the ray's sheared frame.
+#[inline(always)]
+fn shear_vertex(v: [f32; 3], frame: &RayFrame) -> [f32; 3] {
+    let [kx, ky, kz] = frame.axes;
+    let [sx, sy, sz] = frame.shear;
+    let a = [
+        v[0] - frame.origin[0],
+        v[1] - frame.origin[1],
+        v[2] - frame.origin[2],
+    ];
+    [a[kx] - sx * a[kz], a[ky] - sy * a[kz], sz * a[kz]]
+}
+
+/// The watertight test with edge functions from `edge`.
+#[inline(always)]
+fn watertight_with(
+    frame: &RayFrame,
+    [v0, v1, v2]: [[f32; 3]; 3],
+    edge_norm: f32,
+    edge: impl Fn(f32, f32, f32, f32) -> f32,
+) -> Unnormalised {
+    let [ax, ay, az] = shear_vertex(v0, frame);
+    let [bx, by, bz] = shear_vertex(v1, frame);
+    let [cx, cy, cz] = shear_vertex(v2, frame);
+    let big_w = edge(cx, by, cy, bx);
+    let big_u = edge(ax, cy, ay, cx);
+    let big_v = edge(bx, ay, by, ax);
+    Unnormalised {
+        det: big_w + big_u + big_v,
+        det_bound: edge_norm * frame.shear_norm,
+        big_u,
+        big_v,
+        big_w,
+        big_t: big_w * az + big_u * bz + big_v * cz,
+    }
+}
+
+/// The watertight test for one ray and one triangle (`[v0, v1, v2]`).
+#[inline(always)]
+pub fn watertight(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32) -> Unnormalised {
+    watertight_with(frame, vertices, edge_norm, edge_function)
+}
+
+/// The watertight test of every lane of a block.
+#[inline(always)]
+pub fn watertight_lanes<const N: usize>(soa: &SoaTriangles<N>, frame: &RayFrame) -> Lanes<N> {
+    let mut lanes = Lanes::default();
+    let mut exact_zero = [false; N];
+    for (lane, zero) in exact_zero.iter_mut().enumerate() {
+        let triangle = soa.triangle(lane);
+        let n = watertight_with(frame, triangle, soa.edge_norm[lane], edge_function_rounded);
+        // Degenerate lanes (all vertices zero) have exactly-zero edge functions
+        // either way.
+        let hittable = triangle[0] != triangle[1];
+        *zero = hittable & ((n.big_u == 0.0) | (n.big_v == 0.0) | (n.big_w == 0.0));
+        lanes.set(lane, n);
+    }
+    if exact_zero.iter().any(|&zero| zero) {
+        for (lane, _) in exact_zero.iter().enumerate().filter(|(_, zero)| **zero) {
+            lanes.set(
+                lane,
+                watertight(frame, soa.triangle(lane), soa.edge_norm[lane]),
+            );
+        }
+    }
+    lanes
+}
