@@ -11,6 +11,7 @@
 //! cargo bench --bench main -- raypick_cpu_bvh      # one implementation, every group
 //! cargo bench --bench main -- pick_latency
 //! cargo bench --bench main -- brute_force
+//! cargo bench --bench main -- mode_cost           # watertight vs fast test
 //! ```
 //!
 //! Groups:
@@ -20,10 +21,13 @@
 //!   GPU BVH and CPU brute force (1,024-ray subset), parry3d and obvhs, 2 threads.
 //! * `pick_latency/1M_tris`: 1 and 64 rays at the image centre, CPU and GPU BVH.
 //! * `brute_force/...`: ~10k triangles × 64k rays, CPU 1 and 2 threads, GPU.
+//! * `mode_cost/...`: watertight vs fast test, CPU BVH (1M triangles, both ray sets)
+//!   and brute force (10k triangles, CPU and GPU).
 
 mod brute_force;
 mod bvh;
 mod compare;
+mod modes;
 mod support;
 
 use criterion::{criterion_group, criterion_main};
@@ -33,6 +37,7 @@ criterion_group!(
     bvh::build,
     bvh::trace,
     bvh::pick,
-    brute_force::brute_force
+    brute_force::brute_force,
+    modes::mode_cost
 );
 criterion_main!(benches);
