@@ -56,6 +56,7 @@ pub mod options;
 pub mod picker;
 pub mod prepare;
 pub mod reference;
+pub mod render;
 pub mod scene;
 pub mod shaders;
 pub mod types;

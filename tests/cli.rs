@@ -598,3 +598,158 @@ fn bench_json_parses_and_compares_backends() {
     assert_eq!(rows[0]["accel"], "bvh");
     assert_eq!(rows[0]["rays"], 100);
 }
+
+// ---------------------------------------------------------------------------
+// raypick render
+// ---------------------------------------------------------------------------
+
+/// Runs `raypick render <args..> --out <out>` and decodes the PNG it wrote.
+fn render_png(args: &[&str], out: &Path) -> raypick::render::Image {
+    let mut all: Vec<OsString> = vec!["render".into(), "--out".into(), out.into()];
+    all.extend(args.iter().map(OsString::from));
+    let text = success(&raypick(&all, &[]));
+    assert!(text.starts_with("wrote "), "{text}");
+    common::decode_png(&std::fs::read(out).expect("read the PNG"))
+}
+
+/// The hits of a camera's primary rays, traced by the library's CPU reference.
+fn camera_hits(mesh: &Mesh, camera: &raypick::camera::Camera, w: u32, h: u32) -> Vec<Hit> {
+    CpuBackend::new().trace(
+        &CpuMesh::with_accel(mesh, Accel::Brute),
+        &camera.primary_rays(w, h),
+        &TraceOptions::default(),
+    )
+}
+
+/// Asserts that exactly the pixels whose ray hits differ from the background.
+fn assert_covered_pixels_are_hits(image: &raypick::render::Image, hits: &[Hit]) {
+    let hit = hits.iter().filter(|h| h.is_hit()).count();
+    assert!(
+        hit > 0 && hit < hits.len(),
+        "{hit} of {} rays hit",
+        hits.len()
+    );
+    assert_eq!(raypick::render::covered_pixels(image), hit);
+    for (i, h) in hits.iter().enumerate() {
+        let (px, py) = (i as u32 % image.width, i as u32 / image.width);
+        assert_eq!(
+            image.pixel(px, py) == raypick::render::BACKGROUND,
+            !h.is_hit(),
+            "pixel ({px}, {py})"
+        );
+    }
+}
+
+#[test]
+fn render_covers_exactly_the_pixels_whose_ray_hits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("scene.png");
+    let mesh = raypick::scene::builtin_scene(3_000);
+    // An explicit camera, on every backend available.
+    let camera = raypick::camera::Camera::new(
+        Vec3::new(40.0, 35.0, 60.0),
+        Vec3::new(0.0, 5.0, 0.0),
+        Vec3::Y,
+        45f32.to_radians(),
+    );
+    let expected = camera_hits(&mesh, &camera, 72, 45);
+    let mut backends = vec!["cpu"];
+    if gpu_available() {
+        backends.push("gpu");
+    }
+    for backend in backends {
+        for accel in ["bvh", "brute"] {
+            let image = render_png(
+                &[
+                    "--mesh",
+                    "builtin:3000",
+                    "--size",
+                    "72x45",
+                    "--eye",
+                    "40,35,60",
+                    "--target",
+                    "0,5,0",
+                    "--up",
+                    "0,1,0",
+                    "--fov-y",
+                    "45",
+                    "--backend",
+                    backend,
+                    "--accel",
+                    accel,
+                ],
+                &out,
+            );
+            assert_eq!((image.width, image.height), (72, 45));
+            assert_covered_pixels_are_hits(&image, &expected);
+        }
+    }
+
+    // No camera options: the mesh is framed like the bench's primary rays.
+    let fx = Fixture::new();
+    let image = render_png(
+        &[
+            "--mesh",
+            &fx.mesh_path().display().to_string(),
+            "--size",
+            "40x30",
+            "--backend",
+            "cpu",
+        ],
+        &out,
+    );
+    let framed = raypick::scene::bench_camera(fx.mesh.bounds().expect("bounds"), 40, 30);
+    assert_covered_pixels_are_hits(&image, &camera_hits(&fx.mesh, &framed, 40, 30));
+}
+
+#[test]
+fn render_bad_input_is_one_error_line_and_no_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.png");
+    let out_arg = out.display().to_string();
+    let taken = dir.path().join("taken.png");
+    std::fs::create_dir(&taken).expect("mkdir");
+    let taken_arg = taken.display().to_string();
+    let missing_dir = dir.path().join("no/such/dir/out.png");
+    let missing_arg = missing_dir.display().to_string();
+    let cases: [(&[&str], &[&str]); 9] = [
+        (
+            &["--mesh", "missing.obj", "--out", &out_arg],
+            &["missing.obj"],
+        ),
+        (&["--mesh", "builtin:0", "--out", &out_arg], &["builtin:0"]),
+        (&["--size", "0x10", "--out", &out_arg], &["--size"]),
+        (&["--size", "64", "--out", &out_arg], &["--size"]),
+        (&["--size", "20000x10", "--out", &out_arg], &["--size"]),
+        (
+            &["--eye", "0,0,0", "--target", "0,0,0", "--out", &out_arg],
+            &["camera"],
+        ),
+        (
+            &["--out", &missing_arg, "--size", "8x8"],
+            &["not a directory"],
+        ),
+        (
+            &[
+                "--out",
+                &taken_arg,
+                "--size",
+                "8x8",
+                "--mesh",
+                "builtin:100",
+            ],
+            &["taken.png"],
+        ),
+        (&["--out", &format!("{out_arg}.jpg")], &[".jpg"]),
+    ];
+    for (args, needles) in cases {
+        let mut all = vec!["render"];
+        all.extend(args);
+        assert_error(&raypick(&all, &[]), needles);
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(left, vec![OsString::from("taken.png")], "{args:?}");
+    }
+}

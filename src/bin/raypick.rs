@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use raypick::bench::{self, BenchBackends, BenchConfig, RaySet};
-use raypick::{Accel, Backend, Cull, TraceOptions, io, scene};
+use raypick::{Accel, Backend, Cull, TraceOptions, io, render, scene};
 
 #[derive(Parser)]
 #[command(
@@ -29,6 +29,8 @@ enum Command {
     Trace(TraceArgs),
     /// Compare the CPU and GPU backends on a mesh (default: a generated scene).
     Bench(BenchArgs),
+    /// Render what the primary rays of a camera hit, as a PNG image.
+    Render(RenderArgs),
 }
 
 /// Options shared by `trace` and `bench`.
@@ -51,11 +53,7 @@ struct Common {
 impl Common {
     fn options(&self) -> TraceOptions {
         TraceOptions {
-            cull: match self.cull {
-                CullArg::None => Cull::None,
-                CullArg::Back => Cull::Back,
-                CullArg::Front => Cull::Front,
-            },
+            cull: self.cull.cull(),
         }
     }
 
@@ -109,6 +107,70 @@ struct BenchArgs {
     common: Common,
 }
 
+#[derive(Args)]
+struct RenderArgs {
+    /// Mesh file, or `builtin[:N]` for the generated scene of N triangles
+    /// (default: the built-in scene).
+    #[arg(long, value_name = "FILE|builtin[:N]")]
+    mesh: Option<String>,
+    /// PNG file to write.
+    #[arg(long, value_name = "FILE.png")]
+    out: PathBuf,
+    /// Eye position (default: framed to see the whole mesh).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3)]
+    eye: Option<glam::Vec3>,
+    /// The point looked at (default: framed to see the whole mesh).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3)]
+    target: Option<glam::Vec3>,
+    /// Up direction.
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, default_value = "0,1,0")]
+    up: glam::Vec3,
+    /// Vertical field of view in degrees.
+    #[arg(long, value_name = "DEG", default_value_t = 50.0)]
+    fov_y: f32,
+    /// Image size in pixels.
+    #[arg(long, value_name = "WxH", default_value = "640x400")]
+    size: String,
+    /// Backend: auto uses the GPU when an adapter opens, else the CPU.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    /// Acceleration structure.
+    #[arg(long, value_enum, default_value_t = AccelArg::Bvh)]
+    accel: AccelArg,
+    /// Face culling.
+    #[arg(long, value_enum, default_value_t = CullArg::None)]
+    cull: CullArg,
+}
+
+fn parse_vec3(s: &str) -> Result<glam::Vec3, String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let values: Vec<f32> = parts
+        .iter()
+        .filter_map(|p| p.parse::<f32>().ok().filter(|v| v.is_finite()))
+        .collect();
+    match values[..] {
+        [x, y, z] if parts.len() == 3 => Ok(glam::Vec3::new(x, y, z)),
+        _ => Err("expected three finite numbers X,Y,Z".into()),
+    }
+}
+
+/// `WxH`, each side 1 to [`render::MAX_SIDE`].
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let bad = || {
+        format!(
+            "--size {s}: expected WIDTHxHEIGHT, each side 1 to {} pixels",
+            render::MAX_SIDE
+        )
+    };
+    let (w, h) = s.trim().split_once(['x', 'X']).ok_or_else(bad)?;
+    let (w, h) = (
+        w.trim().parse::<u32>().map_err(|_| bad())?,
+        h.trim().parse::<u32>().map_err(|_| bad())?,
+    );
+    render::check_size(w, h).map_err(|_| bad())?;
+    Ok((w, h))
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BackendArg {
     Auto,
@@ -128,6 +190,26 @@ enum AccelArg {
     Bvh,
     /// Every ray against every triangle.
     Brute,
+}
+
+impl BackendArg {
+    fn backend(self) -> Backend {
+        match self {
+            BackendArg::Auto => Backend::Auto,
+            BackendArg::Cpu => Backend::Cpu,
+            BackendArg::Gpu => Backend::Gpu,
+        }
+    }
+}
+
+impl CullArg {
+    fn cull(self) -> Cull {
+        match self {
+            CullArg::None => Cull::None,
+            CullArg::Back => Cull::Back,
+            CullArg::Front => Cull::Front,
+        }
+    }
 }
 
 impl AccelArg {
@@ -192,6 +274,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Trace(args) => trace(args),
         Command::Bench(args) => bench_command(args),
+        Command::Render(args) => render_command(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -233,9 +316,15 @@ fn gpu_error(e: raypick::Error) -> String {
     format!("cannot open the GPU backend: {e}; {}", bench::no_gpu_hint())
 }
 
-/// Fails early (before any tracing) when `path` has no hit file extension or its
-/// directory does not exist.
-fn check_hit_path(path: &Path) -> Result<(), String> {
+/// Fails early (before any tracing) when `path` has none of the `extensions` of a
+/// `what` file, is a directory, or its directory does not exist.
+fn check_output_path(path: &Path, extensions: &[&str], what: &str) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!(
+            "{}: cannot write there: it is a directory",
+            path.display()
+        ));
+    }
     if let Some(dir) = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
@@ -250,28 +339,28 @@ fn check_hit_path(path: &Path) -> Result<(), String> {
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
     match ext.as_deref() {
-        Some("hits" | "npy" | "csv") => Ok(()),
+        Some(e) if extensions.contains(&e) => Ok(()),
         _ => Err(format!(
-            "{}: unknown hit file format ({}); supported: .hits, .npy, .csv",
+            "{}: unknown {what} file format ({}); supported: {}",
             path.display(),
             match path.extension() {
                 Some(e) => format!("extension '.{}'", e.to_string_lossy()),
                 None => "no extension".into(),
-            }
+            },
+            extensions
+                .iter()
+                .map(|e| format!(".{e}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }
 
-fn trace(args: TraceArgs) -> Result<(), String> {
-    check_hit_path(&args.out)?;
-    let mesh = io::load_mesh(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
-    let rays = io::read_rays(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
-    let threads = args.common.threads();
-    let backend = match args.backend {
-        BackendArg::Auto => Backend::Auto,
-        BackendArg::Cpu => Backend::Cpu,
-        BackendArg::Gpu => Backend::Gpu,
-    };
+/// Opens a picker on `backend`, telling on stderr when `auto` fell back to the CPU.
+fn open_picker(
+    backend: Backend,
+    threads: Option<usize>,
+) -> Result<(raypick::Picker, Option<String>), String> {
     let (picker, fallback) = bench::open_picker(backend, threads).map_err(|e| match backend {
         Backend::Gpu => gpu_error(e),
         _ => format!("cannot open the backend: {e}"),
@@ -283,6 +372,79 @@ fn trace(args: TraceArgs) -> Result<(), String> {
             bench::no_gpu_hint()
         );
     }
+    Ok((picker, fallback))
+}
+
+/// Loads `--mesh`: a file, or `builtin[:N]` (and no value) for the generated scene.
+fn load_mesh_arg(arg: Option<&str>) -> Result<(String, raypick::Mesh), String> {
+    let builtin = |n: usize| ("builtin".to_string(), scene::builtin_scene(n));
+    match arg.map(str::trim) {
+        None | Some("builtin") => Ok(builtin(scene::DEFAULT_SCENE_TRIANGLES)),
+        Some(spec) if spec.starts_with("builtin:") => {
+            match spec["builtin:".len()..].replace('_', "").parse::<usize>() {
+                Ok(n) if (1..=100_000_000).contains(&n) => Ok(builtin(n)),
+                _ => Err(format!(
+                    "--mesh {spec}: expected builtin:N with N between 1 and 100000000 triangles"
+                )),
+            }
+        }
+        Some(path) => io::load_mesh(path)
+            .map(|mesh| (path.to_string(), mesh))
+            .map_err(|e| format!("cannot load mesh: {e}")),
+    }
+}
+
+fn render_command(args: RenderArgs) -> Result<(), String> {
+    let (width, height) = parse_size(&args.size)?;
+    check_output_path(&args.out, &["png"], "image")?;
+    let (name, mesh) = load_mesh_arg(args.mesh.as_deref())?;
+    let bounds = mesh
+        .bounds()
+        .ok_or_else(|| format!("{name}: the mesh has no triangles with finite vertices"))?;
+    let mut camera = raypick::camera::Camera::framing(
+        bounds.0,
+        bounds.1,
+        glam::Vec3::new(0.2, 1.0, 1.0),
+        args.fov_y.to_radians(),
+        raypick::camera::aspect(width, height),
+    );
+    if args.eye.is_some() || args.target.is_some() {
+        camera.eye = args.eye.unwrap_or(camera.eye);
+        camera.target = args.target.unwrap_or(0.5 * (bounds.0 + bounds.1));
+    }
+    camera.up = args.up;
+    camera.check().map_err(|e| format!("bad camera: {e}"))?;
+    let (picker, _) = open_picker(args.backend.backend(), None)?;
+    let options = TraceOptions {
+        cull: args.cull.cull(),
+    };
+    let rendered = render::render(
+        &picker,
+        &mesh,
+        args.accel.accel(),
+        &camera,
+        width,
+        height,
+        &options,
+    )
+    .map_err(|e| format!("render failed: {e}"))?;
+    render::write_png(&args.out, &rendered.image)
+        .map_err(|e| format!("cannot write image: {e}"))?;
+    emit(&format!(
+        "wrote {} ({width}x{height}, {} of {} pixels hit {name} on the {})\n",
+        args.out.display(),
+        render::covered_pixels(&rendered.image),
+        rendered.hits.len(),
+        picker.device_name(),
+    ))
+}
+
+fn trace(args: TraceArgs) -> Result<(), String> {
+    check_output_path(&args.out, &["hits", "npy", "csv"], "hit")?;
+    let mesh = io::load_mesh(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
+    let rays = io::read_rays(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
+    let threads = args.common.threads();
+    let (picker, fallback) = open_picker(args.backend.backend(), threads)?;
     let (report, hits) = bench::run_trace(
         &picker,
         &mesh,
