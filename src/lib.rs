@@ -57,6 +57,7 @@ pub mod picker;
 pub mod prepare;
 pub mod reference;
 pub mod render;
+pub mod report;
 pub mod scene;
 pub mod shaders;
 pub mod types;

@@ -1,6 +1,8 @@
-//! `raypick`: trace ray files against meshes and benchmark the CPU and GPU backends.
+//! `raypick`: trace ray files against meshes, benchmark the CPU and GPU backends,
+//! render what a camera's rays hit, and list the adapters.
 //!
-//! Thin: parses the command line, calls [`raypick::io`] and [`raypick::bench`], prints.
+//! Thin: parses the command line, calls [`raypick::io`], [`raypick::bench`],
+//! [`raypick::render`] and [`raypick::report`], prints.
 //! Every failure is one line `raypick: error: <message>` on stderr and a non-zero exit
 //! status (clap's own usage errors keep clap's format and exit status 2).
 
@@ -10,6 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use raypick::bench::{self, BenchBackends, BenchConfig, RaySet};
+use raypick::report::{BenchRecord, InfoReport, write_bench_report};
 use raypick::{Accel, Backend, Cull, TraceOptions, io, render, scene};
 
 #[derive(Parser)]
@@ -31,6 +34,16 @@ enum Command {
     Bench(BenchArgs),
     /// Render what the primary rays of a camera hit, as a PNG image.
     Render(RenderArgs),
+    /// List the GPU adapters, their limits and the one `--backend auto` uses, and
+    /// the CPU.
+    Info(InfoArgs),
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options shared by `trace` and `bench`.
@@ -103,6 +116,10 @@ struct BenchArgs {
     /// Acceleration structures to compare, comma-separated (default: bvh,brute).
     #[arg(long, value_name = "bvh,brute", value_enum, value_delimiter = ',')]
     accel: Vec<AccelArg>,
+    /// Also write DIR/bench.json (every measurement, the machine, the command line)
+    /// and DIR/bench.svg (a bar chart of Mrays/s); DIR is created if missing.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
     #[command(flatten)]
     common: Common,
 }
@@ -275,6 +292,7 @@ fn main() -> ExitCode {
         Command::Trace(args) => trace(args),
         Command::Bench(args) => bench_command(args),
         Command::Render(args) => render_command(args),
+        Command::Info(args) => info_command(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -519,26 +537,89 @@ fn bench_command(args: BenchArgs) -> Result<(), String> {
             scene::builtin_scene(args.triangles as usize),
         ),
     };
-    let show_progress = !args.common.json && std::io::stderr().is_terminal();
-    let mut progress = |what: &str| {
-        if show_progress {
-            eprint!("\r\x1b[Kraypick: {what} ...");
-        }
-    };
-    let report = bench::run_bench(&scene_name, &mesh, &config, &mut progress);
-    if show_progress {
-        eprint!("\r\x1b[K");
+    if let Some(dir) = &args.report {
+        // Fail before the run, not after it.
+        std::fs::create_dir_all(dir).map_err(|e| {
+            format!(
+                "--report {}: cannot create the directory: {e}",
+                dir.display()
+            )
+        })?;
     }
+    let mut bar = ProgressBar::new(!args.common.json && std::io::stderr().is_terminal());
+    let report = bench::run_bench(&scene_name, &mesh, &config, &mut |p| bar.update(p));
+    bar.finish();
     let report = report.map_err(|e| match e {
         e @ (raypick::Error::NoAdapter(_) | raypick::Error::Device(_)) => gpu_error(e),
         e => format!("bench failed: {e}"),
     })?;
+    let written = match &args.report {
+        Some(dir) => {
+            let record = BenchRecord::new(&report, std::env::args().collect());
+            let (json, svg) = write_bench_report(dir, &record)
+                .map_err(|e| format!("cannot write the bench report: {e}"))?;
+            format!("wrote {} and {}\n", json.display(), svg.display())
+        }
+        None => String::new(),
+    };
     if args.common.json {
         if let Some(notice) = &report.notice {
             eprintln!("raypick: notice: {}", one_line(notice));
         }
+        if !written.is_empty() {
+            eprint!("raypick: {written}");
+        }
         emit(&to_json(&report)?)
     } else {
-        emit(&report.to_string())
+        emit(&format!("{report}{written}"))
+    }
+}
+
+/// A progress bar on stderr over the steps of `raypick bench` (hidden unless
+/// enabled: stderr is a terminal and `--json` is not given).
+struct ProgressBar {
+    enabled: bool,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl ProgressBar {
+    fn new(enabled: bool) -> Self {
+        Self { enabled, bar: None }
+    }
+
+    fn update(&mut self, p: bench::Progress<'_>) {
+        if !self.enabled {
+            return;
+        }
+        let bar = self.bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(p.total as u64),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{spinner} [{bar:30}] {pos}/{len} {elapsed:>4} {msg}",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            bar
+        });
+        bar.set_position(p.done as u64);
+        bar.set_message(p.what.to_string());
+    }
+
+    fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn info_command(args: InfoArgs) -> Result<(), String> {
+    let info = InfoReport::collect();
+    if args.json {
+        emit(&to_json(&info)?)
+    } else {
+        emit(&info.to_string())
     }
 }

@@ -10,6 +10,8 @@ mod simd;
 pub mod wide_bvh;
 pub mod wide_traverse;
 
+pub use simd::simd_level;
+
 use rayon::prelude::*;
 
 use crate::Mesh;
