@@ -20,10 +20,19 @@
 //!   GPU BVH and CPU brute force (1,024-ray subset), parry3d and obvhs, 2 threads.
 //! * `pick_latency/1M_tris`: 1 and 64 rays at the image centre, CPU and GPU BVH.
 //! * `brute_force/...`: ~10k triangles × 64k rays, CPU 1 and 2 threads, GPU.
+//! * `scale_build/{1k,10k,100k,1M}_tris`, `scale_trace/{1k,10k,100k,1M}_tris`:
+//!   preparation time and trace rate of brute force and the BVH on the CPU and the
+//!   GPU across mesh sizes (`scaling`).
+//!
+//! ```text
+//! cargo bench --bench main -- scale_                # the size sweep only
+//! cargo bench --bench main -- scale_trace/100k      # one size
+//! ```
 
 mod brute_force;
 mod bvh;
 mod compare;
+mod scaling;
 mod support;
 
 use criterion::{criterion_group, criterion_main};
@@ -33,6 +42,8 @@ criterion_group!(
     bvh::build,
     bvh::trace,
     bvh::pick,
-    brute_force::brute_force
+    brute_force::brute_force,
+    scaling::build,
+    scaling::trace
 );
 criterion_main!(benches);
