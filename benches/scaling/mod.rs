@@ -25,8 +25,9 @@ use crate::support::{self, TRACE_THREADS, count_label};
 pub const SIZES: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
 /// Side of the camera image the BVH cases trace (65,536 rays).
 pub const BVH_IMAGE: usize = 256;
-/// Ray–triangle tests one brute-force trace costs (about 0.3 s on lavapipe).
-const BRUTE_TESTS: usize = 1 << 24;
+/// Ray–triangle tests one brute-force trace costs (about 0.1 s on lavapipe on an
+/// idle 2-core machine).
+const BRUTE_TESTS: usize = 1 << 23;
 
 /// Rays of the brute-force cases on `n` triangles: [`BRUTE_TESTS`] / n rounded down
 /// to a power of two, between 16 and 16,384.
