@@ -136,7 +136,8 @@ struct RenderArgs {
     /// Eye position (default: framed to see the whole mesh).
     #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3)]
     eye: Option<glam::Vec3>,
-    /// The point looked at (default: framed to see the whole mesh).
+    /// The point looked at (default: the mesh's centre when --eye is given, else
+    /// framed to see the whole mesh).
     #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3)]
     target: Option<glam::Vec3>,
     /// Up direction.
