@@ -23,11 +23,20 @@
 //! * `brute_force/...`: ~10k triangles × 64k rays, CPU 1 and 2 threads, GPU.
 //! * `mode_cost/...`: watertight vs fast test, CPU BVH (1M triangles, both ray sets)
 //!   and brute force (10k triangles, CPU and GPU).
+//! * `scale_build/{1k,10k,100k,1M}_tris`, `scale_trace/{1k,10k,100k,1M}_tris`:
+//!   preparation time and trace rate of brute force and the BVH on the CPU and the
+//!   GPU across mesh sizes (`scaling`).
+//!
+//! ```text
+//! cargo bench --bench main -- scale_                # the size sweep only
+//! cargo bench --bench main -- scale_trace/100k      # one size
+//! ```
 
 mod brute_force;
 mod bvh;
 mod compare;
 mod modes;
+mod scaling;
 mod support;
 
 use criterion::{criterion_group, criterion_main};
@@ -38,6 +47,8 @@ criterion_group!(
     bvh::trace,
     bvh::pick,
     brute_force::brute_force,
-    modes::mode_cost
+    modes::mode_cost,
+    scaling::build,
+    scaling::trace
 );
 criterion_main!(benches);

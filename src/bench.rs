@@ -677,9 +677,22 @@ pub struct BenchReport {
     pub notice: Option<String>,
 }
 
+/// A step of [`run_bench`] about to run, for a progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress<'a> {
+    /// Steps finished so far.
+    pub done: usize,
+    /// All steps of the run: per acceleration structure and backend, one
+    /// preparation and one trace per ray set.
+    pub total: usize,
+    /// What runs next, e.g. `tracing 16384 primary rays (bvh) on the gpu`.
+    pub what: &'a str,
+}
+
 /// Runs the benchmark: for each backend, prepares `mesh`, then traces each ray set
 /// (one warm-up, then `repeat` timed runs); compares speed and hits of the CPU and
-/// the GPU. `progress` is told what is about to run (for a status line).
+/// the GPU. `progress` is told what is about to run (for a progress bar), and once
+/// more with `done == total` at the end.
 ///
 /// Fails if the mesh has no finite vertices, if a required GPU cannot be opened, or
 /// if a backend fails.
@@ -687,7 +700,7 @@ pub fn run_bench(
     scene: &str,
     mesh: &Mesh,
     config: &BenchConfig,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<BenchReport> {
     let bounds = mesh.bounds().ok_or_else(|| {
         Error::Unsupported(format!(
@@ -715,6 +728,12 @@ pub fn run_bench(
         None => {}
     }
 
+    let total = config.accels.len() * pickers.len() * (1 + config.ray_sets.len());
+    let mut done = 0;
+    let mut step = |what: &str| {
+        progress(Progress { done, total, what });
+        done += 1;
+    };
     let mut rows = Vec::new();
     let mut speed = Vec::new();
     let mut parity_rows = Vec::new();
@@ -732,12 +751,12 @@ pub fn run_bench(
         for picker in &pickers {
             let backend = backend_name(picker.backend());
             let name = accel_name(accel);
-            progress(&format!(
+            step(&format!(
                 "preparing {triangles} triangles ({name}) on the {backend}"
             ));
             let prepared = prepare(picker, mesh, accel)?;
             for (set, rays) in &ray_sets {
-                progress(&format!(
+                step(&format!(
                     "tracing {} {set} rays ({name}) on the {backend}",
                     rays.len()
                 ));
@@ -782,6 +801,11 @@ pub fn run_bench(
             }
         }
     }
+    progress(Progress {
+        done: total,
+        total,
+        what: "comparing hits",
+    });
     // The BVH against brute force on the CPU, on brute force's rays.
     if let Some(cpu) = pickers.iter().find(|p| p.backend() == Backend::Cpu)
         && config.accels.contains(&Accel::Bvh)
@@ -835,7 +859,7 @@ impl ParityRow {
 }
 
 /// `x` with three significant digits (`0.00239`, `2.39`, `239`, `2387`).
-fn sig3(x: f64) -> String {
+pub(crate) fn sig3(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
     }

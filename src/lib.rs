@@ -30,17 +30,44 @@
 //! # Ok::<(), raypick::Error>(())
 //! ```
 //!
-//! ## What lives where
-//! - [`types`]: the `#[repr(C)]` structs shared with WGSL (`shaders/types.wgsl`).
+//! ## Architecture
+//!
+//! The GPU path is a set of WGSL compute shaders; the CPU path mirrors each shader
+//! stage in a Rust module with the same names and loop order, so the CPU backend is
+//! both the fallback and the oracle the GPU is tested against:
+//!
+//! | stage | shader | CPU mirror |
+//! | --- | --- | --- |
+//! | shared structs | `shaders/types.wgsl` | [`types`] (`#[repr(C)]`, layout checked with naga) |
+//! | ray–triangle test | `shaders/intersect.wgsl` | [`cpu::intersect`] |
+//! | every ray × every triangle | `shaders/brute_force.wgsl` | [`cpu::brute_force`] |
+//! | BVH traversal | `shaders/bvh_traverse.wgsl` | [`cpu::bvh_traverse`] (plus the 8-wide SIMD fast path [`cpu::wide_traverse`]) |
+//!
+//! Around them:
 //! - [`prepare`]: triangle packing and ray sanitising, shared by both backends.
 //! - [`bvh`]: the bounding volume hierarchy both backends trace (the default
 //!   [`Accel`]); brute force ([`Accel::Brute`]) is the reference.
-//! - [`cpu`]: the CPU backend, one module per shader stage, plus its wide SIMD BVH.
-//! - [`gpu`]: the wgpu context, uploaded meshes, dispatch and readback.
+//! - [`cpu`]: the CPU backend on a rayon pool; [`cpu::simd_level`] says which
+//!   vector unit its kernels use.
+//! - [`gpu`]: the wgpu context (own or shared device), uploaded meshes, dispatch and
+//!   readback; [`gpu::list_adapters`] lists what the machine offers.
 //! - [`picker`]: [`Picker`], one entry point over both backends.
-//! - [`camera`], [`scene`], [`reference`](mod@reference): screen-to-ray, generated test scenes and an
-//!   f64 reference intersector.
+//! - [`camera`], [`scene`], [`reference`](mod@reference): screen-to-ray, generated
+//!   test scenes and an f64 reference intersector.
+//! - [`bench`](mod@bench): timing, parity and the `raypick bench` report; [`report`]: the
+//!   machine facts of `raypick info`, and the JSON and SVG files of
+//!   `raypick bench --report`.
+//! - [`render`]: primary-ray images (what the picker sees), PNG output with the
+//!   `image` feature.
 //! - `io` (feature `io`): mesh loaders and ray/hit file formats.
+//! - `src/bin/raypick.rs` (feature `cli`): the command line, a thin layer over the
+//!   modules above.
+//!
+//! ## Features
+//! - `io`: file formats ([`tobj`](https://docs.rs/tobj), [`npyz`](https://docs.rs/npyz)).
+//! - `image`: `render::write_png` (the `png` crate); implies `io`.
+//! - `cli` (default): the `raypick` binary, serde serialisation of the reports,
+//!   `report::write_bench_report`; implies `image`.
 #![warn(missing_docs)]
 
 pub mod bench;
@@ -56,6 +83,8 @@ pub mod options;
 pub mod picker;
 pub mod prepare;
 pub mod reference;
+pub mod render;
+pub mod report;
 pub mod scene;
 pub mod shaders;
 pub mod types;

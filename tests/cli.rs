@@ -598,3 +598,320 @@ fn bench_json_parses_and_compares_backends() {
     assert_eq!(rows[0]["accel"], "bvh");
     assert_eq!(rows[0]["rays"], 100);
 }
+
+// ---------------------------------------------------------------------------
+// raypick render
+// ---------------------------------------------------------------------------
+
+/// Runs `raypick render <args..> --out <out>` and decodes the PNG it wrote.
+fn render_png(args: &[&str], out: &Path) -> raypick::render::Image {
+    let mut all: Vec<OsString> = vec!["render".into(), "--out".into(), out.into()];
+    all.extend(args.iter().map(OsString::from));
+    let text = success(&raypick(&all, &[]));
+    assert!(text.starts_with("wrote "), "{text}");
+    common::decode_png(&std::fs::read(out).expect("read the PNG"))
+}
+
+/// The hits of a camera's primary rays, traced by the library's CPU reference.
+fn camera_hits(mesh: &Mesh, camera: &raypick::camera::Camera, w: u32, h: u32) -> Vec<Hit> {
+    CpuBackend::new().trace(
+        &CpuMesh::with_accel(mesh, Accel::Brute),
+        &camera.primary_rays(w, h),
+        &TraceOptions::default(),
+    )
+}
+
+/// Asserts that exactly the pixels whose ray hits differ from the background.
+fn assert_covered_pixels_are_hits(image: &raypick::render::Image, hits: &[Hit]) {
+    let hit = hits.iter().filter(|h| h.is_hit()).count();
+    assert!(
+        hit > 0 && hit < hits.len(),
+        "{hit} of {} rays hit",
+        hits.len()
+    );
+    assert_eq!(raypick::render::covered_pixels(image), hit);
+    for (i, h) in hits.iter().enumerate() {
+        let (px, py) = (i as u32 % image.width, i as u32 / image.width);
+        assert_eq!(
+            image.pixel(px, py) == raypick::render::BACKGROUND,
+            !h.is_hit(),
+            "pixel ({px}, {py})"
+        );
+    }
+}
+
+#[test]
+fn render_covers_exactly_the_pixels_whose_ray_hits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("scene.png");
+    let mesh = raypick::scene::builtin_scene(3_000);
+    // An explicit camera, on every backend available.
+    let camera = raypick::camera::Camera::new(
+        Vec3::new(40.0, 35.0, 60.0),
+        Vec3::new(0.0, 5.0, 0.0),
+        Vec3::Y,
+        45f32.to_radians(),
+    );
+    let expected = camera_hits(&mesh, &camera, 72, 45);
+    let mut backends = vec!["cpu"];
+    if gpu_available() {
+        backends.push("gpu");
+    }
+    for backend in backends {
+        for accel in ["bvh", "brute"] {
+            let image = render_png(
+                &[
+                    "--mesh",
+                    "builtin:3000",
+                    "--size",
+                    "72x45",
+                    "--eye",
+                    "40,35,60",
+                    "--target",
+                    "0,5,0",
+                    "--up",
+                    "0,1,0",
+                    "--fov-y",
+                    "45",
+                    "--backend",
+                    backend,
+                    "--accel",
+                    accel,
+                ],
+                &out,
+            );
+            assert_eq!((image.width, image.height), (72, 45));
+            assert_covered_pixels_are_hits(&image, &expected);
+        }
+    }
+
+    // No camera options: the mesh is framed like the bench's primary rays.
+    let fx = Fixture::new();
+    let image = render_png(
+        &[
+            "--mesh",
+            &fx.mesh_path().display().to_string(),
+            "--size",
+            "40x30",
+            "--backend",
+            "cpu",
+        ],
+        &out,
+    );
+    let framed = raypick::scene::bench_camera(fx.mesh.bounds().expect("bounds"), 40, 30);
+    assert_covered_pixels_are_hits(&image, &camera_hits(&fx.mesh, &framed, 40, 30));
+}
+
+#[test]
+fn render_bad_input_is_one_error_line_and_no_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.png");
+    let out_arg = out.display().to_string();
+    let taken = dir.path().join("taken.png");
+    std::fs::create_dir(&taken).expect("mkdir");
+    let taken_arg = taken.display().to_string();
+    let missing_dir = dir.path().join("no/such/dir/out.png");
+    let missing_arg = missing_dir.display().to_string();
+    let cases: [(&[&str], &[&str]); 9] = [
+        (
+            &["--mesh", "missing.obj", "--out", &out_arg],
+            &["missing.obj"],
+        ),
+        (&["--mesh", "builtin:0", "--out", &out_arg], &["builtin:0"]),
+        (&["--size", "0x10", "--out", &out_arg], &["--size"]),
+        (&["--size", "64", "--out", &out_arg], &["--size"]),
+        (&["--size", "20000x10", "--out", &out_arg], &["--size"]),
+        (
+            &["--eye", "0,0,0", "--target", "0,0,0", "--out", &out_arg],
+            &["camera"],
+        ),
+        (
+            &["--out", &missing_arg, "--size", "8x8"],
+            &["not a directory"],
+        ),
+        (
+            &[
+                "--out",
+                &taken_arg,
+                "--size",
+                "8x8",
+                "--mesh",
+                "builtin:100",
+            ],
+            &["taken.png"],
+        ),
+        (&["--out", &format!("{out_arg}.jpg")], &[".jpg"]),
+    ];
+    for (args, needles) in cases {
+        let mut all = vec!["render"];
+        all.extend(args);
+        assert_error(&raypick(&all, &[]), needles);
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(left, vec![OsString::from("taken.png")], "{args:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// raypick bench --report, raypick info
+// ---------------------------------------------------------------------------
+
+/// `bench` on a small built-in scene with `extra` arguments.
+fn small_bench(extra: &[&str]) -> Output {
+    let mut args = vec!["bench", "--triangles", "800", "--rays", "100"];
+    args.extend(extra);
+    raypick(&args, &[])
+}
+
+/// The `<rect class="bar" ...>` elements of an SVG text, each checked to be closed.
+fn svg_bars(svg: &str) -> Vec<&str> {
+    svg.match_indices(r#"<rect class="bar""#)
+        .map(|(i, _)| {
+            let end = svg[i..].find("</rect>").expect("bar element closed");
+            &svg[i..i + end]
+        })
+        .collect()
+}
+
+#[test]
+fn bench_report_writes_json_and_an_svg_chart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let report_dir = dir.path().join("new/report");
+    let report_arg = report_dir.display().to_string();
+    let text = success(&small_bench(&["--report", &report_arg]));
+    assert!(
+        text.contains("bench.json") && text.contains("bench.svg"),
+        "{text}"
+    );
+
+    let json = parse_json(&std::fs::read_to_string(report_dir.join("bench.json")).expect("json"));
+    assert_eq!(json["raypick_version"], env!("CARGO_PKG_VERSION"));
+    let command_line: Vec<&str> = json["command_line"]
+        .as_array()
+        .expect("command line")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        command_line.ends_with(&["--report", &report_arg]),
+        "{command_line:?}"
+    );
+    assert!(
+        json["machine"]["cpu_threads"]
+            .as_u64()
+            .is_some_and(|n| n >= 1)
+    );
+    assert!(json["machine"]["simd"].is_string());
+    let adapters = json["adapters"].as_array().expect("adapters");
+    assert_eq!(!adapters.is_empty(), gpu_available(), "{json}");
+    for a in adapters {
+        assert!(a["limits"]["max_storage_buffer_binding_size"].as_u64() > Some(0));
+    }
+    let bench = &json["bench"];
+    assert_eq!(bench["triangles"], 800);
+    let rows = bench["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), if gpu_available() { 8 } else { 4 });
+
+    let svg = std::fs::read_to_string(report_dir.join("bench.svg")).expect("svg");
+    assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(svg.matches('<').count(), svg.matches('>').count());
+    assert!(svg.contains("Mrays/s"), "axis label");
+    let bars = svg_bars(&svg);
+    assert_eq!(bars.len(), rows.len());
+    for (bar, row) in bars.iter().zip(rows) {
+        let label = format!(
+            "{} {} {}",
+            row["backend"].as_str().expect("backend"),
+            row["accel"].as_str().expect("accel"),
+            row["ray_set"].as_str().expect("ray set")
+        );
+        assert!(bar.contains(&label), "{label}: {bar}");
+    }
+    // Only the two report files, no temporary files.
+    assert_eq!(std::fs::read_dir(&report_dir).expect("list").count(), 2);
+}
+
+#[test]
+fn bench_report_to_an_unwritable_dir_is_one_error_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "not a directory").expect("write");
+    let target = file.join("report").display().to_string();
+    assert_error(
+        &small_bench(&["--backend", "cpu", "--report", &target]),
+        &["--report", "a-file"],
+    );
+}
+
+#[test]
+fn bench_json_has_no_progress_output() {
+    let output = small_bench(&["--json", "--backend", "cpu"]);
+    let text = success(&output);
+    parse_json(&text);
+    let err = stderr(&output);
+    for needle in ["\r", "\u{1b}[", "=>", "tracing", "preparing"] {
+        assert!(
+            !text.contains(needle) && !err.contains(needle),
+            "{needle:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn info_lists_the_adapter_in_use_and_its_limits() {
+    let text = success(&raypick(&["info"], &[]));
+    assert!(text.contains("cpu: ") && text.contains("SIMD"), "{text}");
+    let json = parse_json(&success(&raypick(&["info", "--json"], &[])));
+    assert!(json["cpu"]["cpu_threads"].as_u64().is_some_and(|n| n >= 1));
+    let adapters = json["adapters"].as_array().expect("adapters");
+    match common::gpu() {
+        Some(gpu) => {
+            let used: Vec<&Value> = adapters
+                .iter()
+                .filter(|a| a["used_by_auto"] == true)
+                .collect();
+            assert!(!used.is_empty(), "{json}");
+            assert_eq!(used[0]["name"], gpu.adapter().name.as_str());
+            assert_eq!(json["auto"]["adapter"]["name"], gpu.adapter().name.as_str());
+            let limits = &used[0]["limits"];
+            for key in [
+                "max_storage_buffer_binding_size",
+                "max_buffer_size",
+                "max_compute_workgroups_per_dimension",
+                "max_compute_invocations_per_workgroup",
+                "max_storage_buffers_per_shader_stage",
+            ] {
+                assert!(limits[key].as_u64().is_some_and(|n| n > 0), "{key}: {json}");
+            }
+            assert!(
+                text.contains(&format!("* {}", gpu.adapter().name)),
+                "{text}"
+            );
+            assert!(text.contains("max storage buffer binding"), "{text}");
+        }
+        None => {
+            assert!(json["auto"]["adapter"].is_null());
+            assert!(json["auto"]["fallback_reason"].is_string(), "{json}");
+            assert!(text.contains("uses: the CPU"), "{text}");
+        }
+    }
+}
+
+#[test]
+fn info_without_an_adapter_names_the_fallback() {
+    let env = [
+        ("VK_ICD_FILENAMES", "/nonexistent"),
+        ("WGPU_BACKEND", "vulkan"),
+    ];
+    let json = parse_json(&success(&raypick(&["info", "--json"], &env)));
+    assert_eq!(json["adapters"].as_array().map(Vec::len), Some(0), "{json}");
+    assert!(json["auto"]["adapter"].is_null());
+    assert!(
+        json["auto"]["fallback_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("no GPU adapter")),
+        "{json}"
+    );
+}

@@ -39,7 +39,7 @@ pub const MIN_AGREEMENT: f64 = 0.999;
 /// Relative tolerance on `t` for two hits on the same triangle to agree.
 pub const T_TOLERANCE: f32 = 1e-4;
 
-/// `1M`, `10M`, `64k`, `1024`: a count as it appears in bench names.
+/// `1M`, `10M`, `64k`, `10k`, `1024`: a count as it appears in bench names.
 pub fn count_label(n: usize) -> String {
     if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
         format!("{}M", n / 1_000_000)
@@ -47,6 +47,8 @@ pub fn count_label(n: usize) -> String {
         format!("{}M", n >> 20)
     } else if n > 1 << 10 && n.is_multiple_of(1 << 10) {
         format!("{}k", n >> 10)
+    } else if n >= 1_000 && n.is_multiple_of(1_000) {
+        format!("{}k", n / 1_000)
     } else {
         n.to_string()
     }
@@ -87,9 +89,15 @@ pub fn ms(d: Duration) -> String {
 
 /// `scene::builtin_scene(n)` for the sizes the benches use.
 pub fn mesh(n: usize) -> &'static Mesh {
+    static K1: OnceLock<Mesh> = OnceLock::new();
+    static K10: OnceLock<Mesh> = OnceLock::new();
+    static K100: OnceLock<Mesh> = OnceLock::new();
     static M1: OnceLock<Mesh> = OnceLock::new();
     static M10: OnceLock<Mesh> = OnceLock::new();
     let cell = match n {
+        1_000 => &K1,
+        10_000 => &K10,
+        100_000 => &K100,
         1_000_000 => &M1,
         10_000_000 => &M10,
         _ => panic!("no cached mesh of {n} triangles"),

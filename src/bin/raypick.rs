@@ -1,6 +1,8 @@
-//! `raypick`: trace ray files against meshes and benchmark the CPU and GPU backends.
+//! `raypick`: trace ray files against meshes, benchmark the CPU and GPU backends,
+//! render what a camera's rays hit, and list the adapters.
 //!
-//! Thin: parses the command line, calls [`raypick::io`] and [`raypick::bench`], prints.
+//! Thin: parses the command line, calls [`raypick::io`], [`raypick::bench`],
+//! [`raypick::render`] and [`raypick::report`], prints.
 //! Every failure is one line `raypick: error: <message>` on stderr and a non-zero exit
 //! status (clap's own usage errors keep clap's format and exit status 2).
 
@@ -10,7 +12,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use raypick::bench::{self, BenchBackends, BenchConfig, RaySet};
-use raypick::{Accel, Backend, Cull, Mode, TraceOptions, io, scene};
+use raypick::report::{BenchRecord, InfoReport, write_bench_report};
+use raypick::{Accel, Backend, Cull, Mode, TraceOptions, io, render, scene};
 
 #[derive(Parser)]
 #[command(
@@ -29,6 +32,18 @@ enum Command {
     Trace(TraceArgs),
     /// Compare the CPU and GPU backends on a mesh (default: a generated scene).
     Bench(BenchArgs),
+    /// Render what the primary rays of a camera hit, as a PNG image.
+    Render(RenderArgs),
+    /// List the GPU adapters, their limits and the one `--backend auto` uses, and
+    /// the CPU.
+    Info(InfoArgs),
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options shared by `trace` and `bench`.
@@ -55,15 +70,8 @@ struct Common {
 impl Common {
     fn options(&self) -> TraceOptions {
         TraceOptions {
-            cull: match self.cull {
-                CullArg::None => Cull::None,
-                CullArg::Back => Cull::Back,
-                CullArg::Front => Cull::Front,
-            },
-            mode: match self.mode {
-                ModeArg::Fast => Mode::Fast,
-                ModeArg::Watertight => Mode::Watertight,
-            },
+            cull: self.cull.cull(),
+            mode: self.mode.mode(),
         }
     }
 
@@ -113,14 +121,95 @@ struct BenchArgs {
     /// Acceleration structures to compare, comma-separated (default: bvh,brute).
     #[arg(long, value_name = "bvh,brute", value_enum, value_delimiter = ',')]
     accel: Vec<AccelArg>,
+    /// Also write DIR/bench.json (every measurement, the machine, the command line)
+    /// and DIR/bench.svg (a bar chart of Mrays/s); DIR is created if missing.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
     #[command(flatten)]
     common: Common,
+}
+
+#[derive(Args)]
+struct RenderArgs {
+    /// Mesh file, or `builtin[:N]` for the generated scene of N triangles
+    /// (default: the built-in scene).
+    #[arg(long, value_name = "FILE|builtin[:N]")]
+    mesh: Option<String>,
+    /// PNG file to write.
+    #[arg(long, value_name = "FILE.png")]
+    out: PathBuf,
+    /// Eye position (default: framed to see the whole mesh).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3)]
+    eye: Option<glam::Vec3>,
+    /// The point looked at (default: the mesh's centre when --eye is given, else
+    /// framed to see the whole mesh).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3)]
+    target: Option<glam::Vec3>,
+    /// Up direction.
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, default_value = "0,1,0")]
+    up: glam::Vec3,
+    /// Vertical field of view in degrees.
+    #[arg(long, value_name = "DEG", default_value_t = 50.0)]
+    fov_y: f32,
+    /// Image size in pixels.
+    #[arg(long, value_name = "WxH", default_value = "640x400")]
+    size: String,
+    /// Backend: auto uses the GPU when an adapter opens, else the CPU.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    /// Acceleration structure.
+    #[arg(long, value_enum, default_value_t = AccelArg::Bvh)]
+    accel: AccelArg,
+    /// Face culling.
+    #[arg(long, value_enum, default_value_t = CullArg::None)]
+    cull: CullArg,
+    /// Ray-triangle test.
+    #[arg(long, value_enum, default_value_t = ModeArg::from(Mode::default()))]
+    mode: ModeArg,
+}
+
+fn parse_vec3(s: &str) -> Result<glam::Vec3, String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let values: Vec<f32> = parts
+        .iter()
+        .filter_map(|p| p.parse::<f32>().ok().filter(|v| v.is_finite()))
+        .collect();
+    match values[..] {
+        [x, y, z] if parts.len() == 3 => Ok(glam::Vec3::new(x, y, z)),
+        _ => Err("expected three finite numbers X,Y,Z".into()),
+    }
+}
+
+/// `WxH`, each side 1 to [`render::MAX_SIDE`].
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let bad = || {
+        format!(
+            "--size {s}: expected WIDTHxHEIGHT, each side 1 to {} pixels",
+            render::MAX_SIDE
+        )
+    };
+    let (w, h) = s.trim().split_once(['x', 'X']).ok_or_else(bad)?;
+    let (w, h) = (
+        w.trim().parse::<u32>().map_err(|_| bad())?,
+        h.trim().parse::<u32>().map_err(|_| bad())?,
+    );
+    render::check_size(w, h).map_err(|_| bad())?;
+    Ok((w, h))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ModeArg {
     Fast,
     Watertight,
+}
+
+impl ModeArg {
+    fn mode(self) -> Mode {
+        match self {
+            ModeArg::Fast => Mode::Fast,
+            ModeArg::Watertight => Mode::Watertight,
+        }
+    }
 }
 
 impl From<Mode> for ModeArg {
@@ -151,6 +240,26 @@ enum AccelArg {
     Bvh,
     /// Every ray against every triangle.
     Brute,
+}
+
+impl BackendArg {
+    fn backend(self) -> Backend {
+        match self {
+            BackendArg::Auto => Backend::Auto,
+            BackendArg::Cpu => Backend::Cpu,
+            BackendArg::Gpu => Backend::Gpu,
+        }
+    }
+}
+
+impl CullArg {
+    fn cull(self) -> Cull {
+        match self {
+            CullArg::None => Cull::None,
+            CullArg::Back => Cull::Back,
+            CullArg::Front => Cull::Front,
+        }
+    }
 }
 
 impl AccelArg {
@@ -215,6 +324,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Trace(args) => trace(args),
         Command::Bench(args) => bench_command(args),
+        Command::Render(args) => render_command(args),
+        Command::Info(args) => info_command(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -256,9 +367,15 @@ fn gpu_error(e: raypick::Error) -> String {
     format!("cannot open the GPU backend: {e}; {}", bench::no_gpu_hint())
 }
 
-/// Fails early (before any tracing) when `path` has no hit file extension or its
-/// directory does not exist.
-fn check_hit_path(path: &Path) -> Result<(), String> {
+/// Fails early (before any tracing) when `path` has none of the `extensions` of a
+/// `what` file, is a directory, or its directory does not exist.
+fn check_output_path(path: &Path, extensions: &[&str], what: &str) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!(
+            "{}: cannot write there: it is a directory",
+            path.display()
+        ));
+    }
     if let Some(dir) = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
@@ -273,28 +390,28 @@ fn check_hit_path(path: &Path) -> Result<(), String> {
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
     match ext.as_deref() {
-        Some("hits" | "npy" | "csv") => Ok(()),
+        Some(e) if extensions.contains(&e) => Ok(()),
         _ => Err(format!(
-            "{}: unknown hit file format ({}); supported: .hits, .npy, .csv",
+            "{}: unknown {what} file format ({}); supported: {}",
             path.display(),
             match path.extension() {
                 Some(e) => format!("extension '.{}'", e.to_string_lossy()),
                 None => "no extension".into(),
-            }
+            },
+            extensions
+                .iter()
+                .map(|e| format!(".{e}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }
 
-fn trace(args: TraceArgs) -> Result<(), String> {
-    check_hit_path(&args.out)?;
-    let mesh = io::load_mesh(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
-    let rays = io::read_rays(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
-    let threads = args.common.threads();
-    let backend = match args.backend {
-        BackendArg::Auto => Backend::Auto,
-        BackendArg::Cpu => Backend::Cpu,
-        BackendArg::Gpu => Backend::Gpu,
-    };
+/// Opens a picker on `backend`, telling on stderr when `auto` fell back to the CPU.
+fn open_picker(
+    backend: Backend,
+    threads: Option<usize>,
+) -> Result<(raypick::Picker, Option<String>), String> {
     let (picker, fallback) = bench::open_picker(backend, threads).map_err(|e| match backend {
         Backend::Gpu => gpu_error(e),
         _ => format!("cannot open the backend: {e}"),
@@ -306,6 +423,80 @@ fn trace(args: TraceArgs) -> Result<(), String> {
             bench::no_gpu_hint()
         );
     }
+    Ok((picker, fallback))
+}
+
+/// Loads `--mesh`: a file, or `builtin[:N]` (and no value) for the generated scene.
+fn load_mesh_arg(arg: Option<&str>) -> Result<(String, raypick::Mesh), String> {
+    let builtin = |n: usize| ("builtin".to_string(), scene::builtin_scene(n));
+    match arg.map(str::trim) {
+        None | Some("builtin") => Ok(builtin(scene::DEFAULT_SCENE_TRIANGLES)),
+        Some(spec) if spec.starts_with("builtin:") => {
+            match spec["builtin:".len()..].replace('_', "").parse::<usize>() {
+                Ok(n) if (1..=100_000_000).contains(&n) => Ok(builtin(n)),
+                _ => Err(format!(
+                    "--mesh {spec}: expected builtin:N with N between 1 and 100000000 triangles"
+                )),
+            }
+        }
+        Some(path) => io::load_mesh(path)
+            .map(|mesh| (path.to_string(), mesh))
+            .map_err(|e| format!("cannot load mesh: {e}")),
+    }
+}
+
+fn render_command(args: RenderArgs) -> Result<(), String> {
+    let (width, height) = parse_size(&args.size)?;
+    check_output_path(&args.out, &["png"], "image")?;
+    let (name, mesh) = load_mesh_arg(args.mesh.as_deref())?;
+    let bounds = mesh
+        .bounds()
+        .ok_or_else(|| format!("{name}: the mesh has no triangles with finite vertices"))?;
+    let mut camera = raypick::camera::Camera::framing(
+        bounds.0,
+        bounds.1,
+        glam::Vec3::new(0.2, 1.0, 1.0),
+        args.fov_y.to_radians(),
+        raypick::camera::aspect(width, height),
+    );
+    if args.eye.is_some() || args.target.is_some() {
+        camera.eye = args.eye.unwrap_or(camera.eye);
+        camera.target = args.target.unwrap_or(0.5 * (bounds.0 + bounds.1));
+    }
+    camera.up = args.up;
+    camera.check().map_err(|e| format!("bad camera: {e}"))?;
+    let (picker, _) = open_picker(args.backend.backend(), None)?;
+    let options = TraceOptions {
+        cull: args.cull.cull(),
+        mode: args.mode.mode(),
+    };
+    let rendered = render::render(
+        &picker,
+        &mesh,
+        args.accel.accel(),
+        &camera,
+        width,
+        height,
+        &options,
+    )
+    .map_err(|e| format!("render failed: {e}"))?;
+    render::write_png(&args.out, &rendered.image)
+        .map_err(|e| format!("cannot write image: {e}"))?;
+    emit(&format!(
+        "wrote {} ({width}x{height}, {} of {} pixels hit {name} on the {})\n",
+        args.out.display(),
+        render::covered_pixels(&rendered.image),
+        rendered.hits.len(),
+        picker.device_name(),
+    ))
+}
+
+fn trace(args: TraceArgs) -> Result<(), String> {
+    check_output_path(&args.out, &["hits", "npy", "csv"], "hit")?;
+    let mesh = io::load_mesh(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
+    let rays = io::read_rays(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
+    let threads = args.common.threads();
+    let (picker, fallback) = open_picker(args.backend.backend(), threads)?;
     let (report, hits) = bench::run_trace(
         &picker,
         &mesh,
@@ -380,26 +571,89 @@ fn bench_command(args: BenchArgs) -> Result<(), String> {
             scene::builtin_scene(args.triangles as usize),
         ),
     };
-    let show_progress = !args.common.json && std::io::stderr().is_terminal();
-    let mut progress = |what: &str| {
-        if show_progress {
-            eprint!("\r\x1b[Kraypick: {what} ...");
-        }
-    };
-    let report = bench::run_bench(&scene_name, &mesh, &config, &mut progress);
-    if show_progress {
-        eprint!("\r\x1b[K");
+    if let Some(dir) = &args.report {
+        // Fail before the run, not after it.
+        std::fs::create_dir_all(dir).map_err(|e| {
+            format!(
+                "--report {}: cannot create the directory: {e}",
+                dir.display()
+            )
+        })?;
     }
+    let mut bar = ProgressBar::new(!args.common.json && std::io::stderr().is_terminal());
+    let report = bench::run_bench(&scene_name, &mesh, &config, &mut |p| bar.update(p));
+    bar.finish();
     let report = report.map_err(|e| match e {
         e @ (raypick::Error::NoAdapter(_) | raypick::Error::Device(_)) => gpu_error(e),
         e => format!("bench failed: {e}"),
     })?;
+    let written = match &args.report {
+        Some(dir) => {
+            let record = BenchRecord::new(&report, std::env::args().collect());
+            let (json, svg) = write_bench_report(dir, &record)
+                .map_err(|e| format!("cannot write the bench report: {e}"))?;
+            format!("wrote {} and {}\n", json.display(), svg.display())
+        }
+        None => String::new(),
+    };
     if args.common.json {
         if let Some(notice) = &report.notice {
             eprintln!("raypick: notice: {}", one_line(notice));
         }
+        if !written.is_empty() {
+            eprint!("raypick: {written}");
+        }
         emit(&to_json(&report)?)
     } else {
-        emit(&report.to_string())
+        emit(&format!("{report}{written}"))
+    }
+}
+
+/// A progress bar on stderr over the steps of `raypick bench` (hidden unless
+/// enabled: stderr is a terminal and `--json` is not given).
+struct ProgressBar {
+    enabled: bool,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl ProgressBar {
+    fn new(enabled: bool) -> Self {
+        Self { enabled, bar: None }
+    }
+
+    fn update(&mut self, p: bench::Progress<'_>) {
+        if !self.enabled {
+            return;
+        }
+        let bar = self.bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(p.total as u64),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{spinner} [{bar:30}] {pos}/{len} {elapsed:>4} {msg}",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            bar
+        });
+        bar.set_position(p.done as u64);
+        bar.set_message(p.what.to_string());
+    }
+
+    fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn info_command(args: InfoArgs) -> Result<(), String> {
+    let info = InfoReport::collect();
+    if args.json {
+        emit(&to_json(&info)?)
+    } else {
+        emit(&info.to_string())
     }
 }

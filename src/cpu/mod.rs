@@ -13,6 +13,8 @@ pub mod watertight;
 pub mod wide_bvh;
 pub mod wide_traverse;
 
+pub use simd::simd_level;
+
 use rayon::prelude::*;
 
 use crate::Mesh;

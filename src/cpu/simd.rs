@@ -34,3 +34,18 @@ macro_rules! simd_dispatch {
 }
 
 pub(crate) use simd_dispatch;
+
+/// The vector unit the CPU kernels run on here: `"avx512f"`, `"avx2"`, or
+/// `"baseline"` (the compile target's own, e.g. SSE2 on x86-64).
+pub fn simd_level() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return "avx512f";
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return "avx2";
+        }
+    }
+    "baseline"
+}

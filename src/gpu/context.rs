@@ -44,6 +44,7 @@ pub const DEFAULT_MAX_TRIANGLES_PER_DISPATCH: u32 = 32_768;
 
 /// What raypick knows about the adapter it runs on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
 pub struct AdapterSummary {
     /// Adapter name, e.g. `NVIDIA GeForce RTX 4090` or `llvmpipe (LLVM 15.0.6, 256 bits)`.
     pub name: String,
@@ -56,7 +57,7 @@ pub struct AdapterSummary {
 }
 
 impl AdapterSummary {
-    fn from_info(info: &wgpu::AdapterInfo) -> Self {
+    pub(crate) fn from_info(info: &wgpu::AdapterInfo) -> Self {
         Self {
             name: info.name.clone(),
             backend: format!("{:?}", info.backend),
@@ -138,8 +139,7 @@ impl GpuContext {
     /// Creates a device on the best adapter found. Backends can be restricted with
     /// the `WGPU_BACKEND` environment variable (e.g. `vulkan`).
     pub async fn new_async(options: GpuOptions) -> Result<Self> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance = super::adapters::instance();
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: options.power_preference,

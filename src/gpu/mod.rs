@@ -1,14 +1,18 @@
 //! The GPU backend (wgpu compute shaders).
 //!
 //! [`GpuContext`] owns (or borrows from a renderer) a device and queue and builds the
-//! pipelines once; [`GpuMesh`] is a mesh uploaded once and traced many times.
+//! pipelines once; [`GpuMesh`] is a mesh uploaded once and traced many times;
+//! [`list_adapters`] and [`auto_choice`] say what the machine offers and what
+//! [`Backend::Auto`](crate::Backend::Auto) picks.
 
+mod adapters;
 mod context;
 mod mesh;
 mod pipelines;
 mod readback;
 mod trace;
 
+pub use adapters::{AdapterReport, AutoChoice, ComputeLimits, auto_choice, list_adapters};
 pub use context::{
     AdapterSummary, DEFAULT_MAX_TRAVERSAL_STEPS, DEFAULT_MAX_TRIANGLES_PER_DISPATCH, GpuContext,
     GpuOptions,

@@ -249,3 +249,20 @@ pub fn trace_with(engine: Engine, mesh: &Mesh, rays: &[Ray], options: &TraceOpti
         Backend::Auto => unreachable!("tests name a concrete backend"),
     }
 }
+
+/// Decodes an 8-bit RGBA PNG file's bytes (panics on anything else).
+pub fn decode_png(bytes: &[u8]) -> raypick::render::Image {
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes))
+        .read_info()
+        .expect("PNG header");
+    let mut pixels = vec![0; reader.output_buffer_size().expect("buffer size")];
+    let info = reader.next_frame(&mut pixels).expect("PNG data");
+    assert_eq!(info.color_type, png::ColorType::Rgba);
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    pixels.truncate(info.buffer_size());
+    raypick::render::Image {
+        width: info.width,
+        height: info.height,
+        pixels,
+    }
+}
