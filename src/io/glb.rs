@@ -23,10 +23,15 @@ pub(crate) fn split_glb(data: &[u8]) -> Result<Glb<'_>, String> {
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
     let (Some(version), Some(length)) = (word(4), word(8)) else {
-        return Err(format!("GLB header truncated: {} bytes, needs 12", data.len()));
+        return Err(format!(
+            "GLB header truncated: {} bytes, needs 12",
+            data.len()
+        ));
     };
     if version != 2 {
-        return Err(format!("GLB version {version}; only version 2 is supported"));
+        return Err(format!(
+            "GLB version {version}; only version 2 is supported"
+        ));
     }
     let length = length as usize;
     if length > data.len() || length < 12 {
@@ -41,7 +46,9 @@ pub(crate) fn split_glb(data: &[u8]) -> Result<Glb<'_>, String> {
     let mut index = 0;
     while offset < length {
         let (Some(chunk_length), Some(chunk_type)) = (word(offset), word(offset + 4)) else {
-            return Err(format!("GLB chunk {index} header truncated at byte {offset}"));
+            return Err(format!(
+                "GLB chunk {index} header truncated at byte {offset}"
+            ));
         };
         let start = offset + 8;
         let end = start

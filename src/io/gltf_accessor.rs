@@ -68,8 +68,14 @@ impl Component {
         let (value, max) = match self.ty {
             DataType::I8 => (bytes[0] as i8 as f64, i8::MAX as f64),
             DataType::U8 => (bytes[0] as f64, u8::MAX as f64),
-            DataType::I16 => (i16::from_le_bytes([bytes[0], bytes[1]]) as f64, i16::MAX as f64),
-            DataType::U16 => (u16::from_le_bytes([bytes[0], bytes[1]]) as f64, u16::MAX as f64),
+            DataType::I16 => (
+                i16::from_le_bytes([bytes[0], bytes[1]]) as f64,
+                i16::MAX as f64,
+            ),
+            DataType::U16 => (
+                u16::from_le_bytes([bytes[0], bytes[1]]) as f64,
+                u16::MAX as f64,
+            ),
             DataType::U32 => (u32::from_le_bytes(word(4)) as f64, u32::MAX as f64),
             DataType::F32 => return f32::from_le_bytes(word(4)) as f64,
         };
@@ -105,13 +111,20 @@ impl<'b> Elements<'b> {
             ));
         }
         if accessor.sparse().is_some() {
-            return Err(format!("accessor {index} is sparse; sparse accessors are not supported"));
+            return Err(format!(
+                "accessor {index} is sparse; sparse accessors are not supported"
+            ));
         }
         let count = accessor.count();
         let size = accessor.size();
         let Some(view) = accessor.view() else {
             if count == 0 {
-                return Ok(Self { bytes: &[], count, stride: size, size });
+                return Ok(Self {
+                    bytes: &[],
+                    count,
+                    stride: size,
+                    size,
+                });
             }
             return Err(format!("accessor {index} has no buffer view"));
         };
@@ -139,7 +152,9 @@ impl<'b> Elements<'b> {
             })?;
         let span = match count {
             0 => Some(0),
-            n => (n - 1).checked_mul(stride).and_then(|s| s.checked_add(size)),
+            n => (n - 1)
+                .checked_mul(stride)
+                .and_then(|s| s.checked_add(size)),
         };
         let bytes = span
             .and_then(|span| accessor.offset().checked_add(span))
@@ -153,7 +168,12 @@ impl<'b> Elements<'b> {
                     view_bytes.len()
                 )
             })?;
-        Ok(Self { bytes, count, stride, size })
+        Ok(Self {
+            bytes,
+            count,
+            stride,
+            size,
+        })
     }
 
     /// The bytes of each element in turn.

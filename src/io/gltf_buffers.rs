@@ -51,7 +51,12 @@ impl<'a> Buffers<'a> {
 }
 
 /// The first `length` bytes of `bytes`, or an error if there are fewer.
-fn truncate<'b>(bytes: &'b [u8], length: usize, index: usize, what: &str) -> Result<&'b [u8], String> {
+fn truncate<'b>(
+    bytes: &'b [u8],
+    length: usize,
+    index: usize,
+    what: &str,
+) -> Result<&'b [u8], String> {
     bytes.get(..length).ok_or_else(|| {
         format!(
             "buffer {index} declares {length} bytes, but {what} holds {}",

@@ -35,8 +35,9 @@ pub(crate) fn read_gltf(path: &Path, data: &[u8]) -> Result<LoadedMesh> {
     } else {
         (data, None)
     };
-    let root = gltf::json::Root::from_slice(json)
-        .map_err(|e| bad(format!("invalid glTF JSON: {e}")))?;
+    let root =
+        gltf::json::Root::from_slice(json).map_err(|e| bad(format!("invalid glTF JSON: {e}")))?;
+    check_attribute_indices(&root).map_err(bad)?;
     let document = gltf::Document::from_json(root).map_err(|e| bad(describe_gltf_error(e)))?;
     let base = path.parent().unwrap_or(Path::new(""));
     let mut buffers = Buffers::new(base, bin, document.buffers().len());
@@ -68,7 +69,10 @@ fn append_primitive(
     path: &Path,
 ) -> std::result::Result<(), String> {
     let mode = primitive.mode();
-    if !matches!(mode, Mode::Triangles | Mode::TriangleStrip | Mode::TriangleFan) {
+    if !matches!(
+        mode,
+        Mode::Triangles | Mode::TriangleStrip | Mode::TriangleFan
+    ) {
         return Ok(());
     }
     let Some(positions) = primitive.get(&Semantic::Positions) else {
@@ -121,7 +125,9 @@ fn append_primitive(
 /// The nodes to draw with their world matrices, in triangle order (see the module
 /// docs). Fails on a node reached twice in one scene (glTF nodes have at most one
 /// parent), which also catches cycles.
-fn scene_nodes(document: &gltf::Document) -> std::result::Result<Vec<(gltf::Node<'_>, DMat4)>, String> {
+fn scene_nodes(
+    document: &gltf::Document,
+) -> std::result::Result<Vec<(gltf::Node<'_>, DMat4)>, String> {
     let roots: Vec<Vec<gltf::Node>> = match document.default_scene() {
         Some(scene) => vec![scene.nodes().collect()],
         None if document.scenes().len() > 0 => {
@@ -139,8 +145,11 @@ fn scene_nodes(document: &gltf::Document) -> std::result::Result<Vec<(gltf::Node
     for scene_roots in roots {
         let mut seen = vec![false; document.nodes().len()];
         // Depth first with an explicit stack (no recursion on deep hierarchies).
-        let mut stack: Vec<(gltf::Node, DMat4)> =
-            scene_roots.into_iter().rev().map(|n| (n, DMat4::IDENTITY)).collect();
+        let mut stack: Vec<(gltf::Node, DMat4)> = scene_roots
+            .into_iter()
+            .rev()
+            .map(|n| (n, DMat4::IDENTITY))
+            .collect();
         while let Some((node, parent)) = stack.pop() {
             let visited = &mut seen[node.index()];
             if *visited {
@@ -164,9 +173,9 @@ fn scene_nodes(document: &gltf::Document) -> std::result::Result<Vec<(gltf::Node
 /// The local matrix of `node`, from its `matrix` or its translation, rotation and scale.
 fn local_matrix(node: &gltf::Node) -> std::result::Result<DMat4, String> {
     match node.transform() {
-        gltf::scene::Transform::Matrix { matrix } => {
-            Ok(DMat4::from_cols_array_2d(&matrix.map(|col| col.map(f64::from))))
-        }
+        gltf::scene::Transform::Matrix { matrix } => Ok(DMat4::from_cols_array_2d(
+            &matrix.map(|col| col.map(f64::from)),
+        )),
         gltf::scene::Transform::Decomposed {
             translation,
             rotation,
@@ -188,6 +197,27 @@ fn local_matrix(node: &gltf::Node) -> std::result::Result<DMat4, String> {
             ))
         }
     }
+}
+
+/// Checks that every primitive attribute names an existing accessor. `gltf`'s
+/// validation indexes the accessors with the `POSITION` index unchecked (a panic on
+/// a bad index), so this runs before it.
+fn check_attribute_indices(root: &gltf::json::Root) -> std::result::Result<(), String> {
+    let accessors = root.accessors.len();
+    for (m, mesh) in root.meshes.iter().enumerate() {
+        for (p, primitive) in mesh.primitives.iter().enumerate() {
+            for index in primitive.attributes.values() {
+                if index.value() >= accessors {
+                    return Err(format!(
+                        "mesh {m} primitive {p}: attribute accessor {} does not exist \
+                         ({accessors} accessors)",
+                        index.value()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A one-line description of a `gltf` parse or validation error.

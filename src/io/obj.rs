@@ -18,8 +18,8 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use super::errors::{file_error, format_error};
-use super::text::tokens;
 use super::loaded_mesh::LoadedMesh;
+use super::text::tokens;
 use crate::error::{Error, Result};
 use crate::mesh::Mesh;
 
@@ -169,6 +169,18 @@ impl<R: BufRead> ObjLines<R> {
     /// Rewrites `self.line` to what `tobj` should see.
     fn filter_line(&mut self) -> std::result::Result<(), String> {
         let keyword = tokens(&self.line).next().map(|(_, token)| token);
+        if std::str::from_utf8(&self.line).is_err() {
+            return Err("not valid UTF-8 text".to_owned());
+        }
+        // Every OBJ statement starts with a letter (`v`, `f`, `usemtl`, ...) or `#`.
+        if let Some(&first) = keyword.and_then(|k| k.first())
+            && !(first.is_ascii_alphabetic() || first == b'#')
+        {
+            return Err(format!(
+                "'{}' is not an OBJ statement",
+                String::from_utf8_lossy(keyword.unwrap_or_default())
+            ));
+        }
         match keyword {
             Some(b"v") => {
                 self.vertices += 1;

@@ -124,8 +124,8 @@ pub(crate) fn parse_header(data: &[u8]) -> Result<Header, String> {
         line_number += 1;
         offset += end + 1;
         let at = |message: String| format!("header line {line_number}: {message}");
-        let line = std::str::from_utf8(&rest[..end])
-            .map_err(|_| at("not ASCII text".to_owned()))?;
+        let line =
+            std::str::from_utf8(&rest[..end]).map_err(|_| at("not ASCII text".to_owned()))?;
         let words: Vec<&str> = line.split_ascii_whitespace().collect();
         if line_number == 1 {
             if words != ["ply"] {
@@ -142,7 +142,6 @@ pub(crate) fn parse_header(data: &[u8]) -> Result<Header, String> {
                     other => return Err(at(format!("unknown format '{other}'"))),
                 });
             }
-            ["comment" | "obj_info", ..] | [] => {}
             ["element", name, count] => {
                 let count = count
                     .parse()
@@ -160,11 +159,14 @@ pub(crate) fn parse_header(data: &[u8]) -> Result<Header, String> {
                 element.properties.push(parse_property(rest).map_err(at)?);
             }
             ["end_header"] => break,
-            _ => return Err(at(format!("unexpected '{line}'"))),
+            ["format" | "element" | "end_header", ..] => {
+                return Err(at(format!("malformed line '{line}'")));
+            }
+            // Some exporters write free text without `comment`; it is read as one.
+            _ => {}
         }
     }
-    let encoding =
-        encoding.ok_or_else(|| "the header has no 'format' line".to_owned())?;
+    let encoding = encoding.ok_or_else(|| "the header has no 'format' line".to_owned())?;
     Ok(Header {
         encoding,
         elements,
@@ -174,9 +176,8 @@ pub(crate) fn parse_header(data: &[u8]) -> Result<Header, String> {
 
 /// Parses the words after `property`: `TYPE NAME` or `list COUNT ITEM NAME`.
 fn parse_property(words: &[&str]) -> Result<Property, String> {
-    let scalar = |name: &str| {
-        Scalar::parse(name).ok_or_else(|| format!("unknown property type '{name}'"))
-    };
+    let scalar =
+        |name: &str| Scalar::parse(name).ok_or_else(|| format!("unknown property type '{name}'"));
     let (kind, name) = match words {
         ["list", count, item, name] => (
             Kind::List {

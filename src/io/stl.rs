@@ -102,6 +102,8 @@ fn read_ascii(data: &[u8]) -> std::result::Result<LoadedMesh, String> {
     let mut mesh = LoadedMesh::default();
     // Indices of the vertices of the open `outer loop`, if one is open.
     let mut open_loop: Option<Vec<u32>> = None;
+    // Whether a `solid` is open (its `endsolid` not seen yet).
+    let mut open_solid = false;
     let mut line_number = 0;
     for line in data.split(|&b| b == b'\n') {
         line_number += 1;
@@ -136,7 +138,9 @@ fn read_ascii(data: &[u8]) -> std::result::Result<LoadedMesh, String> {
                 open_loop = None;
             }
             (b"outer", None) => open_loop = Some(Vec::new()),
-            (b"solid" | b"facet" | b"endfacet" | b"endsolid", None) => {}
+            (b"solid", None) => open_solid = true,
+            (b"endsolid", None) => open_solid = false,
+            (b"facet" | b"endfacet", None) => {}
             (other, _) => {
                 let context = if open_loop.is_some() {
                     "inside 'outer loop'"
@@ -153,6 +157,11 @@ fn read_ascii(data: &[u8]) -> std::result::Result<LoadedMesh, String> {
     if open_loop.is_some() {
         return Err(format!(
             "the file ends inside a facet (line {line_number}): truncated?"
+        ));
+    }
+    if open_solid {
+        return Err(format!(
+            "the file ends without 'endsolid' (line {line_number}): truncated?"
         ));
     }
     Ok(mesh)
