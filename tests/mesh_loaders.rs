@@ -396,6 +396,20 @@ impl Scratch {
     }
 }
 
+/// For each `(from, to, needle)`: the text fixture with `from` replaced by `to` fails
+/// with a format error mentioning `needle`.
+fn assert_text_edits_fail(s: &Scratch, fixture_name: &str, cases: &[(&str, &str, &str)]) {
+    let ext = Path::new(fixture_name)
+        .extension()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    for (k, (from, to, needle)) in cases.iter().enumerate() {
+        let path = s.replaced(fixture_name, &format!("edit{k}.{ext}"), from, to);
+        assert_format_error(&path, needle);
+    }
+}
+
 #[test]
 fn missing_and_unreadable_files_are_file_errors() {
     let scratch = Scratch::new();
@@ -458,34 +472,43 @@ fn broken_stl_files_are_format_errors() {
 #[test]
 fn broken_ply_files_are_format_errors() {
     let s = Scratch::new();
-    let header = |name: &str, from: &str, to: &str| s.replaced("quads_ascii.ply", name, from, to);
-    assert_format_error(
-        &header("magic.ply", "ply\n", "plx\n"),
-        "first line is not 'ply'",
+    assert_text_edits_fail(
+        &s,
+        "quads_ascii.ply",
+        &[
+            ("ply\n", "plx\n", "first line is not 'ply'"),
+            (
+                "format ascii 1.0",
+                "format ebcdic 1.0",
+                "unknown format 'ebcdic'",
+            ),
+            (
+                "element vertex 8",
+                "element vertex eight",
+                "'eight' is not an element count",
+            ),
+            (
+                "property float x",
+                "property quad x",
+                "unknown property type 'quad'",
+            ),
+            ("end_header", "end_heder", "end_header"),
+            ("property float y", "property float w", "'y'"),
+            // Index out of range, negative index.
+            (
+                "4 4 5 6 7",
+                "4 4 5 6 9",
+                "uses vertex 9, but the file has 8 vertices",
+            ),
+            ("4 4 5 6 7", "4 4 5 -6 7", "-6"),
+            // A huge declared count: no huge allocation before the data runs out.
+            (
+                "element vertex 8",
+                "element vertex 4000000000",
+                "unexpected end of file",
+            ),
+        ],
     );
-    assert_format_error(
-        &header("format.ply", "format ascii 1.0", "format ebcdic 1.0"),
-        "unknown format 'ebcdic'",
-    );
-    assert_format_error(
-        &header("count.ply", "element vertex 8", "element vertex eight"),
-        "'eight' is not an element count",
-    );
-    assert_format_error(
-        &header("type.ply", "property float x", "property quad x"),
-        "unknown property type 'quad'",
-    );
-    assert_format_error(&header("end.ply", "end_header", "end_heder"), "end_header");
-    assert_format_error(
-        &header("xyz.ply", "property float y", "property float w"),
-        "'y'",
-    );
-    // Index out of range.
-    assert_format_error(
-        &header("index.ply", "4 4 5 6 7", "4 4 5 6 9"),
-        "uses vertex 9, but the file has 8 vertices",
-    );
-    assert_format_error(&header("negative.ply", "4 4 5 6 7", "4 4 5 -6 7"), "-6");
     // Bodies cut short, ASCII and binary.
     let cut = s.edited("quads_ascii.ply", "cut.ply", |b| b.truncate(b.len() - 30));
     assert_format_error(&cut, "unexpected end of file");
@@ -493,9 +516,15 @@ fn broken_ply_files_are_format_errors() {
         b.truncate(b.len() - 3)
     });
     assert_format_error(&cut, "element 'face' row 1");
-    // Huge declared counts: no huge allocation before the data runs out.
-    let huge = header("huge.ply", "element vertex 8", "element vertex 4000000000");
-    assert_format_error(&huge, "unexpected end of file");
+    // Huge declared counts: rows without properties read nothing; the others run
+    // out of data before any huge allocation.
+    let empty_rows = s.replaced(
+        "quads_ascii.ply",
+        "rows.ply",
+        "end_header",
+        "element nothing 18446744073709551615\nend_header",
+    );
+    assert_eq!(load_mesh(&empty_rows).unwrap().triangle_count(), 4);
     let huge = s.edited("quads_binary_le.ply", "huge_le.ply", |b| {
         let at = b.windows(14).position(|w| w == b"element face 2").unwrap();
         b.splice(at..at + 14, b"element face 999999999999".iter().copied());
@@ -506,22 +535,30 @@ fn broken_ply_files_are_format_errors() {
 #[test]
 fn broken_gltf_files_are_format_errors() {
     let s = Scratch::new();
-    let embedded =
-        |name: &str, from: &str, to: &str| s.replaced("quads_embedded.gltf", name, from, to);
-    // JSON syntax and schema errors.
     assert_format_error(&s.write("syntax.gltf", "{\"asset\": "), "invalid glTF JSON");
-    assert_format_error(
-        &embedded("schema.gltf", "\"indices\": 1", "\"indices\": 7"),
-        "invalid glTF",
-    );
-    // A count past the end of the data: no huge allocation.
-    assert_format_error(
-        &embedded("count.gltf", "\"count\": 12", "\"count\": 1000000000"),
-        "does not fit in buffer view",
-    );
-    assert_format_error(
-        &embedded("base64.gltf", "base64,", "base64,@@@"),
-        "bad base64",
+    assert_text_edits_fail(
+        &s,
+        "quads_embedded.gltf",
+        &[
+            ("\"indices\": 1", "\"indices\": 7", "invalid glTF"),
+            (
+                "\"POSITION\": 0",
+                "\"POSITION\": 9",
+                "accessor 9 does not exist",
+            ),
+            // A count past the end of the data: no huge allocation.
+            (
+                "\"count\": 12",
+                "\"count\": 1000000000",
+                "does not fit in buffer view",
+            ),
+            ("base64,", "base64,@@@", "bad base64"),
+            (
+                "\"byteLength\": 120",
+                "\"byteLength\": 900",
+                "declares 900 bytes",
+            ),
+        ],
     );
     // A missing external buffer.
     let external = s.write(

@@ -11,6 +11,8 @@
 //! - polylines (`l`) never become triangles (`tobj` reads `l a b c` as a face);
 //! - texture coordinates, normals and materials are neither stored nor looked up (no
 //!   `.mtl` file is opened);
+//! - a line that starts with neither a letter nor `#` (binary data, for example) is
+//!   an error, not a silently ignored statement;
 //! - errors name the line they come from.
 
 use std::fs::File;
@@ -169,9 +171,6 @@ impl<R: BufRead> ObjLines<R> {
     /// Rewrites `self.line` to what `tobj` should see.
     fn filter_line(&mut self) -> std::result::Result<(), String> {
         let keyword = tokens(&self.line).next().map(|(_, token)| token);
-        if std::str::from_utf8(&self.line).is_err() {
-            return Err("not valid UTF-8 text".to_owned());
-        }
         // Every OBJ statement starts with a letter (`v`, `f`, `usemtl`, ...) or `#`.
         if let Some(&first) = keyword.and_then(|k| k.first())
             && !(first.is_ascii_alphabetic() || first == b'#')

@@ -29,6 +29,10 @@ fn read_body(header: &Header, body: &[u8]) -> std::result::Result<LoadedMesh, St
     let mut mesh = LoadedMesh::default();
     for element in &header.elements {
         let role = Role::of(element)?;
+        if element.properties.is_empty() {
+            // Rows without properties take no bytes: nothing to read, however many.
+            continue;
+        }
         // Reserve no more rows than the bytes left could hold.
         let fit = values.remaining() / element.min_row_bytes(header.encoding);
         let rows = usize::try_from(element.count).unwrap_or(usize::MAX);
