@@ -536,6 +536,10 @@ fn broken_ply_files_are_format_errors() {
 fn broken_gltf_files_are_format_errors() {
     let s = Scratch::new();
     assert_format_error(&s.write("syntax.gltf", "{\"asset\": "), "invalid glTF JSON");
+    assert_format_error(
+        &s.write("v1.gltf", r#"{"asset": {"version": "1.0"}, "meshes": {}}"#),
+        "glTF version 1.0; only glTF 2.0 is supported",
+    );
     assert_text_edits_fail(
         &s,
         "quads_embedded.gltf",
@@ -623,7 +627,10 @@ fn broken_obj_files_are_format_errors() {
         &s.replaced("quads.obj", "index.obj", "f 5//1", "f 15//1"),
         "out of range",
     );
-    assert_format_error(&s.write("binary.obj", [0xff, 0xfe, b'v', 0, 0x80]), "");
+    assert_format_error(
+        &s.write("binary.obj", [0xff, 0xfe, b'v', 0, 0x80]),
+        r"'\xff\xfev\x00\x80' is not an OBJ statement",
+    );
 }
 
 /// Every prefix of every fixture, and every fixture with bytes flipped, loads or fails

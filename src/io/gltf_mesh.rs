@@ -35,8 +35,7 @@ pub(crate) fn read_gltf(path: &Path, data: &[u8]) -> Result<LoadedMesh> {
     } else {
         (data, None)
     };
-    let root =
-        gltf::json::Root::from_slice(json).map_err(|e| bad(format!("invalid glTF JSON: {e}")))?;
+    let root = gltf::json::Root::from_slice(json).map_err(|e| bad(describe_json_error(json, e)))?;
     check_attribute_indices(&root).map_err(bad)?;
     let document = gltf::Document::from_json(root).map_err(|e| bad(describe_gltf_error(e)))?;
     let base = path.parent().unwrap_or(Path::new(""));
@@ -218,6 +217,20 @@ fn check_attribute_indices(root: &gltf::json::Root) -> std::result::Result<(), S
         }
     }
     Ok(())
+}
+
+/// A one-line description of a JSON document that is not glTF 2.0, saying so when
+/// it declares another glTF version.
+fn describe_json_error(json: &[u8], error: gltf::json::Error) -> String {
+    let version = gltf::json::deserialize::from_slice::<gltf::json::Value>(json)
+        .ok()
+        .and_then(|value| value.pointer("/asset/version")?.as_str().map(str::to_owned));
+    match version {
+        Some(version) if !version.starts_with("2.") => {
+            format!("glTF version {version}; only glTF 2.0 is supported")
+        }
+        _ => format!("invalid glTF JSON: {error}"),
+    }
 }
 
 /// A one-line description of a `gltf` parse or validation error.

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use super::errors::{file_error, format_error};
 use super::loaded_mesh::LoadedMesh;
-use super::text::tokens;
+use super::text::{quote, tokens};
 use crate::error::{Error, Result};
 use crate::mesh::Mesh;
 
@@ -177,7 +177,7 @@ impl<R: BufRead> ObjLines<R> {
         {
             return Err(format!(
                 "'{}' is not an OBJ statement",
-                String::from_utf8_lossy(keyword.unwrap_or_default())
+                quote(keyword.unwrap_or_default())
             ));
         }
         match keyword {

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use super::errors::format_error;
 use super::loaded_mesh::LoadedMesh;
-use super::text::{parse_f64, tokens};
+use super::text::{parse_f64, quote, tokens};
 use crate::error::Result;
 
 /// Size of the binary header plus the triangle count.
@@ -147,10 +147,7 @@ fn read_ascii(data: &[u8]) -> std::result::Result<LoadedMesh, String> {
                 } else {
                     "outside 'outer loop'"
                 };
-                return Err(at(format!(
-                    "unexpected '{}' {context}",
-                    String::from_utf8_lossy(other)
-                )));
+                return Err(at(format!("unexpected '{}' {context}", quote(other))));
             }
         }
     }

@@ -22,5 +22,11 @@ pub(crate) fn parse_f64(token: &[u8]) -> Result<f64, String> {
     std::str::from_utf8(token)
         .ok()
         .and_then(|text| text.parse().ok())
-        .ok_or_else(|| format!("'{}' is not a number", String::from_utf8_lossy(token)))
+        .ok_or_else(|| format!("'{}' is not a number", quote(token)))
+}
+
+/// `token` for an error message: printable ASCII as is, other bytes escaped
+/// (`\\xff`), so messages stay on one readable line.
+pub(crate) fn quote(token: &[u8]) -> String {
+    token.escape_ascii().to_string()
 }
