@@ -53,7 +53,7 @@ pub(crate) fn read_gltf(path: &Path, data: &[u8]) -> Result<LoadedMesh> {
                     primitive.index()
                 ))
             };
-            append_primitive(&mut mesh, &primitive, &world, &mut buffers, path).map_err(at)?;
+            append_primitive(&mut mesh, &primitive, &world, &mut buffers).map_err(at)?;
         }
     }
     Ok(mesh)
@@ -65,8 +65,8 @@ fn append_primitive(
     primitive: &gltf::Primitive,
     world: &DMat4,
     buffers: &mut Buffers,
-    path: &Path,
 ) -> std::result::Result<(), String> {
+    let too_many = || "more vertices than 32-bit indices can address".to_owned();
     let mode = primitive.mode();
     if !matches!(
         mode,
@@ -90,15 +90,13 @@ fn append_primitive(
             corners
         }
         None => {
-            let count = u32::try_from(positions.len())
-                .map_err(|_| "more vertices than 32-bit indices can address".to_owned())?;
+            let count = u32::try_from(positions.len()).map_err(|_| too_many())?;
             (0..count).collect()
         }
     };
-    let base = mesh.next_index(path).map_err(|e| e.to_string())?;
-    let last = base as u64 + positions.len() as u64;
-    if last > u32::MAX as u64 {
-        return Err("more vertices than 32-bit indices can address".to_owned());
+    let base = u32::try_from(mesh.positions.len()).map_err(|_| too_many())?;
+    if base as u64 + positions.len() as u64 > u32::MAX as u64 {
+        return Err(too_many());
     }
     mesh.positions.extend(positions.iter().map(|&p| {
         let p = world.transform_point3(DVec3::from_array(p));

@@ -31,6 +31,9 @@ impl LoadedMesh {
     }
 
     /// The three vertices of every triangle, in triangle-id order.
+    ///
+    /// # Panics
+    /// If an index is out of range (never for a mesh a loader returned).
     pub fn triangles(&self) -> impl ExactSizeIterator<Item = [[f64; 3]; 3]> + '_ {
         self.indices
             .iter()
