@@ -136,6 +136,20 @@ fn assert_close(actual: &[[Vec3; 3]], expected: &[[[f32; 3]; 3]]) {
 }
 
 #[test]
+fn gltf_required_extensions_that_keep_the_geometry_are_accepted() {
+    let s = Scratch::new();
+    let path = s.replaced(
+        "quads_embedded.gltf",
+        "materials.gltf",
+        "\"asset\": {",
+        "\"extensionsUsed\": [\"KHR_materials_unlit\", \"KHR_texture_transform\"], \
+         \"extensionsRequired\": [\"KHR_materials_unlit\", \"KHR_texture_transform\"], \
+         \"asset\": {",
+    );
+    assert_eq!(triangles(&load_mesh(&path).unwrap()), quad_triangles());
+}
+
+#[test]
 fn gltf_node_transforms_are_applied_down_the_hierarchy() {
     // Node 0: translation (10, 0, 0), 90° about z, scale 2, holding the triangle
     // (1,0,0) (0,1,0) (0,0,1); its child node 1 (matrix: translation (0, 0, 5)) holds
@@ -557,6 +571,11 @@ fn broken_gltf_files_are_format_errors() {
                 "does not fit in buffer view",
             ),
             ("base64,", "base64,@@@", "bad base64"),
+            (
+                "\"asset\": {",
+                "\"extensionsRequired\": [\"KHR_draco_mesh_compression\"], \"asset\": {",
+                "requires the glTF extension KHR_draco_mesh_compression",
+            ),
             (
                 "\"byteLength\": 120",
                 "\"byteLength\": 900",

@@ -35,8 +35,10 @@ pub(crate) fn read_gltf(path: &Path, data: &[u8]) -> Result<LoadedMesh> {
     } else {
         (data, None)
     };
-    let root = gltf::json::Root::from_slice(json).map_err(|e| bad(describe_json_error(json, e)))?;
+    let mut root =
+        gltf::json::Root::from_slice(json).map_err(|e| bad(describe_json_error(json, e)))?;
     check_attribute_indices(&root).map_err(bad)?;
+    accept_required_extensions(&mut root).map_err(bad)?;
     let document = gltf::Document::from_json(root).map_err(|e| bad(describe_gltf_error(e)))?;
     let base = path.parent().unwrap_or(Path::new(""));
     let mut buffers = Buffers::new(base, bin, document.buffers().len());
@@ -214,6 +216,37 @@ fn check_attribute_indices(root: &gltf::json::Root) -> std::result::Result<(), S
             }
         }
     }
+    Ok(())
+}
+
+/// Required extensions that leave the triangles as they are (materials, textures,
+/// lights) or that the accessor reader handles (`KHR_mesh_quantization`).
+fn extension_keeps_geometry(name: &str) -> bool {
+    [
+        "KHR_materials_",
+        "KHR_texture_",
+        "EXT_texture_",
+        "MSFT_texture_",
+    ]
+    .iter()
+    .any(|prefix| name.starts_with(prefix))
+        || ["KHR_lights_punctual", "KHR_mesh_quantization"].contains(&name)
+}
+
+/// Fails on a required extension that changes geometry (such as Draco compression
+/// or GPU instancing); the others are accepted and taken off the list, since `gltf`
+/// would otherwise reject those it was not built to parse.
+fn accept_required_extensions(root: &mut gltf::json::Root) -> std::result::Result<(), String> {
+    if let Some(name) = root
+        .extensions_required
+        .iter()
+        .find(|name| !extension_keeps_geometry(name))
+    {
+        return Err(format!(
+            "the file requires the glTF extension {name}, which is not supported"
+        ));
+    }
+    root.extensions_required.clear();
     Ok(())
 }
 

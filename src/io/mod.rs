@@ -27,7 +27,7 @@
 //! | mesh format | variants | what is read |
 //! | --- | --- | --- |
 //! | OBJ (`tobj`) | text | `v` and `f` lines of every object and group; lines, points, normals, texture coordinates and materials ignored |
-//! | glTF 2.0 (`gltf`) | `.gltf` with `data:` or external buffers, `.glb` | every primitive of every mesh of the default scene (all scenes without one), node world transforms applied; `TRIANGLES`, `TRIANGLE_STRIP`, `TRIANGLE_FAN` (unrolled as the glTF specification says); `u8`/`u16`/`u32` indices or none; point and line primitives skipped; no sparse accessors, skins or morph targets |
+//! | glTF 2.0 (`gltf`) | `.gltf` with `data:` or external buffers, `.glb` | every primitive of every mesh of the default scene (all scenes without one), node world transforms applied; `TRIANGLES`, `TRIANGLE_STRIP`, `TRIANGLE_FAN` (unrolled as the glTF specification says); `u8`/`u16`/`u32` indices or none; point and line primitives skipped; required extensions only if they leave geometry alone (materials, textures, lights) or `KHR_mesh_quantization`; no sparse accessors, skins or morph targets |
 //! | PLY | ASCII, binary little and big endian | `x y z` of `vertex` (any numeric type, `double` kept exact), polygons of `face` `vertex_indices` (or `vertex_index`); other elements ignored |
 //! | STL | ASCII, binary | every facet; a file is binary when its size is `84 + 50 n` (`n` from its header), even if it starts with `solid` |
 //!
