@@ -476,6 +476,8 @@ fn broken_stl_files_are_format_errors() {
     // ASCII: a bad number, a facet cut off, a stray keyword, too short.
     let bad_number = s.replaced("quads_ascii.stl", "number.stl", "vertex 1.0", "vertex 1.x");
     assert_format_error(&bad_number, "'1.x' is not a number");
+    let message = load_mesh(&bad_number).unwrap_err().to_string();
+    assert!(!message.contains("binary"), "a text file: {message}");
     let cut = s.edited("quads_ascii.stl", "cut.stl", |b| b.truncate(120));
     assert_format_error(&cut, "ends inside a facet");
     let stray = s.replaced("quads_ascii.stl", "stray.stl", "endloop", "endlop");

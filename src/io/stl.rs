@@ -28,8 +28,13 @@ pub(crate) fn read_stl(path: &Path, data: &[u8]) -> Result<LoadedMesh> {
     let looks_ascii = data.trim_ascii_start().starts_with(b"solid");
     if looks_ascii && binary_size != Some(data.len() as u64) {
         return read_ascii(data).map_err(|message| {
+            // Mention the binary reading only when the count bytes are not text.
+            let count_bytes = data.get(80..BINARY_HEADER).unwrap_or_default();
+            let binary_like = count_bytes
+                .iter()
+                .any(|b| !b.is_ascii_graphic() && !b.is_ascii_whitespace());
             let as_binary = match (declared, binary_size) {
-                (Some(n), Some(size)) => format!(
+                (Some(n), Some(size)) if binary_like => format!(
                     "; nor binary STL: its header declares {n} triangles ({size} bytes), \
                      the file has {} bytes",
                     data.len()
