@@ -200,6 +200,24 @@ fn gltf_strips_fans_and_non_indexed_primitives() {
     );
 }
 
+#[test]
+fn gltf_integer_positions_of_mesh_quantization() {
+    // u16 positions as they are; normalized i8 positions divided by 127, -128
+    // clamped to -1.
+    let mesh = load("quantized.gltf");
+    assert_eq!(
+        triangles(&mesh),
+        [
+            [
+                Vec3::ZERO,
+                Vec3::new(2.0, 0.0, 0.0),
+                Vec3::new(0.0, 3.0, 0.0)
+            ],
+            [Vec3::X, Vec3::NEG_Y, Vec3::NEG_Z],
+        ]
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Real files from assimp-testmodels.
 
@@ -664,7 +682,9 @@ fn damaged_fixtures_never_panic() {
         "quads external.bin",
         std::fs::read(fixture("quads external.bin")).unwrap(),
     );
-    let names = QUAD_FILES.iter().chain(&["hierarchy.gltf", "modes.gltf"]);
+    let names = QUAD_FILES
+        .iter()
+        .chain(&["hierarchy.gltf", "modes.gltf", "quantized.gltf"]);
     let mut outcomes = [0usize; 2];
     for name in names {
         let original = std::fs::read(fixture(name)).unwrap();
