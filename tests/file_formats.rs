@@ -808,16 +808,19 @@ fn unknown_extensions_are_unsupported() {
 }
 
 #[test]
-fn planned_mesh_formats_are_unsupported_for_now() {
+fn mesh_formats_are_chosen_by_extension_case_insensitively() {
     let dir = temp_dir();
-    for name in ["m.gltf", "m.glb", "m.ply", "m.STL"] {
-        let path = write_file(&dir, name, b"solid x\nendsolid x\n");
+    // An empty ASCII STL: valid as `.STL`, broken content for every other format.
+    let content = b"solid x\nendsolid x\n";
+    let path = write_file(&dir, "m.STL", content);
+    assert_eq!(load_mesh(&path).expect("empty STL").triangle_count(), 0);
+    for name in ["m.gltf", "m.GLB", "m.ply"] {
+        let path = write_file(&dir, name, content);
         match load_mesh(&path) {
-            Err(Error::Unsupported(message)) => {
-                assert!(message.contains(".obj"), "{message}");
-                assert!(message.contains(&path.display().to_string()), "{message}");
+            Err(error @ Error::Format { .. }) => {
+                message_naming(&error, &path);
             }
-            other => panic!("{name}: expected Unsupported, got {other:?}"),
+            other => panic!("{name}: expected a format error, got {other:?}"),
         }
     }
 }

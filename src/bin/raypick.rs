@@ -82,7 +82,7 @@ impl Common {
 
 #[derive(Args)]
 struct TraceArgs {
-    /// Mesh file (.obj).
+    /// Mesh file (.obj, .gltf, .glb, .ply, .stl).
     #[arg(long, value_name = "FILE")]
     mesh: PathBuf,
     /// Ray file (.rays, .npy or .csv).
@@ -103,7 +103,7 @@ struct TraceArgs {
 
 #[derive(Args)]
 struct BenchArgs {
-    /// Mesh file (.obj); default: the built-in generated scene.
+    /// Mesh file (.obj, .gltf, .glb, .ply, .stl); default: the built-in generated scene.
     #[arg(long, value_name = "FILE")]
     mesh: Option<PathBuf>,
     /// Triangles in the built-in scene.

@@ -2,39 +2,52 @@
 
 use std::path::Path;
 
+use super::errors::{file_error, format_error};
 use super::extension::{describe_extension, lowercase_extension};
-use super::obj::load_obj;
+use super::gltf_mesh::read_gltf;
+use super::loaded_mesh::LoadedMesh;
+use super::obj::read_obj;
+use super::ply::read_ply;
+use super::stl::read_stl;
 use crate::error::{Error, Result};
 use crate::mesh::Mesh;
 
 /// Mesh file extensions [`load_mesh`] reads (lower case, without the dot).
-pub const SUPPORTED_MESH_EXTENSIONS: &[&str] = &["obj"];
+pub const SUPPORTED_MESH_EXTENSIONS: &[&str] = &["obj", "gltf", "glb", "ply", "stl"];
 
-/// Mesh formats of the design that are not implemented yet.
-const PLANNED: &[&str] = &["gltf", "glb", "ply", "stl"];
-
-/// Loads a mesh file, choosing the format by extension (case-insensitive).
+/// Loads a mesh file, choosing the format by extension (case-insensitive): `.obj`,
+/// `.gltf`, `.glb`, `.ply` or `.stl` (see the [module docs](crate::io) for what each
+/// reads and the triangle order).
 ///
-/// Supported now: `.obj` (see [`load_obj`]). `.gltf`, `.glb`, `.ply` and `.stl` give
-/// [`Error::Unsupported`], as does any other extension. A missing or unreadable file
-/// gives [`Error::File`]; broken content gives [`Error::Format`].
+/// A missing or unreadable file gives [`Error::File`]; broken content gives
+/// [`Error::Format`] naming the file and what is wrong; another extension gives
+/// [`Error::Unsupported`].
 pub fn load_mesh(path: impl AsRef<Path>) -> Result<Mesh> {
     let path = path.as_ref();
-    let supported = SUPPORTED_MESH_EXTENSIONS
-        .iter()
-        .map(|ext| format!(".{ext}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    load_mesh_f64(path)?
+        .into_mesh()
+        .map_err(|e| format_error(path, e.to_string()))
+}
+
+/// Like [`load_mesh`], but keeps the coordinates at the precision the file holds them
+/// (f64 for PLY `double` and OBJ text).
+pub fn load_mesh_f64(path: impl AsRef<Path>) -> Result<LoadedMesh> {
+    let path = path.as_ref();
+    let read_all = || std::fs::read(path).map_err(|e| file_error(path, e));
     match lowercase_extension(path).as_deref() {
-        Some("obj") => load_obj(path),
-        Some(ext) if PLANNED.contains(&ext) => Err(Error::Unsupported(format!(
-            "{}: .{ext} meshes are not supported yet; supported mesh formats for now: {supported}",
-            path.display()
-        ))),
+        Some("obj") => read_obj(path),
+        Some("gltf" | "glb") => read_gltf(path, &read_all()?),
+        Some("ply") => read_ply(path, &read_all()?),
+        Some("stl") => read_stl(path, &read_all()?),
         _ => Err(Error::Unsupported(format!(
-            "{}: unknown mesh format ({}); supported mesh formats for now: {supported}",
+            "{}: unknown mesh format ({}); supported mesh formats: {}",
             path.display(),
-            describe_extension(path)
+            describe_extension(path),
+            SUPPORTED_MESH_EXTENSIONS
+                .iter()
+                .map(|ext| format!(".{ext}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }

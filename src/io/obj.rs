@@ -11,15 +11,17 @@
 //! - polylines (`l`) never become triangles (`tobj` reads `l a b c` as a face);
 //! - texture coordinates, normals and materials are neither stored nor looked up (no
 //!   `.mtl` file is opened);
+//! - a line that starts with neither a letter nor `#` (binary data, for example) is
+//!   an error, not a silently ignored statement;
 //! - errors name the line they come from.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
-use glam::Vec3;
-
 use super::errors::{file_error, format_error};
+use super::loaded_mesh::LoadedMesh;
+use super::text::{quote, tokens};
 use crate::error::{Error, Result};
 use crate::mesh::Mesh;
 
@@ -32,6 +34,13 @@ use crate::mesh::Mesh;
 /// the line.
 pub fn load_obj(path: impl AsRef<Path>) -> Result<Mesh> {
     let path = path.as_ref();
+    read_obj(path)?
+        .into_mesh()
+        .map_err(|e| format_error(path, e.to_string()))
+}
+
+/// Reads the OBJ file `path` at f64 precision (see [`load_obj`]).
+pub(crate) fn read_obj(path: &Path) -> Result<LoadedMesh> {
     let file = File::open(path).map_err(|e| file_error(path, e))?;
     let mut lines = ObjLines::new(BufReader::new(file));
     // `..Default::default()` covers fields that exist only with some tobj features.
@@ -48,27 +57,31 @@ pub fn load_obj(path: impl AsRef<Path>) -> Result<Mesh> {
         Err(e) => return Err(lines.into_error(path, e)),
     };
 
-    let too_big = || format_error(path, "more vertices than 32-bit indices can address");
-    let mut positions = Vec::new();
-    let mut indices = Vec::new();
+    let mut mesh = LoadedMesh::default();
     for model in models {
-        let base = u32::try_from(positions.len()).map_err(|_| too_big())?;
-        positions.extend(model.mesh.positions.chunks_exact(3).map(Vec3::from_slice));
+        let base = mesh.next_index(path)?;
+        // Positions are f64 (tobj's `use_f64` feature); `f64::from` also accepts f32.
+        #[allow(clippy::useless_conversion)]
+        mesh.positions.extend(
+            model
+                .mesh
+                .positions
+                .chunks_exact(3)
+                .map(|p| [f64::from(p[0]), f64::from(p[1]), f64::from(p[2])]),
+        );
         for tri in model.mesh.indices.chunks_exact(3) {
-            if let &[a, b, c] = tri {
-                let shifted = [
-                    a.checked_add(base),
-                    b.checked_add(base),
-                    c.checked_add(base),
-                ];
-                let [Some(a), Some(b), Some(c)] = shifted else {
-                    return Err(too_big());
-                };
-                indices.push([a, b, c]);
-            }
+            let shifted = [tri[0], tri[1], tri[2]].map(|i| i.checked_add(base));
+            let [Some(a), Some(b), Some(c)] = shifted else {
+                return Err(format_error(
+                    path,
+                    "more vertices than 32-bit indices can address",
+                ));
+            };
+            mesh.indices.push([a, b, c]);
         }
     }
-    Mesh::new(positions, indices).map_err(|e| format_error(path, e.to_string()))
+    mesh.check_indices(path)?;
+    Ok(mesh)
 }
 
 /// Why [`ObjLines`] stopped the parse.
@@ -158,6 +171,15 @@ impl<R: BufRead> ObjLines<R> {
     /// Rewrites `self.line` to what `tobj` should see.
     fn filter_line(&mut self) -> std::result::Result<(), String> {
         let keyword = tokens(&self.line).next().map(|(_, token)| token);
+        // Every OBJ statement starts with a letter (`v`, `f`, `usemtl`, ...) or `#`.
+        if let Some(&first) = keyword.and_then(|k| k.first())
+            && !(first.is_ascii_alphabetic() || first == b'#')
+        {
+            return Err(format!(
+                "'{}' is not an OBJ statement",
+                quote(keyword.unwrap_or_default())
+            ));
+        }
         match keyword {
             Some(b"v") => {
                 self.vertices += 1;
@@ -216,23 +238,6 @@ impl<R: BufRead> ObjLines<R> {
         }
         Ok(())
     }
-}
-
-/// Whitespace-separated tokens of `line` with the byte offset where each ends.
-fn tokens(line: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
-    let mut start = 0;
-    std::iter::from_fn(move || {
-        let rest = line.get(start..)?;
-        let skip = rest.iter().position(|b| !b.is_ascii_whitespace())?;
-        let begin = start + skip;
-        let len = line
-            .get(begin..)?
-            .iter()
-            .position(|b| b.is_ascii_whitespace())
-            .unwrap_or(line.len() - begin);
-        start = begin + len;
-        Some((start, line.get(begin..start)?))
-    })
 }
 
 impl<R: BufRead> Read for ObjLines<R> {
