@@ -12,6 +12,8 @@
 //! the triangle count at every level (and 32 halvings reach one triangle from 2^32).
 
 pub mod build;
+mod morton;
+mod nodes;
 mod split;
 mod validate;
 
