@@ -3,16 +3,19 @@
 //!
 //! Every round builds once with each `morton_subtree` setting (default: binned
 //! throughout, `0`, and the default), alternating so that both see the same machine
-//! load, and prints the build time, the tree's SAH cost and size. The trees of the
-//! last round then trace 1M camera and 1M incoherent rays on the CPU (2 threads)
-//! when the fourth argument is `trace`.
+//! load, and prints the build's wall and CPU time (the CPU time hardly depends on
+//! other load), the tree's SAH cost and size. With `trace`, the trees of the last
+//! round then trace 1M camera and 1M incoherent rays on the CPU (2 threads), and the
+//! work an ordered traversal cannot avoid (boxes, leaves and triangles that the
+//! segment up to each hit touches) is counted per ray: a quality figure that no
+//! machine load distorts.
 use std::time::Instant;
 
 use raypick::bvh::{BuildOptions, Bvh};
 use raypick::cpu::wide_bvh::WideBvh;
 use raypick::cpu::{CpuBackend, CpuMesh};
 use raypick::types::BvhChild;
-use raypick::{Hit, TraceOptions, scene};
+use raypick::{Hit, Ray, TraceOptions, scene};
 
 /// SAH cost of a tree relative to its root's box: 1 per interior node and 1 per
 /// triangle test, each weighted by the probability of hitting its box.
@@ -31,6 +34,42 @@ fn sah_cost(bvh: &Bvh) -> f64 {
         }
     }
     cost / root
+}
+
+/// Traversal work independent of timing: per ray, the boxes (interior nodes) and
+/// triangles whose boxes the segment up to the ray's hit (or its end) touches —
+/// what an ordered traversal visits at the least. Returns (boxes, leaves,
+/// triangles) per ray.
+fn segment_work(bvh: &Bvh, rays: &[Ray], hits: &[Hit]) -> (f64, f64, f64) {
+    let (mut boxes, mut leaves, mut triangles) = (0u64, 0u64, 0u64);
+    let mut stack = Vec::new();
+    for (ray, hit) in rays.iter().zip(hits) {
+        let inv = ray.dir.recip();
+        let end = if hit.is_hit() { hit.t } else { ray.tmax };
+        let touches = |c: &BvhChild| {
+            let (a, b) = ((c.lo - ray.origin) * inv, (c.hi - ray.origin) * inv);
+            let near = a.min(b).max_element().max(ray.tmin);
+            let far = a.max(b).min_element().min(end);
+            near <= far
+        };
+        stack.push(0usize);
+        while let Some(index) = stack.pop() {
+            boxes += 1;
+            for c in bvh.nodes()[index].children.iter().filter(|c| !c.is_empty()) {
+                if !touches(c) {
+                    continue;
+                }
+                if c.is_leaf() {
+                    leaves += 1;
+                    triangles += c.count as u64;
+                } else {
+                    stack.push(c.index as usize);
+                }
+            }
+        }
+    }
+    let n = rays.len() as f64;
+    (boxes as f64 / n, leaves as f64 / n, triangles as f64 / n)
 }
 
 /// CPU time of this process so far (all threads, user + system), in seconds: unlike
@@ -117,14 +156,25 @@ fn main() {
     let options = TraceOptions::default();
     for (name, rays) in &sets {
         let mut hits = vec![Hit::MISS; rays.len()];
+        cpu.trace_into(&meshes[0].1, rays, &options, &mut hits);
+        for (m, bvh) in &last {
+            let (boxes, leaves, triangles) = segment_work(bvh, rays, &hits);
+            println!(
+                "work  {name:<10} morton_subtree {m:>5}: {boxes:6.1} boxes, {leaves:6.1} leaves, \
+                 {triangles:6.1} triangles per ray"
+            );
+        }
         for round in 0..3 {
             for (m, mesh) in &meshes {
-                let start = Instant::now();
+                let (start, cpu_start) = (Instant::now(), cpu_seconds());
                 cpu.trace_into(mesh, rays, &options, &mut hits);
                 let s = start.elapsed().as_secs_f64();
+                let c = cpu_seconds() - cpu_start;
                 println!(
-                    "trace {name:<10} round {round} morton_subtree {m:>5}: {:6.2} Mrays/s",
-                    rays.len() as f64 / s / 1e6
+                    "trace {name:<10} round {round} morton_subtree {m:>5}: {:6.2} Mrays/s, \
+                     {:6.3} CPU s",
+                    rays.len() as f64 / s / 1e6,
+                    c
                 );
             }
         }
