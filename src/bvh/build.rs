@@ -152,21 +152,21 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
         bins: options.bins.clamp(2, MAX_BINS),
         ..options.clone()
     };
-    let triangle = |id: u32| {
-        let idx = mesh.indices()[id as usize];
-        pack_triangle(idx.map(|i| mesh.positions()[i as usize]), id)
-    };
-    let mut prims: Vec<PrimRef> = (0..mesh.triangle_count() as u32)
-        .into_par_iter()
-        .filter_map(|id| {
-            let tri = triangle(id);
-            is_hittable(&tri).then(|| {
-                let (lo, hi) = triangle_box(&tri);
-                PrimRef {
-                    lo: lo.extend(f32::from_bits(id)),
-                    hi: hi.extend(0.0),
-                }
-            })
+    let packed: Vec<PackedTriangle> = mesh
+        .indices()
+        .par_iter()
+        .enumerate()
+        .map(|(k, idx)| pack_triangle(idx.map(|i| mesh.positions()[i as usize]), k as u32))
+        .collect();
+    let mut prims: Vec<PrimRef> = packed
+        .par_iter()
+        .filter(|tri| is_hittable(tri))
+        .map(|tri| {
+            let (lo, hi) = triangle_box(tri);
+            PrimRef {
+                lo: lo.extend(f32::from_bits(tri.id)),
+                hi: hi.extend(0.0),
+            }
         })
         .collect();
     let mut bvh = Bvh {
@@ -207,7 +207,7 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
     }
     bvh.depth = depth.max(1);
     bvh.nodes = nodes;
-    bvh.triangles = prims.par_iter().map(|p| triangle(p.id())).collect();
+    bvh.triangles = prims.par_iter().map(|p| packed[p.id() as usize]).collect();
     bvh
 }
 
