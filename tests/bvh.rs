@@ -861,11 +861,13 @@ fn bvh_with_build_options_equals_brute_force() {
             max_leaf_size: 2,
             bins: 4,
             traversal_cost: 0.1,
+            ..BuildOptions::default()
         },
         BuildOptions {
             max_leaf_size: 8,
             bins: 2,
             traversal_cost: 4.0,
+            ..BuildOptions::default()
         },
     ] {
         match catch(|| Bvh::build_with(&mesh, &options)) {

@@ -1,17 +1,25 @@
-//! The binned SAH builder.
+//! The builder: binned SAH at the top, Morton-ordered SAH sweeps below.
 //!
 //! Works on an array of `PrimRef`s (a triangle's padded box and id, 32 bytes, SIMD
 //! registers) that is partitioned in place, so every pass over a node's triangles is
-//! sequential in memory. Per node there are two passes: one bins the centroids on
-//! all three axes (the children's boxes then come from the bins), one partitions and
-//! gathers each side's centroid bounds for the next level. Large nodes bin in
-//! parallel and build their two subtrees in parallel (`rayon::join`), each into its
-//! own node array that the parent then appends.
+//! sequential in memory. Per binned node there are two passes: one bins the
+//! centroids on all three axes (the children's boxes then come from the bins), one
+//! partitions and gathers each side's centroid bounds for the next level. Large
+//! nodes bin in parallel and build their two subtrees in parallel (`rayon::join`),
+//! each into its own window of the one node array (module `nodes`).
+//!
+//! Subtrees of at most [`BuildOptions::morton_subtree`] triangles (which fit the
+//! caches) are sorted along a Morton curve and split by an exact SAH sweep along it
+//! (module `morton`): no partitioning, no binning, and leaves chosen by the
+//! SAH cost of the whole subtree.
+
+use std::sync::Mutex;
 
 use glam::{Vec3, Vec4};
 use rayon::prelude::*;
 
-use super::{Bvh, MAX_DEPTH, SAH_DEPTH};
+use super::nodes::{self, NodeWindow};
+use super::{Bvh, MAX_DEPTH, SAH_DEPTH, morton};
 use crate::Mesh;
 use crate::prepare::{is_hittable, pack_triangle};
 use crate::types::{BvhChild, BvhNode, PackedTriangle};
@@ -25,6 +33,13 @@ pub struct BuildOptions {
     pub bins: usize,
     /// SAH cost of visiting a node, relative to one triangle test.
     pub traversal_cost: f32,
+    /// Subtrees of at most this many triangles are sorted once along a Morton curve
+    /// and split where an SAH sweep along that order is lowest, instead of being
+    /// binned and partitioned at every level: about twice as fast a build (1M
+    /// triangles), at an SAH cost that is the same on large meshes and up to ~10%
+    /// higher on mid-sized ones. 0 bins every level. Meshes of fewer than
+    /// [`MORTON_MIN_TRIANGLES`] hittable triangles are binned throughout.
+    pub morton_subtree: usize,
 }
 
 impl Default for BuildOptions {
@@ -33,9 +48,13 @@ impl Default for BuildOptions {
             max_leaf_size: 8,
             bins: 16,
             traversal_cost: 1.0,
+            morton_subtree: 4096,
         }
     }
 }
+
+/// Meshes with fewer hittable triangles than this are binned at every level.
+pub const MORTON_MIN_TRIANGLES: usize = 1 << 16;
 
 /// Most SAH bins per axis.
 const MAX_BINS: usize = 16;
@@ -48,9 +67,9 @@ const PARALLEL_THRESHOLD: usize = 16 * 1024;
 /// index in the packed triangle array (as bits).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(16))]
-struct PrimRef {
-    lo: Vec4,
-    hi: Vec4,
+pub(super) struct PrimRef {
+    pub(super) lo: Vec4,
+    pub(super) hi: Vec4,
 }
 
 impl PrimRef {
@@ -60,20 +79,20 @@ impl PrimRef {
 
     /// Twice the centroid (`w` is meaningless).
     #[inline(always)]
-    fn centroid2(&self) -> Vec4 {
+    pub(super) fn centroid2(&self) -> Vec4 {
         self.lo + self.hi
     }
 }
 
 /// An axis-aligned box (`w` lanes carry no meaning).
 #[derive(Clone, Copy, Debug)]
-struct Aabb {
-    lo: Vec4,
-    hi: Vec4,
+pub(super) struct Aabb {
+    pub(super) lo: Vec4,
+    pub(super) hi: Vec4,
 }
 
 impl Aabb {
-    const EMPTY: Aabb = Aabb {
+    pub(super) const EMPTY: Aabb = Aabb {
         lo: Vec4::splat(f32::INFINITY),
         hi: Vec4::splat(f32::NEG_INFINITY),
     };
@@ -85,7 +104,7 @@ impl Aabb {
     }
 
     #[inline(always)]
-    fn union(self, other: Aabb) -> Aabb {
+    pub(super) fn union(self, other: Aabb) -> Aabb {
         Aabb {
             lo: self.lo.min(other.lo),
             hi: self.hi.max(other.hi),
@@ -94,16 +113,16 @@ impl Aabb {
 
     /// Half the surface area (the SAH only needs ratios); 0 for an empty box.
     #[inline(always)]
-    fn half_area(&self) -> f32 {
+    pub(super) fn half_area(&self) -> f32 {
         let d = (self.hi - self.lo).max(Vec4::ZERO);
         d.x * d.y + d.y * d.z + d.z * d.x
     }
 
-    fn lo3(&self) -> Vec3 {
+    pub(super) fn lo3(&self) -> Vec3 {
         self.lo.truncate()
     }
 
-    fn hi3(&self) -> Vec3 {
+    pub(super) fn hi3(&self) -> Vec3 {
         self.hi.truncate()
     }
 }
@@ -162,16 +181,31 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
         return bvh;
     }
     let (bounds, centroids) = bounds_and_centroids(&prims);
-    let builder = Builder { options: &options };
-    let mut nodes = Vec::with_capacity(prims.len() / 2 + 1);
-    let root = builder.build_child(&mut prims, 0, bounds, centroids, 0, &mut nodes);
+    let builder = Builder {
+        options: &options,
+        morton_subtree: if prims.len() >= MORTON_MIN_TRIANGLES {
+            options.morton_subtree
+        } else {
+            0
+        },
+    };
+    let gaps = Mutex::new(Vec::new());
+    let mut nodes = bytemuck::zeroed_vec(prims.len().max(2) - 1);
+    let mut window = NodeWindow::new(&mut nodes, &gaps);
+    let (root, depth) = builder.build_child(&mut prims, 0, bounds, centroids, 0, &mut window);
+    let end = window.len();
+    let mut nodes = nodes::compact(
+        nodes,
+        end,
+        gaps.into_inner().unwrap_or_else(|e| e.into_inner()),
+    );
     if root.is_leaf() {
         // A single leaf: the root node holds it and an empty slot.
         nodes.push(BvhNode {
             children: [root, BvhChild::EMPTY],
         });
     }
-    bvh.depth = depth_of(&nodes);
+    bvh.depth = depth.max(1);
     bvh.nodes = nodes;
     bvh.triangles = prims.par_iter().map(|p| packed[p.id() as usize]).collect();
     bvh
@@ -192,21 +226,6 @@ fn bounds_and_centroids(prims: &[PrimRef]) -> (Aabb, Aabb) {
         .reduce(|| empty, |a, b| (a.0.union(b.0), a.1.union(b.1)))
 }
 
-/// Interior nodes on the longest root-to-leaf path.
-fn depth_of(nodes: &[BvhNode]) -> usize {
-    let mut deepest = 0;
-    let mut stack = vec![(0u32, 1usize)];
-    while let Some((index, depth)) = stack.pop() {
-        deepest = deepest.max(depth);
-        for child in &nodes[index as usize].children {
-            if !child.is_leaf() && !child.is_empty() {
-                stack.push((child.index, depth + 1));
-            }
-        }
-    }
-    deepest
-}
-
 /// Per-bin boxes and triangle counts for the three axes.
 #[derive(Clone, Copy)]
 struct Bins {
@@ -219,6 +238,21 @@ impl Bins {
         boxes: [[Aabb::EMPTY; 3]; MAX_BINS],
         counts: [[0; 3]; MAX_BINS],
     };
+
+    /// The bins of `prims`. Neighbours often fall into the same bin, so two sets
+    /// of bins take turns: an update then rarely waits for the previous one.
+    fn of(prims: &[PrimRef], binner: &Binner) -> Bins {
+        let (mut even, mut odd) = (Bins::EMPTY, Bins::EMPTY);
+        let mut pairs = prims.chunks_exact(2);
+        for pair in &mut pairs {
+            even.add(binner, &pair[0]);
+            odd.add(binner, &pair[1]);
+        }
+        if let [last] = pairs.remainder() {
+            even.add(binner, last);
+        }
+        even.merge(&odd)
+    }
 
     #[inline(always)]
     fn add(&mut self, binner: &Binner, p: &PrimRef) {
@@ -301,12 +335,15 @@ struct Split {
 
 struct Builder<'a> {
     options: &'a BuildOptions,
+    /// `options.morton_subtree`, or 0 for a small mesh.
+    morton_subtree: usize,
 }
 
 impl Builder<'_> {
     /// Builds the subtree of `prims` (starting at triangle `first` of the final
-    /// order; `bounds` and `centroids` are theirs) and returns the child slot that
-    /// refers to it. Interior nodes are appended to `nodes` in depth-first order.
+    /// order; `bounds` and `centroids` are theirs) at depth `depth` and returns the
+    /// child slot that refers to it and the depth of its deepest leaf (interior
+    /// nodes above it). Interior nodes go to `nodes` in depth-first order.
     fn build_child(
         &self,
         prims: &mut [PrimRef],
@@ -314,8 +351,8 @@ impl Builder<'_> {
         bounds: Aabb,
         centroids: Aabb,
         depth: usize,
-        nodes: &mut Vec<BvhNode>,
-    ) -> BvhChild {
+        nodes: &mut NodeWindow,
+    ) -> (BvhChild, usize) {
         let count = prims.len();
         let leaf = BvhChild {
             lo: bounds.lo3(),
@@ -324,7 +361,10 @@ impl Builder<'_> {
             count: count as u32,
         };
         if count == 1 {
-            return leaf;
+            return (leaf, depth);
+        }
+        if count <= self.morton_subtree {
+            return morton::build(prims, first, centroids, depth, self.options, nodes);
         }
         let spread = centroids.hi.truncate().cmpgt(centroids.lo.truncate()).any();
         // SAH costs overflow for coordinates near f32's limits: split at the median then.
@@ -333,7 +373,7 @@ impl Builder<'_> {
             .filter(|best| best.cost.is_finite());
         let (split, sides) = if let Some(best) = sah {
             if count <= self.options.max_leaf_size && count as f32 <= best.cost {
-                return leaf;
+                return (leaf, depth);
             }
             let binner = Binner::new(centroids, self.bins_for(count));
             let (split, left_c, right_c) =
@@ -341,7 +381,7 @@ impl Builder<'_> {
             (split, [(best.left, left_c), (best.right, right_c)])
         } else {
             if count <= self.options.max_leaf_size {
-                return leaf;
+                return (leaf, depth);
             }
             let split = median_split(prims, centroids);
             let (left, right) = prims.split_at(split);
@@ -354,71 +394,42 @@ impl Builder<'_> {
         debug_assert!(depth < MAX_DEPTH);
 
         let (left, right) = prims.split_at_mut(split);
-        let [
-            (left_bounds, left_centroids),
-            (right_bounds, right_centroids),
-        ] = sides;
-        let index = nodes.len();
-        nodes.push(BvhNode {
+        let [(lb, lc), (rb, rc)] = sides;
+        let index = nodes.push(BvhNode {
             children: [BvhChild::EMPTY; 2],
         });
-        let children = if count > PARALLEL_THRESHOLD {
-            let ((left_child, left_nodes), (right_child, right_nodes)) = rayon::join(
-                || self.build_subtree(left, first, left_bounds, left_centroids, depth + 1),
-                || {
-                    self.build_subtree(
-                        right,
-                        first + split,
-                        right_bounds,
-                        right_centroids,
-                        depth + 1,
-                    )
-                },
-            );
-            [
-                append(nodes, left_child, left_nodes),
-                append(nodes, right_child, right_nodes),
-            ]
+        let d = depth + 1;
+        let ((left_child, left_depth), (right_child, right_depth)) = if count > PARALLEL_THRESHOLD {
+            nodes.join(
+                split - 1,
+                |nodes| self.build_child(left, first, lb, lc, d, nodes),
+                |nodes| self.build_child(right, first + split, rb, rc, d, nodes),
+            )
         } else {
-            let left_child =
-                self.build_child(left, first, left_bounds, left_centroids, depth + 1, nodes);
-            let right_child = self.build_child(
-                right,
-                first + split,
-                right_bounds,
-                right_centroids,
-                depth + 1,
-                nodes,
-            );
-            [left_child, right_child]
+            (
+                self.build_child(left, first, lb, lc, d, nodes),
+                self.build_child(right, first + split, rb, rc, d, nodes),
+            )
         };
-        nodes[index] = BvhNode { children };
-        BvhChild {
+        nodes.set(
+            index,
+            BvhNode {
+                children: [left_child, right_child],
+            },
+        );
+        let child = BvhChild {
             lo: bounds.lo3(),
             index: index as u32,
             hi: bounds.hi3(),
             count: 0,
-        }
+        };
+        (child, left_depth.max(right_depth))
     }
 
     /// Bins for a node of `count` triangles: fewer for small nodes, where evaluating
     /// many bins would cost more than the triangles themselves.
     fn bins_for(&self, count: usize) -> usize {
         (count / 2).max(4).min(self.options.bins)
-    }
-
-    /// Builds a subtree into its own node array (indices relative to it).
-    fn build_subtree(
-        &self,
-        prims: &mut [PrimRef],
-        first: usize,
-        bounds: Aabb,
-        centroids: Aabb,
-        depth: usize,
-    ) -> (BvhChild, Vec<BvhNode>) {
-        let mut nodes = Vec::with_capacity(prims.len() / 2 + 1);
-        let child = self.build_child(prims, first, bounds, centroids, depth, &mut nodes);
-        (child, nodes)
     }
 
     /// Bins the centroids on all three axes and evaluates the SAH at every bin
@@ -429,16 +440,10 @@ impl Builder<'_> {
         let bins = if prims.len() > PARALLEL_THRESHOLD {
             prims
                 .par_chunks(8 * 1024)
-                .map(|chunk| {
-                    let mut bins = Bins::EMPTY;
-                    chunk.iter().for_each(|p| bins.add(&binner, p));
-                    bins
-                })
+                .map(|chunk| Bins::of(chunk, &binner))
                 .reduce(|| Bins::EMPTY, |a, b| a.merge(&b))
         } else {
-            let mut bins = Bins::EMPTY;
-            prims.iter().for_each(|p| bins.add(&binner, p));
-            bins
+            Bins::of(prims, &binner)
         };
         let mut best = Split {
             axis: 0,
@@ -523,21 +528,4 @@ fn median_split(prims: &mut [PrimRef], centroids: Aabb) -> usize {
         });
     }
     mid
-}
-
-/// Appends a subtree built into its own array after `nodes`, rebasing its interior
-/// child indices; returns its child slot, rebased too.
-fn append(nodes: &mut Vec<BvhNode>, mut child: BvhChild, subtree: Vec<BvhNode>) -> BvhChild {
-    let offset = nodes.len() as u32;
-    let rebase = |c: &mut BvhChild| {
-        if !c.is_leaf() && !c.is_empty() {
-            c.index += offset;
-        }
-    };
-    rebase(&mut child);
-    nodes.extend(subtree.into_iter().map(|mut node| {
-        node.children.iter_mut().for_each(rebase);
-        node
-    }));
-    child
 }

@@ -1,7 +1,8 @@
 //! Bounding volume hierarchy over a mesh's triangles, shared by both backends.
 //!
-//! [`Bvh::build`] runs a binned SAH builder ([`build`]) in parallel and lays the tree
-//! out as [`BvhNode`]s — two child boxes per node, 64 bytes, depth-first so every
+//! [`Bvh::build`] runs an SAH builder ([`build`]: binning at the top, sweeps along a
+//! Morton curve below) in parallel and lays the tree out as [`BvhNode`]s — two
+//! child boxes per node, 64 bytes, depth-first so every
 //! subtree is a contiguous run of nodes and of triangles. Triangles are reordered for
 //! locality; each [`PackedTriangle`] keeps its original id, so hits report the
 //! caller's ids and ties still go to the lowest original id.
@@ -12,6 +13,8 @@
 //! the triangle count at every level (and 32 halvings reach one triangle from 2^32).
 
 pub mod build;
+mod morton;
+mod nodes;
 mod split;
 mod validate;
 
