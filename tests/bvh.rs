@@ -1252,7 +1252,8 @@ fn gpu_bvh_long_traversals() {
 /// Where the f32 kernel's answer no longer describes the geometry, the BVH (whose
 /// boxes are conservative for the true geometry) and brute force (which reports
 /// whatever the kernel accepts) may disagree: the test checks the BVH never
-/// reports a hit f64 rejects, and is never farther (in f64) than brute force. Four minimal cases, each with one
+/// reports a hit f64 rejects unless brute force reports the very same hit, and is
+/// never farther (in f64) than brute force. Four minimal cases, each with one
 /// triangle per leaf:
 /// * grazing: a 2e-4 triangle 8 units from the ray origin, the ray 0.014 degrees
 ///   off its plane; the kernel "hits" it at t = 0.99974, 2e-3 beside it (f64: no
@@ -1353,7 +1354,11 @@ fn bvh_equals_brute_force_at_the_limits_of_f32() {
         for path in paths() {
             let got = trace_bvh(path, &bvh, &rays, Cull::None)[0];
             let Some(t_got) = f64_t(&got) else {
-                failures.push(format!("{name} {path:?}: BVH hit {got:?} that f64 rejects"));
+                // The watertight test can accept such a hit too (its sheared
+                // coordinates round the same way); then brute force reports it alike.
+                if got != brute[0] {
+                    failures.push(format!("{name} {path:?}: BVH hit {got:?} that f64 rejects"));
+                }
                 continue;
             };
             if let Some(t_brute) = f64_t(&brute[0])
