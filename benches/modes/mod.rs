@@ -35,9 +35,11 @@ pub fn mode_cost(c: &mut Criterion) {
             let options = TraceOptions::default().with_mode(mode);
             group.bench_function(
                 BenchmarkId::new(label, format!("{TRACE_THREADS}_threads")),
-                |b| b.iter(|| cpu.trace_into(mesh, rays, &options, &mut hits)),
+                |b| {
+                    b.iter(|| cpu.trace_into(mesh, rays, &options, &mut hits));
+                    assert!(hits.iter().any(|h| h.is_hit()), "the rays see the scene");
+                },
             );
-            assert!(hits.iter().any(|h| h.is_hit()), "the rays see the scene");
         }
         group.finish();
     }

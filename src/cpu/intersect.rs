@@ -255,8 +255,12 @@ impl<const N: usize> SoaTriangles<N> {
     /// The vertices of the triangle in `lane`.
     #[inline(always)]
     pub fn triangle(&self, lane: usize) -> [[f32; 3]; 3] {
-        self.vertices
-            .map(|rows| [rows[0][lane], rows[1][lane], rows[2][lane]])
+        let v = &self.vertices;
+        [
+            [v[0][0][lane], v[0][1][lane], v[0][2][lane]],
+            [v[1][0][lane], v[1][1][lane], v[1][2][lane]],
+            [v[2][0][lane], v[2][1][lane], v[2][2][lane]],
+        ]
     }
 
     /// Tests the ray of `frame` against every lane: the watertight test when
