@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput};
 use raypick::bvh::{Bvh, MAX_DEPTH};
 use raypick::{Hit, Ray, TraceOptions};
 
@@ -33,14 +33,9 @@ pub fn build(c: &mut Criterion) {
     let global = rayon::current_num_threads();
     for n in BUILD_SIZES {
         let name = format!("bvh_build/{}_tris", count_label(n));
-        support::note_load(&name);
-        let mut group = c.benchmark_group(name);
-        group
-            .throughput(Throughput::Elements(n as u64))
-            .sample_size(10)
-            .sampling_mode(SamplingMode::Flat)
-            .warm_up_time(Duration::from_millis(500))
-            .measurement_time(Duration::from_secs(if n > 1_000_000 { 1 } else { 8 }));
+        let measurement = Duration::from_secs(if n > 1_000_000 { 1 } else { 8 });
+        let mut group = support::long_group(c, &name, Duration::from_millis(500), measurement);
+        group.throughput(Throughput::Elements(n as u64));
         // The first build of this size (validated, its size and depth printed).
         let mut reference: Option<Bvh> = None;
         let cases = [
@@ -108,14 +103,9 @@ pub fn trace(c: &mut Criterion) {
             set.name(),
             count_label(RAYS)
         );
-        support::note_load(&name);
-        let mut group = c.benchmark_group(name);
-        group
-            .sample_size(10)
-            .sampling_mode(SamplingMode::Flat)
-            .warm_up_time(Duration::from_secs(1))
-            .measurement_time(Duration::from_secs(4))
-            .throughput(Throughput::Elements(RAYS as u64));
+        let mut group =
+            support::long_group(c, &name, Duration::from_secs(1), Duration::from_secs(4));
+        group.throughput(Throughput::Elements(RAYS as u64));
         let threads = format!("{TRACE_THREADS}_threads");
 
         // raypick, CPU BVH. Checked against brute force on the subset first.

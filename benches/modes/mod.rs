@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput};
 use raypick::cpu::{CpuBackend, CpuMesh};
 use raypick::{Accel, Hit, Mode, Ray, TraceOptions, scene};
 
@@ -20,13 +20,8 @@ const BRUTE_IMAGE: u32 = 128;
 pub fn mode_cost(c: &mut Criterion) {
     for set in RaySet::ALL {
         let name = format!("mode_cost/cpu_bvh_1M_tris/{}", set.name());
-        support::note_load(&name);
-        let mut group = c.benchmark_group(name);
-        group
-            .sample_size(10)
-            .sampling_mode(SamplingMode::Flat)
-            .warm_up_time(Duration::from_secs(1))
-            .measurement_time(Duration::from_secs(4));
+        let mut group =
+            support::long_group(c, &name, Duration::from_secs(1), Duration::from_secs(4));
         let (cpu, mesh) = (support::cpu(), support::cpu_bvh());
         let rays: &[Ray] = support::rays(set);
         group.throughput(Throughput::Elements(rays.len() as u64));

@@ -15,7 +15,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput};
 use raypick::bench::{self, RaySet};
 use raypick::{Accel, Backend, Hit, Mesh, PickMesh, Picker, Ray, TraceOptions};
 
@@ -63,18 +63,16 @@ fn case(picker: &Picker, accel: Accel) -> String {
     )
 }
 
+/// Warm-up and measurement time of the size-sweep groups.
+const SCALE_WARM_UP: Duration = Duration::from_millis(300);
+const SCALE_MEASUREMENT: Duration = Duration::from_secs(2);
+
 /// Preparation time of every backend and acceleration structure, per size.
 pub fn build(c: &mut Criterion) {
     for n in SIZES {
         let name = format!("scale_build/{}_tris", count_label(n));
-        support::note_load(&name);
-        let mut group = c.benchmark_group(name);
-        group
-            .throughput(Throughput::Elements(n as u64))
-            .sample_size(10)
-            .sampling_mode(SamplingMode::Flat)
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(2));
+        let mut group = support::long_group(c, &name, SCALE_WARM_UP, SCALE_MEASUREMENT);
+        group.throughput(Throughput::Elements(n as u64));
         for picker in pickers() {
             for accel in [Accel::Bvh, Accel::Brute] {
                 group.bench_function(case(picker, accel), |b| {
@@ -127,13 +125,7 @@ pub fn trace(c: &mut Criterion) {
     let options = TraceOptions::default();
     for (i, n) in SIZES.into_iter().enumerate() {
         let name = format!("scale_trace/{}_tris", count_label(n));
-        support::note_load(&name);
-        let mut group = c.benchmark_group(&name);
-        group
-            .sample_size(10)
-            .sampling_mode(SamplingMode::Flat)
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(2));
+        let mut group = support::long_group(c, &name, SCALE_WARM_UP, SCALE_MEASUREMENT);
         for picker in pickers() {
             for accel in [Accel::Bvh, Accel::Brute] {
                 let rays = if accel == Accel::Brute {

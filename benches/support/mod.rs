@@ -488,3 +488,22 @@ pub fn gpu_rays(gpu: &GpuContext, set: RaySet) -> usize {
         RAYS
     }
 }
+
+/// A benchmark group named `name` (the load average noted first) with the settings
+/// every long-running group here shares: 10 flat samples, the given warm-up and
+/// measurement times.
+pub fn long_group<'c>(
+    c: &'c mut criterion::Criterion,
+    name: &str,
+    warm_up: Duration,
+    measurement: Duration,
+) -> criterion::BenchmarkGroup<'c, criterion::measurement::WallTime> {
+    note_load(name);
+    let mut group = c.benchmark_group(name);
+    group
+        .sample_size(10)
+        .sampling_mode(criterion::SamplingMode::Flat)
+        .warm_up_time(warm_up)
+        .measurement_time(measurement);
+    group
+}
