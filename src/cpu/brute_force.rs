@@ -7,7 +7,7 @@
 //! the lanes are reduced at the end by (t, id) — the same answer as the shader's
 //! sequential walk.
 
-use super::intersect::{RayFrame, SoaTriangles, accept};
+use super::intersect::{MODE_WATERTIGHT, RayFrame, SoaTriangles, accept};
 use super::simd::simd_dispatch;
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, PackedTriangle, Ray};
@@ -106,7 +106,7 @@ fn trace_rays_portable(
     mode: u32,
 ) {
     let blocks = blocks.blocks.as_slice();
-    match (cull, mode == 1) {
+    match (cull, mode == MODE_WATERTIGHT) {
         (1, false) => trace_rays_with::<1, false>(blocks, rays, hits),
         (2, false) => trace_rays_with::<2, false>(blocks, rays, hits),
         (_, false) => trace_rays_with::<0, false>(blocks, rays, hits),

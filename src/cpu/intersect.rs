@@ -11,6 +11,9 @@ use super::moller_trumbore::moller_trumbore;
 use super::watertight::{watertight, watertight_lanes};
 use crate::types::{PackedTriangle, Ray};
 
+/// `crate::Mode::Watertight.to_u32()`: the `mode` value that selects the watertight test.
+pub const MODE_WATERTIGHT: u32 = crate::Mode::Watertight.to_u32();
+
 /// The result of one ray–triangle test (after acceptance).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Candidate {
@@ -153,7 +156,7 @@ pub fn intersect(
     mode: u32,
 ) -> Candidate {
     let vertices = [tri.v0.into(), tri.v1.into(), tri.v2.into()];
-    let n = if mode == 1 {
+    let n = if mode == MODE_WATERTIGHT {
         watertight(frame, vertices, tri.edge_norm)
     } else {
         moller_trumbore(frame, vertices, tri.edge_norm)

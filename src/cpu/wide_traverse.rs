@@ -8,7 +8,7 @@
 //! a lower triangle id.
 
 use super::bvh_traverse::{BIG, BOX_MARGIN};
-use super::intersect::{RayFrame, accept};
+use super::intersect::{MODE_WATERTIGHT, RayFrame, accept};
 use super::simd::simd_dispatch;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
@@ -180,7 +180,7 @@ fn trace_rays_with<const WATERTIGHT: bool>(
 
 #[inline(always)]
 fn trace_rays_portable(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) {
-    if mode == 1 {
+    if mode == MODE_WATERTIGHT {
         trace_rays_with::<true>(wide, rays, hits, cull);
     } else {
         trace_rays_with::<false>(wide, rays, hits, cull);
