@@ -88,6 +88,7 @@ pub mod report;
 pub mod scene;
 pub mod shaders;
 pub mod types;
+pub mod world;
 
 pub use error::{Error, Result};
 
@@ -98,5 +99,6 @@ struct ReadmeDoctests;
 
 pub use mesh::Mesh;
 pub use options::{Accel, Cull, Mode, TraceOptions};
-pub use picker::{Backend, PickMesh, Picker};
+pub use picker::{Backend, PickMesh, Picker, PickerOptions};
 pub use types::{Hit, MISS, Ray};
+pub use world::{Ray64, TraceRay};

@@ -493,8 +493,10 @@ fn render_command(args: RenderArgs) -> Result<(), String> {
 
 fn trace(args: TraceArgs) -> Result<(), String> {
     check_output_path(&args.out, &["hits", "npy", "csv"], "hit")?;
-    let mesh = io::load_mesh(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
-    let rays = io::read_rays(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
+    // f64 mesh and rays: far from the origin both are moved into the mesh's local
+    // frame before anything is rounded to f32.
+    let mesh = io::load_mesh_rebased(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
+    let rays = io::read_rays64(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
     let threads = args.common.threads();
     let (picker, fallback) = open_picker(args.backend.backend(), threads)?;
     let (report, hits) = bench::run_trace(

@@ -78,6 +78,7 @@ impl GpuContext {
         hits: &mut [Hit],
     ) -> Result<()> {
         pollster::block_on(self.trace_with(mesh, rays, options, hits, Wait::Block))
+            .map_err(|e| self.lost_or(e))
     }
 
     /// Traces `rays` without blocking the thread: the device is polled without
@@ -91,7 +92,8 @@ impl GpuContext {
     ) -> Result<Vec<Hit>> {
         let mut hits = vec![Hit::MISS; rays.len()];
         self.trace_with(mesh, rays, options, &mut hits, Wait::Yield)
-            .await?;
+            .await
+            .map_err(|e| self.lost_or(e))?;
         Ok(hits)
     }
 
@@ -104,11 +106,10 @@ impl GpuContext {
         wait: Wait,
     ) -> Result<()> {
         if rays.len() != hits.len() {
-            return Err(Error::Unsupported(format!(
-                "{} rays but {} hit slots",
-                rays.len(),
-                hits.len()
-            )));
+            return Err(Error::OutputLength {
+                rays: rays.len(),
+                hits: hits.len(),
+            });
         }
         if mesh.context_id != self.id {
             return Err(Error::WrongBackend);
