@@ -52,8 +52,10 @@ impl Mesh {
     }
 
     /// A mesh from f64 world positions, stored relative to a mesh-local origin chosen
-    /// by [`crate::world::local_origin`] from the bounds of the finite vertices that
-    /// triangles use. Each position is moved in f64, then rounded to f32.
+    /// by [`crate::world::local_origin`] from the bounds of the vertices that
+    /// triangles use (leaving out non-finite ones and those beyond the range of f32).
+    /// Each position is moved in f64, then rounded to f32; a triangle with a vertex
+    /// that does not fit f32 in the local frame is degenerate and never hits.
     ///
     /// Shifting `positions` (and the rays traced against the mesh) by a multiple of
     /// the origin's grid step gives bit-identical hits; the exact guarantee is in
@@ -190,12 +192,14 @@ fn check_indices(indices: &[[u32; 3]], vertices: usize) -> Result<()> {
     Ok(())
 }
 
-/// f64 bounds of the finite positions that triangles use (indices must be in range).
+/// f64 bounds of the positions that triangles use (indices must be in range), leaving
+/// out those with a coordinate that is not finite or beyond the range of f32 (a
+/// garbage vertex must not pull the origin away from the rest of the mesh).
 fn world_bounds(positions: &[DVec3], indices: &[[u32; 3]]) -> Option<(DVec3, DVec3)> {
     let mut lo = DVec3::splat(f64::INFINITY);
     let mut hi = DVec3::splat(f64::NEG_INFINITY);
     for p in indices.iter().flatten().map(|&i| positions[i as usize]) {
-        if p.is_finite() {
+        if p.is_finite() && p.abs().max_element() <= f64::from(f32::MAX) {
             lo = lo.min(p);
             hi = hi.max(p);
         }
