@@ -9,6 +9,27 @@
 //! ([`TraceRay::to_local`]); [`Picker`](crate::Picker) does this for [`Ray`] and
 //! [`Ray64`] alike. `t` is in units of the direction, so it is unchanged by the move.
 //!
+//! ```
+//! use glam::DVec3;
+//! use raypick::{Backend, Mesh, Picker, Ray64, TraceOptions};
+//!
+//! // A triangle 10 million units from the origin, where f32 steps are 1 unit wide.
+//! let c = DVec3::new(1e7, -1e7, 1e7);
+//! let positions = [c, c + DVec3::new(0.001, 0.0, 0.0), c + DVec3::new(0.0, 0.001, 0.0)];
+//! let mesh = Mesh::from_f64(&positions, vec![[0, 1, 2]])?;
+//! assert_eq!(mesh.origin(), c);
+//!
+//! let picker = Picker::new(Backend::Cpu)?;
+//! let uploaded = picker.upload(&mesh)?;
+//! let ray = Ray64::new(c + DVec3::new(0.00025, 0.0005, 2.0), DVec3::NEG_Z);
+//! let hits = picker.trace64(&uploaded, &[ray], &TraceOptions::default())?;
+//! assert_eq!(hits[0].prim, 0);
+//! assert!((hits[0].t - 2.0).abs() < 1e-6);
+//! let point = mesh.hit_point(&hits[0]).unwrap();
+//! assert!((point - ray.at(2.0)).length() < 1e-6);
+//! # Ok::<(), raypick::Error>(())
+//! ```
+//!
 //! ## Which origin
 //!
 //! [`local_origin`] snaps the centre of a mesh's f64 bounds, per axis, to a grid whose

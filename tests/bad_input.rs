@@ -449,3 +449,29 @@ fn device_loss_falls_back_on_auto_and_is_an_error_on_gpu() {
     assert!(later.cpu().is_some());
     assert_eq!(auto.trace(&later, &rays, &options).unwrap(), want);
 }
+
+#[test]
+fn a_lost_shared_device_gives_errors_not_panics() {
+    if common::gpu().is_none() {
+        return;
+    }
+    // A renderer's device, shared with raypick: raypick leaves its handlers alone,
+    // so it cannot tell loss from other failures, but it must still fail cleanly.
+    let own = raypick::gpu::GpuContext::new().unwrap();
+    let (device, queue) = (own.device().clone(), own.queue().clone());
+    let shared =
+        raypick::gpu::GpuContext::from_device(device, queue, &own.device().adapter_info()).unwrap();
+    let (mesh, rays) = big_scene();
+    let uploaded = shared.upload(&mesh).unwrap();
+    shared.device().destroy();
+    let mut hits = vec![Hit::MISS; rays.len()];
+    assert!(
+        shared
+            .trace_into(&uploaded, &rays, &TraceOptions::default(), &mut hits)
+            .is_err()
+    );
+    assert_clean(&hits);
+    for accel in [Accel::Brute, Accel::Bvh] {
+        assert!(shared.upload_with(&mesh, accel).is_err());
+    }
+}

@@ -223,6 +223,11 @@ impl GpuContext {
 
     /// Uses a device and queue the caller already has (a renderer's). raypick leaves
     /// the device's error handlers alone; `adapter` is only used for reporting.
+    ///
+    /// Without its own device-lost handler raypick cannot tell a lost device from
+    /// other failures: on a shared device they come back as [`Error::Gpu`] or
+    /// [`Error::Readback`] (never a panic), and out-of-memory errors inside raypick's
+    /// calls still as [`Error::OutOfMemory`].
     pub fn from_device(
         device: wgpu::Device,
         queue: wgpu::Queue,

@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-use wgpu::util::DeviceExt;
-
 use super::GpuContext;
 use crate::Mesh;
 use crate::bvh::Bvh;
@@ -183,6 +181,10 @@ impl GpuContext {
 
     /// A read-only storage buffer holding `contents` (at least one 64-byte element:
     /// a binding smaller than the shader's array element is invalid).
+    ///
+    /// The buffer is filled through the queue rather than mapped at creation: a
+    /// buffer that could not be created (out of memory, lost device) is then an error
+    /// the surrounding error scope reports, not a panic inside wgpu.
     fn storage(&self, label: &str, contents: &[u8]) -> wgpu::Buffer {
         let padding = [0u8; 64];
         let contents = if contents.is_empty() {
@@ -190,11 +192,13 @@ impl GpuContext {
         } else {
             contents
         };
-        self.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage: wgpu::BufferUsages::STORAGE,
-            })
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: contents.len() as u64,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        self.queue.write_buffer(&buffer, 0, contents);
+        buffer
     }
 }

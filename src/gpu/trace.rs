@@ -63,6 +63,10 @@ impl Scratch {
 
 impl GpuContext {
     /// Traces `rays` against `mesh` and returns one hit per ray (blocking).
+    ///
+    /// Rays are in the mesh's local frame: for a [`crate::Mesh`] with a non-zero
+    /// [`origin`](crate::Mesh::origin) move them with [`crate::TraceRay::to_local`]
+    /// first ([`crate::Picker`] does this itself).
     pub fn trace(&self, mesh: &GpuMesh, rays: &[Ray], options: &TraceOptions) -> Result<Vec<Hit>> {
         let mut hits = vec![Hit::MISS; rays.len()];
         self.trace_into(mesh, rays, options, &mut hits)?;
