@@ -510,7 +510,8 @@ pub fn run_trace<R: TraceRay>(
         measured: Measurement::new(&prepared, &timed, rays.len(), triangles),
         repeat: timed.runs_ms.len(),
         threads: picker_threads(picker, cpu_threads),
-        fallback,
+        // A GPU lost or out of memory during the run also sends `Backend::Auto` to the CPU.
+        fallback: fallback.or_else(|| picker.fallback_reason().map(str::to_string)),
     };
     Ok((report, timed.hits))
 }

@@ -41,7 +41,7 @@ impl Mesh {
     /// Fails with [`Error::IndexCount`] when the buffer's length is not a multiple of 3,
     /// and like [`Mesh::new`] otherwise.
     pub fn from_flat_indices(positions: Vec<Vec3>, indices: &[u32]) -> Result<Self> {
-        if indices.len() % 3 != 0 {
+        if !indices.len().is_multiple_of(3) {
             return Err(Error::IndexCount(indices.len()));
         }
         let triangles = indices

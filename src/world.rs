@@ -176,7 +176,7 @@ pub fn local_origin(lo: DVec3, hi: DVec3) -> DVec3 {
 /// The grid step of an axis with the given extent: the smallest power of two at
 /// least `extent`, 1 for a zero extent.
 pub fn grid_step(extent: f64) -> f64 {
-    if !(extent > 0.0) || !extent.is_finite() {
+    if extent.is_nan() || extent <= 0.0 || extent.is_infinite() {
         return 1.0;
     }
     let mut g = extent.log2().ceil().exp2();
@@ -194,7 +194,7 @@ pub fn grid_step(extent: f64) -> f64 {
 /// exactly that much: `lo / g` and its fractional part are exact, and only the
 /// fractional part (the same for every such move) is rounded.
 fn snapped_centre(lo: f64, hi: f64) -> f64 {
-    if !(lo <= hi) || !lo.is_finite() || !hi.is_finite() {
+    if !lo.is_finite() || !hi.is_finite() || lo > hi {
         return 0.0;
     }
     let extent = hi - lo;

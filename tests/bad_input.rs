@@ -438,7 +438,7 @@ fn device_loss_falls_back_on_auto_and_is_an_error_on_gpu() {
     let brute = upload(&auto, &mesh, Accel::Brute);
     auto.gpu().unwrap().device().destroy();
     for uploaded in [&bvh, &brute] {
-        assert_eq!(auto.trace(&uploaded, &rays, &options).unwrap(), want);
+        assert_eq!(auto.trace(uploaded, &rays, &options).unwrap(), want);
     }
     assert_eq!(auto.backend(), Backend::Cpu);
     assert!(auto.gpu().is_none());
