@@ -51,7 +51,11 @@
 //!   vector unit its kernels use.
 //! - [`gpu`]: the wgpu context (own or shared device), uploaded meshes, dispatch and
 //!   readback; [`gpu::list_adapters`] lists what the machine offers.
-//! - [`picker`]: [`Picker`], one entry point over both backends.
+//! - [`picker`]: [`Picker`], one entry point over both backends; [`Backend::Auto`]
+//!   continues on the CPU when the GPU is missing, lost or out of memory.
+//! - [`world`]: f64 world coordinates ([`Ray64`], [`Mesh::from_f64`]): geometry far
+//!   from the origin is traced relative to a mesh-local origin, with the exact
+//!   translation guarantee spelled out there.
 //! - [`camera`], [`scene`], [`reference`](mod@reference): screen-to-ray, generated
 //!   test scenes and an f64 reference intersector.
 //! - [`bench`](mod@bench): timing, parity and the `raypick bench` report; [`report`]: the
@@ -88,6 +92,7 @@ pub mod report;
 pub mod scene;
 pub mod shaders;
 pub mod types;
+pub mod world;
 
 pub use error::{Error, Result};
 
@@ -98,5 +103,6 @@ struct ReadmeDoctests;
 
 pub use mesh::Mesh;
 pub use options::{Accel, Cull, Mode, TraceOptions};
-pub use picker::{Backend, PickMesh, Picker};
+pub use picker::{Backend, PickMesh, Picker, PickerOptions};
 pub use types::{Hit, MISS, Ray};
+pub use world::{Ray64, TraceRay};

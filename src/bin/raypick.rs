@@ -493,10 +493,13 @@ fn render_command(args: RenderArgs) -> Result<(), String> {
 
 fn trace(args: TraceArgs) -> Result<(), String> {
     check_output_path(&args.out, &["hits", "npy", "csv"], "hit")?;
-    let mesh = io::load_mesh(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
-    let rays = io::read_rays(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
+    // f64 mesh and rays: far from the origin both are moved into the mesh's local
+    // frame before anything is rounded to f32.
+    let mesh = io::load_mesh_rebased(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
+    let rays = io::read_rays64(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
     let threads = args.common.threads();
     let (picker, fallback) = open_picker(args.backend.backend(), threads)?;
+    let fell_back_at_start = fallback.is_some();
     let (report, hits) = bench::run_trace(
         &picker,
         &mesh,
@@ -508,6 +511,12 @@ fn trace(args: TraceArgs) -> Result<(), String> {
         fallback,
     )
     .map_err(|e| format!("trace failed: {e}"))?;
+    if let (false, Some(reason)) = (fell_back_at_start, &report.fallback) {
+        eprintln!(
+            "raypick: notice: the GPU failed, traced on the CPU instead: {}",
+            one_line(reason)
+        );
+    }
     io::write_hits(&args.out, &hits).map_err(|e| format!("cannot write hits: {e}"))?;
     if args.common.json {
         emit(&to_json(&report)?)
