@@ -294,7 +294,11 @@ struct State {
 }
 
 impl State {
-    async fn new(event_loop: &ActiveEventLoop, options: &Options, mesh: &Mesh) -> Result<Self, String> {
+    async fn new(
+        event_loop: &ActiveEventLoop,
+        options: &Options,
+        mesh: &Mesh,
+    ) -> Result<Self, String> {
         let (width, height) = options.size;
         let window = Arc::new(
             event_loop
@@ -332,7 +336,9 @@ impl State {
         // The picker: on the renderer's own device, or the CPU.
         let picker = match options.backend {
             Backend::Cpu => Picker::new(Backend::Cpu),
-            _ => GpuContext::from_device(device.clone(), queue.clone(), &info).map(Picker::from_gpu),
+            _ => {
+                GpuContext::from_device(device.clone(), queue.clone(), &info).map(Picker::from_gpu)
+            }
         }
         .map_err(|e| e.to_string())?;
         let prepared = picker.upload(mesh).map_err(|e| e.to_string())?;
@@ -432,9 +438,7 @@ impl State {
             prepared,
             camera,
             sphere,
-            cursor: options
-                .mouse
-                .map(|(x, y)| PhysicalPosition::new(x, y)),
+            cursor: options.mouse.map(|(x, y)| PhysicalPosition::new(x, y)),
             fixed_cursor: options.mouse.is_some(),
             dragging: false,
             picked: None,
@@ -549,12 +553,22 @@ impl State {
         {
             let image = self.screenshot()?;
             raypick::render::write_png(path, &image).map_err(|e| e.to_string())?;
-            println!("wrote {} ({}x{})", path.display(), image.width, image.height);
+            println!(
+                "wrote {} ({}x{})",
+                path.display(),
+                image.width,
+                image.height
+            );
         }
         Ok(())
     }
 
-    fn draw(&self, encoder: &mut wgpu::CommandEncoder, target: &wgpu::TextureView, pipeline: &wgpu::RenderPipeline) {
+    fn draw(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        target: &wgpu::TextureView,
+        pipeline: &wgpu::RenderPipeline,
+    ) {
         let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
             label: Some("mesh"),
             color_attachments: &[Some(wgpu::RenderPassColorAttachment {
@@ -614,7 +628,8 @@ impl State {
             view_formats: &[],
         });
         let row = 4 * width;
-        let padded_row = row.div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+        let padded_row =
+            row.div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("screenshot readback"),
             size: (padded_row * height) as u64,
@@ -622,7 +637,11 @@ impl State {
             mapped_at_creation: false,
         });
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        self.draw(&mut encoder, &texture.create_view(&Default::default()), &pipeline);
+        self.draw(
+            &mut encoder,
+            &texture.create_view(&Default::default()),
+            &pipeline,
+        );
         encoder.copy_texture_to_buffer(
             texture.as_image_copy(),
             wgpu::TexelCopyBufferInfo {

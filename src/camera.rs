@@ -566,7 +566,8 @@ impl Unprojector {
     /// [`Unprojector::project`] for an f64 point.
     pub fn project_f64(&self, p: DVec3) -> Option<DVec2> {
         let clip = self.view_proj * DVec4::from((p, 1.0));
-        if !(clip.w > 0.0) {
+        // `w <= 0` (at or behind the eye plane) or NaN.
+        if clip.w.is_nan() || clip.w <= 0.0 {
             return None;
         }
         let ndc = clip.truncate().truncate() / clip.w;

@@ -27,11 +27,11 @@
 
 use glam::DVec3;
 
+use crate::Mesh;
 use crate::error::Result;
 use crate::options::TraceOptions;
 use crate::picker::{PickMesh, Picker};
 use crate::types::{Hit, Ray};
-use crate::Mesh;
 
 /// One screen pick: the ray, what it hit, and where.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -469,7 +469,10 @@ fn unprojector_projects_points_back_to_their_pixel() {
             let back = screen.project(p).expect("in front of the camera");
             let tol = 2e-3 * (1.0 + w.max(h) as f64 / 100.0);
             assert!(
-                (back - DVec2::new(px as f64 + 0.5, py as f64 + 0.5)).abs().max_element() < tol,
+                (back - DVec2::new(px as f64 + 0.5, py as f64 + 0.5))
+                    .abs()
+                    .max_element()
+                    < tol,
                 "case {case}: pixel ({px}, {py}) projected back to {back}"
             );
         }
@@ -501,10 +504,19 @@ fn unprojector_rejects_unusable_matrices_and_sizes() {
     assert!(cam.unprojector(4, 4, 0.1, 10.0).is_ok());
     assert_eq!(cam.unprojector(4, 4, 1.0, 1.0), Err(CameraError::Matrix));
     assert_eq!(cam.unprojector(4, 4, 0.0, 1.0), Err(CameraError::Matrix));
-    assert_eq!(cam.unprojector(4, 4, 0.1, f32::INFINITY), Err(CameraError::Matrix));
-    assert_eq!(cam.unprojector(0, 4, 0.1, 10.0), Err(CameraError::ImageSize));
+    assert_eq!(
+        cam.unprojector(4, 4, 0.1, f32::INFINITY),
+        Err(CameraError::Matrix)
+    );
+    assert_eq!(
+        cam.unprojector(0, 4, 0.1, 10.0),
+        Err(CameraError::ImageSize)
+    );
     let bad = Camera { fov_y: 0.0, ..cam };
-    assert_eq!(bad.unprojector(4, 4, 0.1, 10.0), Err(CameraError::FieldOfView));
+    assert_eq!(
+        bad.unprojector(4, 4, 0.1, 10.0),
+        Err(CameraError::FieldOfView)
+    );
     for e in [CameraError::Matrix, CameraError::ImageSize] {
         assert!(!e.to_string().is_empty());
     }

@@ -142,10 +142,18 @@ fn assert_same_pick(json: &Value, expected: &screen::ScreenPick, what: &str) {
         }
         return;
     }
-    assert_eq!(json["prim"].as_u64(), Some(hit.prim as u64), "{what}: {json}");
+    assert_eq!(
+        json["prim"].as_u64(),
+        Some(hit.prim as u64),
+        "{what}: {json}"
+    );
     // Bit-identical: both trace the same ray with the same kernel.
     assert_eq!(
-        (f32_field(json, "t"), f32_field(json, "u"), f32_field(json, "v")),
+        (
+            f32_field(json, "t"),
+            f32_field(json, "u"),
+            f32_field(json, "v")
+        ),
         (hit.t, hit.u, hit.v),
         "{what}: {json}"
     );
@@ -217,7 +225,11 @@ fn pick_matches_the_library_at_several_pixels() {
     // The pixels cover both cases, the sphere and the ground.
     assert!(hits >= 5 && misses >= 1, "{hits} hits, {misses} misses");
     let sphere_first = scene::grid(8, 8, 6.0).triangle_count() as u32;
-    assert!(expected.iter().any(|p| p.hit.prim >= sphere_first && p.hit.is_hit()));
+    assert!(
+        expected
+            .iter()
+            .any(|p| p.hit.prim >= sphere_first && p.hit.is_hit())
+    );
     assert!(expected.iter().any(|p| p.hit.prim < sphere_first));
 }
 
@@ -232,8 +244,8 @@ fn pick_defaults_to_the_framed_camera_of_render() {
     let prepared = picker.upload(&mesh).expect("prepare");
     for (px, py) in [(32, 20), (10, 30), (0, 0)] {
         let ray = camera.ray(px, py, w, h);
-        let expected = screen::pick(&picker, &prepared, &mesh, &[ray], &Default::default())
-            .expect("pick")[0];
+        let expected =
+            screen::pick(&picker, &prepared, &mesh, &[ray], &Default::default()).expect("pick")[0];
         let pixel = format!("{px},{py}");
         let json = pick_json(&[
             "--mesh",
@@ -266,7 +278,10 @@ fn plain_output_is_one_line_for_a_hit_and_a_miss() {
     assert_eq!(hit.lines().count(), 1, "{hit}");
     assert!(
         hit.starts_with("pixel 80,50 of 160x100: triangle ")
-            && hit.contains(&format!("triangle {} at t {}", expected.hit.prim, expected.hit.t)),
+            && hit.contains(&format!(
+                "triangle {} at t {}",
+                expected.hit.prim, expected.hit.t
+            )),
         "{hit}"
     );
     let miss = run("0,0");
@@ -340,7 +355,10 @@ fn bad_input_is_one_error_line() {
             &[("--eye", "0,0,5"), ("--target", "0,0,0"), ("--up", "0,0,1")],
             "up vector",
         ),
-        (&[("--eye", "1,1,1"), ("--target", "1,1,1")], "eye and target"),
+        (
+            &[("--eye", "1,1,1"), ("--target", "1,1,1")],
+            "eye and target",
+        ),
         (&[("--fov-y", "0")], "field of view"),
         (&[("--fov-y", "180")], "field of view"),
         (&[("--fov-y", "-30")], "field of view"),

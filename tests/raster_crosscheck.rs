@@ -109,9 +109,8 @@ fn reversed_z_view(name: &'static str, mesh: &Mesh, from: Vec3, fov_deg: f32) ->
         aspect(SIZE, SIZE),
     );
     let (near, _) = depth_range(&camera, bounds);
-    let view_proj =
-        directx::perspective_infinite_reverse(camera.fov_y, aspect(SIZE, SIZE), near)
-            * camera.view_matrix();
+    let view_proj = directx::perspective_infinite_reverse(camera.fov_y, aspect(SIZE, SIZE), near)
+        * camera.view_matrix();
     let rays = Unprojector::new(view_proj, SIZE, SIZE)
         .expect("invertible")
         .primary_rays();
@@ -131,8 +130,8 @@ fn orthographic_view(name: &'static str, mesh: &Mesh, from: Vec3) -> View {
     let eye = center + 2.0 * radius * from.normalize();
     let camera = Camera::new(eye, center, Vec3::Y, 1.0);
     let r = 1.02 * radius;
-    let view_proj = directx::orthographic(-r, r, -r, r, 0.5 * radius, 4.0 * radius)
-        * camera.view_matrix();
+    let view_proj =
+        directx::orthographic(-r, r, -r, r, 0.5 * radius, 4.0 * radius) * camera.view_matrix();
     let rays = Unprojector::new(view_proj, SIZE, SIZE)
         .expect("invertible")
         .primary_rays();
@@ -229,21 +228,20 @@ fn raster_ids(gpu: &GpuContext, mesh: &Mesh, view: &View) -> Vec<u32> {
     });
 
     let texture = |format, usage| {
-        device
-            .create_texture(&wgpu::TextureDescriptor {
-                label: None,
-                size: wgpu::Extent3d {
-                    width: SIZE,
-                    height: SIZE,
-                    depth_or_array_layers: 1,
-                },
-                mip_level_count: 1,
-                sample_count: 1,
-                dimension: wgpu::TextureDimension::D2,
-                format,
-                usage,
-                view_formats: &[],
-            })
+        device.create_texture(&wgpu::TextureDescriptor {
+            label: None,
+            size: wgpu::Extent3d {
+                width: SIZE,
+                height: SIZE,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format,
+            usage,
+            view_formats: &[],
+        })
     };
     let ids = texture(
         ID_FORMAT,
@@ -472,7 +470,12 @@ fn icosphere_ids_match_the_rasteriser() {
         "icosphere (5120 triangles)",
         &mesh,
         &[
-            look_at_view("look-at, framed from +z", &mesh, Vec3::new(0.2, 0.4, 1.0), 50.0),
+            look_at_view(
+                "look-at, framed from +z",
+                &mesh,
+                Vec3::new(0.2, 0.4, 1.0),
+                50.0,
+            ),
             orthographic_view("orthographic, from -x", &mesh, Vec3::new(-1.0, 0.3, 0.2)),
         ],
     );
@@ -486,7 +489,12 @@ fn dense_grid_ids_match_the_rasteriser() {
         &mesh,
         &[
             look_at_view("look-at, oblique", &mesh, Vec3::new(0.3, -1.0, 0.45), 45.0),
-            reversed_z_view("reversed-Z infinite, from above", &mesh, Vec3::new(0.1, 0.2, 1.0), 60.0),
+            reversed_z_view(
+                "reversed-Z infinite, from above",
+                &mesh,
+                Vec3::new(0.1, 0.2, 1.0),
+                60.0,
+            ),
         ],
     );
 }
@@ -499,7 +507,12 @@ fn builtin_scene_ids_match_the_rasteriser() {
         &mesh,
         &[
             look_at_view("look-at, bench view", &mesh, Vec3::new(0.2, 1.0, 1.0), 50.0),
-            reversed_z_view("reversed-Z infinite, low side view", &mesh, Vec3::new(-1.0, 0.35, 0.4), 40.0),
+            reversed_z_view(
+                "reversed-Z infinite, low side view",
+                &mesh,
+                Vec3::new(-1.0, 0.35, 0.4),
+                40.0,
+            ),
         ],
     );
 }

@@ -194,7 +194,10 @@ impl ViewArgs {
                 .map(|v| parse_vec3(v).map_err(|e| format!("{flag} {v}: {e}")))
                 .transpose()
         };
-        let (eye, target) = (vector("--eye", &self.eye)?, vector("--target", &self.target)?);
+        let (eye, target) = (
+            vector("--eye", &self.eye)?,
+            vector("--target", &self.target)?,
+        );
         let up = vector("--up", &Some(self.up.clone()))?.unwrap_or(glam::Vec3::Y);
         let bounds = mesh
             .bounds()
