@@ -181,7 +181,7 @@ struct ViewArgs {
 }
 
 impl ViewArgs {
-    /// The image size and the checked camera for a mesh named `name` with `bounds`.
+    /// The image size and the checked camera for `mesh` (named `name` in errors).
     fn camera(
         &self,
         name: &str,
@@ -198,7 +198,7 @@ impl ViewArgs {
             vector("--eye", &self.eye)?,
             vector("--target", &self.target)?,
         );
-        let up = vector("--up", &Some(self.up.clone()))?.unwrap_or(glam::Vec3::Y);
+        let up = parse_vec3(&self.up).map_err(|e| format!("--up {}: {e}", self.up))?;
         let bounds = mesh
             .bounds()
             .ok_or_else(|| format!("{name}: the mesh has no triangles with finite vertices"))?;
