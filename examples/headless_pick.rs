@@ -3,8 +3,14 @@
 //!
 //! `cargo run --release --example headless_pick -- [MESH] [--backend auto|cpu|gpu]`
 //!
+//! It also times single picks (one ray per trace call, as a mouse pick is): the
+//! median of 51 round trips (on the GPU: upload of the ray, dispatch, readback),
+//! mesh preparation excluded.
+//!
 //! With no mesh file, a generated scene (`raypick::scene::builtin_scene`, 20,000
 //! triangles) is used.
+
+use std::time::Instant;
 
 use glam::Vec3;
 use raypick::camera::{Camera, aspect};
@@ -104,5 +110,24 @@ fn run() -> Result<(), String> {
     }
     let hits = picks.iter().filter(|p| p.hit.is_hit()).count();
     println!("{hits} of {} pixels hit", picks.len());
+
+    // One pick per call, cycling through the grid's rays.
+    let mut times: Vec<f64> = (0..51)
+        .map(|i| {
+            let ray = [rays[i % rays.len()]];
+            let start = Instant::now();
+            screen::pick(&picker, &prepared, &mesh, &ray, &TraceOptions::default())
+                .map(|_| start.elapsed().as_secs_f64() * 1e6)
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    times.sort_by(f64::total_cmp);
+    println!(
+        "single pick: median {:.1} µs (min {:.1}, max {:.1}) over {} calls",
+        times[times.len() / 2],
+        times[0],
+        times[times.len() - 1],
+        times.len()
+    );
     Ok(())
 }
