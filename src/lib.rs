@@ -58,6 +58,7 @@
 //!   translation guarantee spelled out there.
 //! - [`camera`], [`scene`], [`reference`](mod@reference): screen-to-ray, generated
 //!   test scenes and an f64 reference intersector.
+//! - [`screen`]: screen picks (the triangle under a pixel or cursor, and where).
 //! - [`bench`](mod@bench): timing, parity and the `raypick bench` report; [`report`]: the
 //!   machine facts of `raypick info`, and the JSON and SVG files of
 //!   `raypick bench --report`.
@@ -90,6 +91,7 @@ pub mod reference;
 pub mod render;
 pub mod report;
 pub mod scene;
+pub mod screen;
 pub mod shaders;
 pub mod types;
 pub mod world;
