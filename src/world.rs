@@ -36,8 +36,9 @@
 //! step `g` is the smallest power of two at least the extent of the bounds on that
 //! axis (`g = 1` for a zero extent); ties round to an even grid index. Consequences:
 //!
-//! - Vertices end up within `±1.5·extent` of the origin (usually `±extent/2`), so the
-//!   f32 coordinates keep 24 bits relative to the mesh's *size*, not its distance.
+//! - Vertices end up within `extent/2 + g/2` of the origin on each axis (less than
+//!   `1.5·extent`; at most 0.5 on a flat axis), so the f32 coordinates keep 24 bits
+//!   relative to the mesh's *size*, not its distance.
 //! - A mesh whose bounds contain the origin on an axis keeps origin 0 on that axis:
 //!   such meshes are traced exactly as [`Mesh::new`](crate::Mesh::new) would.
 //! - **Translation guarantee.** Shift a mesh and its rays together by `S`, where on
@@ -174,16 +175,21 @@ pub fn local_origin(lo: DVec3, hi: DVec3) -> DVec3 {
 }
 
 /// The grid step of an axis with the given extent: the smallest power of two at
-/// least `extent`, 1 for a zero extent.
+/// least `extent` (at most 2^1023), 1 for a zero or NaN extent.
 pub fn grid_step(extent: f64) -> f64 {
-    if extent.is_nan() || extent <= 0.0 || extent.is_infinite() {
+    const MAX_STEP: f64 = 8.988_465_674_311_58e307; // 2^1023
+    if extent.is_nan() || extent <= 0.0 {
         return 1.0;
     }
+    if extent >= MAX_STEP {
+        return MAX_STEP;
+    }
+    // log2 may be off by a rounding step near powers of two: correct it once.
     let mut g = extent.log2().ceil().exp2();
-    while g < extent {
+    if g < extent {
         g *= 2.0;
     }
-    while g / 2.0 >= extent {
+    if g / 2.0 >= extent {
         g /= 2.0;
     }
     g
@@ -231,6 +237,18 @@ mod tests {
         assert_eq!(grid_step(32.0), 32.0);
         assert_eq!(grid_step(0.3), 0.5);
         assert_eq!(grid_step(f64::NAN), 1.0);
+        assert_eq!(grid_step(f64::MIN_POSITIVE), f64::MIN_POSITIVE);
+        assert_eq!(grid_step(3e307), 2f64.powi(1022));
+        assert_eq!(grid_step(f64::MAX), 2f64.powi(1023));
+        assert_eq!(grid_step(f64::INFINITY), 2f64.powi(1023));
+    }
+
+    #[test]
+    fn extreme_bounds_give_a_finite_origin() {
+        for (lo, hi) in [(-f64::MAX, f64::MAX), (1e300, 1e300), (-1e-300, 5e-324)] {
+            let o = local_origin(DVec3::splat(lo), DVec3::splat(hi));
+            assert!(o.is_finite(), "{lo} {hi}: {o}");
+        }
     }
 
     #[test]

@@ -448,6 +448,15 @@ fn device_loss_falls_back_on_auto_and_is_an_error_on_gpu() {
     let later = upload(&auto, &mesh, Accel::Bvh);
     assert!(later.cpu().is_some());
     assert_eq!(auto.trace(&later, &rays, &options).unwrap(), want);
+
+    // A picker made from a context with the fallback behaves the same way.
+    let context = raypick::gpu::GpuContext::new().unwrap();
+    let picker = Picker::from_gpu_with_fallback(context);
+    let uploaded = upload(&picker, &mesh, Accel::Brute);
+    picker.gpu().unwrap().device().destroy();
+    assert_eq!(picker.trace(&uploaded, &rays, &options).unwrap(), want);
+    assert_eq!(picker.backend(), Backend::Cpu);
+    assert!(picker.fallback_reason().is_some());
 }
 
 #[test]

@@ -5,7 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use glam::{DVec3, Vec3};
 use raypick::camera::Camera;
@@ -15,12 +15,9 @@ use tempfile::TempDir;
 
 /// Runs `raypick pick <args..>`.
 fn pick(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_raypick"))
-        .arg("pick")
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("run raypick")
+    let mut all = vec!["pick"];
+    all.extend(args);
+    common::cli::raypick(&all, &[])
 }
 
 fn text(bytes: &[u8]) -> String {

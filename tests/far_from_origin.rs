@@ -207,6 +207,8 @@ struct Accuracy {
     edge_ties: usize,
     /// Largest |t - t_ref| over rays that hit the reference's triangle.
     max_dt: f64,
+    /// Largest |t - t_ref| / |t_ref| over the same rays.
+    max_rel_dt: f64,
 }
 
 fn accuracy(scene: &Scene, hits: &[Hit]) -> Accuracy {
@@ -218,7 +220,9 @@ fn accuracy(scene: &Scene, hits: &[Hit]) -> Accuracy {
         let tri = |k: u32| scene.indices[k as usize].map(|i| scene.positions[i as usize]);
         match reference {
             Some((k, r)) if hit.prim == k => {
-                acc.max_dt = acc.max_dt.max((f64::from(hit.t) - r.t).abs());
+                let dt = (f64::from(hit.t) - r.t).abs();
+                acc.max_dt = acc.max_dt.max(dt);
+                acc.max_rel_dt = acc.max_rel_dt.max(dt / r.t.abs().max(f64::MIN_POSITIVE));
             }
             None if !hit.is_hit() => {}
             _ => {
@@ -250,7 +254,9 @@ fn precision_against_f64_reference_with_and_without_rebasing() {
         scene.indices.len(),
         scene.rays.len()
     );
-    println!("shift      rebased: wrong  max|dt|      absolute f32: wrong  max|dt|");
+    println!(
+        "shift      rebased: wrong  max|dt|    max|dt|/t   absolute f32: wrong  max|dt|    max|dt|/t"
+    );
     for s in [0.0].into_iter().chain(SHIFTS) {
         let moved = scene.shifted(shift_vector(s));
         let rebased = cpu
@@ -269,13 +275,15 @@ fn precision_against_f64_reference_with_and_without_rebasing() {
                 .unwrap(),
         );
         println!(
-            "{s:<9.0e}  {:>6} ({:>4})  {:<11.3e}  {:>6} ({:>4})  {:.3e}",
+            "{s:<9.0e}  {:>6} ({:>4})  {:<9.3e}  {:<9.3e}   {:>6} ({:>4})  {:<9.3e}  {:.3e}",
             rebased.wrong,
             rebased.edge_ties,
             rebased.max_dt,
+            rebased.max_rel_dt,
             absolute.wrong,
             absolute.edge_ties,
-            absolute.max_dt
+            absolute.max_dt,
+            absolute.max_rel_dt
         );
         assert_eq!(
             rebased.wrong, rebased.edge_ties,
