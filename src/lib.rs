@@ -52,6 +52,8 @@
 //! - [`gpu`]: the wgpu context (own or shared device), uploaded meshes, dispatch and
 //!   readback; [`gpu::list_adapters`] lists what the machine offers.
 //! - [`picker`]: [`Picker`], one entry point over both backends.
+//! - [`instances`]: many meshes placed by transforms in one scene, picked together
+//!   (a top-level BVH over per-mesh BVHs; `shaders/instance_traverse.wgsl`).
 //! - [`camera`], [`scene`], [`reference`](mod@reference): screen-to-ray, generated
 //!   test scenes and an f64 reference intersector.
 //! - [`bench`](mod@bench): timing, parity and the `raypick bench` report; [`report`]: the
@@ -76,6 +78,7 @@ pub mod camera;
 pub mod cpu;
 pub mod error;
 pub mod gpu;
+pub mod instances;
 #[cfg(feature = "io")]
 pub mod io;
 pub mod mesh;

@@ -4,7 +4,10 @@
 use std::mem::{offset_of, size_of};
 
 use raypick::shaders;
-use raypick::types::{BvhChild, BvhNode, Hit, PackedTriangle, Ray, TraceParams, TraverseParams};
+use raypick::types::{
+    BvhChild, BvhNode, Hit, InstanceHitRecord, PackedInstance, PackedTriangle, Ray, TraceParams,
+    TraverseParams,
+};
 
 fn parse(source: &str, name: &str) -> naga::Module {
     naga::front::wgsl::parse_str(source)
@@ -58,6 +61,16 @@ fn shared_structs_match_rust() {
     );
     assert_layout!(&module, BvhChild, [lo, index, hi, count]);
     assert_layout!(&module, BvhNode, [children]);
+    assert_layout!(
+        &module,
+        PackedInstance,
+        [inv0, inv1, inv2, node_offset, tri_offset, node_count, _pad0]
+    );
+    assert_layout!(
+        &module,
+        InstanceHitRecord,
+        [t, u, v, prim, instance, _pad0, _pad1, _pad2]
+    );
     assert_layout!(
         &module,
         TraverseParams,
