@@ -127,6 +127,14 @@ impl Picker {
         }
     }
 
+    /// The CPU backend, when on the CPU.
+    pub fn cpu(&self) -> Option<&CpuBackend> {
+        match &self.engine {
+            Engine::Cpu(cpu) => Some(cpu),
+            Engine::Gpu(_) => None,
+        }
+    }
+
     /// The GPU context, when on the GPU.
     pub fn gpu(&self) -> Option<&GpuContext> {
         match &self.engine {

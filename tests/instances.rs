@@ -539,3 +539,156 @@ fn hits_report_world_point_normal_and_facing_through_a_mirror() {
         );
     }
 }
+
+#[test]
+fn gpu_matches_cpu_bit_for_bit_before_and_after_moves() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = Rng::new(0x1257_0006);
+    let meshes = meshes(&mut rng);
+    let scene = InstanceScene::from_meshes(&meshes, random_instances(&mut rng, meshes.len(), 40))
+        .expect("valid scene");
+    let rays = scene_rays(&mut rng, 2000);
+    let mut cpu_scene = scene.clone();
+    let mut gpu_scene = gpu.upload_instances(scene).expect("upload");
+    let compare = |cpu_scene: &InstanceScene, gpu_scene: &raypick::instances::GpuInstanceScene| {
+        let mut hits = 0;
+        for cull in CULLS {
+            for mode in MODES {
+                let options = options(cull, mode);
+                let cpu = cpu_scene.trace(&rays, &options);
+                let got = gpu
+                    .trace_instances(gpu_scene, &rays, &options)
+                    .expect("GPU trace");
+                for ((ray, c), g) in rays.iter().zip(&cpu).zip(&got) {
+                    assert_eq!(c, g, "{cull:?} {mode:?} {ray:?}");
+                }
+                hits += cpu.iter().filter(|h| h.is_hit()).count();
+            }
+        }
+        assert!(hits > rays.len(), "only {hits} hits");
+    };
+    compare(&cpu_scene, &gpu_scene);
+    for i in (1..40).step_by(4) {
+        let transform = random_transform(&mut rng, 0.5, (Vec3::splat(-4.0), Vec3::splat(4.0)));
+        cpu_scene.set_transform(i, transform).expect("valid");
+        gpu_scene.set_transform(gpu, i, transform).expect("valid");
+    }
+    compare(&cpu_scene, &gpu_scene);
+    gpu_scene.rebuild_tlas(gpu).expect("rebuild");
+    compare(&cpu_scene, &gpu_scene);
+    // Bad input on the GPU scene: an error, and nothing changes.
+    let bad = gpu_scene.set_transform(gpu, 0, Mat4::ZERO);
+    assert!(matches!(
+        bad,
+        Err(Error::Instance(InstanceError::NotAffine { instance: 0 }))
+    ));
+    compare(&cpu_scene, &gpu_scene);
+}
+
+#[test]
+fn gpu_finishes_long_rays_on_the_cpu_and_refuses_oversized_scenes() {
+    if common::gpu().is_none() {
+        return;
+    }
+    // Few loop steps (most rays run out and are finished on the CPU) and small
+    // bindings (rays split into dispatches of 2,048; large scenes refused).
+    let gpu = raypick::gpu::GpuContext::with_options(raypick::gpu::GpuOptions {
+        max_traversal_steps: Some(24),
+        max_binding_bytes: Some(64 * 1024),
+        ..Default::default()
+    })
+    .expect("a second context on the same adapter");
+    let mut rng = Rng::new(0x1257_0007);
+    let meshes = [scene::cube(), scene::icosphere(2, 1.0, Vec3::ZERO)];
+    let scene =
+        InstanceScene::from_meshes(&meshes, random_instances(&mut rng, 2, 24)).expect("valid");
+    let rays = scene_rays(&mut rng, 3000);
+    let options = TraceOptions::default();
+    let want = scene.trace(&rays, &options);
+    let uploaded = gpu.upload_instances(scene).expect("fits");
+    assert_eq!(
+        gpu.trace_instances(&uploaded, &rays, &options)
+            .expect("trace"),
+        want
+    );
+    let big = InstanceScene::from_meshes(
+        &[scene::icosphere(4, 1.0, Vec3::ZERO)],
+        vec![Instance::new(0, Mat4::IDENTITY, 0)],
+    )
+    .expect("valid");
+    let refused = gpu.upload_instances(big);
+    assert!(
+        matches!(
+            refused,
+            Err(Error::Instance(InstanceError::TooLarge { .. }))
+        ),
+        "{refused:?}"
+    );
+    // A scene of another context is refused.
+    let other = common::gpu().expect("adapter");
+    assert!(matches!(
+        other.trace_instances(&uploaded, &rays, &options),
+        Err(Error::WrongBackend)
+    ));
+}
+
+#[test]
+fn gpu_empty_scenes_never_hit() {
+    let Some(gpu) = common::gpu() else { return };
+    let mut rng = Rng::new(0x1257_0008);
+    let rays = scene_rays(&mut rng, 200);
+    let options = TraceOptions::default();
+    let nothing = gpu.upload_instances(InstanceScene::new(Vec::new(), Vec::new()).expect("valid"));
+    let nothing = nothing.expect("upload");
+    assert!(
+        gpu.trace_instances(&nothing, &rays, &options)
+            .expect("trace")
+            .iter()
+            .all(|h| *h == InstanceHit::MISS)
+    );
+    let meshes = [Mesh::default(), scene::icosphere(1, 1.0, Vec3::ZERO)];
+    let instances = vec![
+        Instance::new(0, Mat4::IDENTITY, 1),
+        Instance::new(1, Mat4::IDENTITY, 2),
+        Instance::new(0, Mat4::IDENTITY, 3),
+    ];
+    let scene = InstanceScene::from_meshes(&meshes, instances).expect("valid");
+    let want = scene.trace(&rays, &options);
+    let uploaded = gpu.upload_instances(scene).expect("upload");
+    let got = gpu
+        .trace_instances(&uploaded, &rays, &options)
+        .expect("trace");
+    assert_eq!(got, want);
+    assert!(got.iter().all(|h| !h.is_hit() || h.id == 2));
+}
+
+#[test]
+fn picker_traces_instances_on_its_backend() {
+    let mut rng = Rng::new(0x1257_0009);
+    let meshes = meshes(&mut rng);
+    let scene = InstanceScene::from_meshes(&meshes, random_instances(&mut rng, meshes.len(), 12))
+        .expect("valid");
+    let rays = scene_rays(&mut rng, 300);
+    let options = TraceOptions::default();
+    let picker = raypick::Picker::from_cpu(CpuBackend::with_threads(2).expect("threads"));
+    let mut prepared = picker.upload_instances(scene.clone()).expect("prepare");
+    assert_eq!(
+        picker
+            .trace_instances(&prepared, &rays, &options)
+            .expect("trace"),
+        scene.trace(&rays, &options)
+    );
+    let moved = Mat4::from_translation(Vec3::splat(50.0));
+    picker
+        .set_instance_transform(&mut prepared, 0, moved)
+        .expect("move");
+    assert_eq!(
+        prepared.scene().instance(0).map(|i| i.transform),
+        Some(moved)
+    );
+    let bad = picker.set_instance_transform(&mut prepared, 99, moved);
+    assert!(matches!(
+        bad,
+        Err(Error::Instance(InstanceError::NoSuchInstance { .. }))
+    ));
+}

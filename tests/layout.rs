@@ -149,3 +149,25 @@ fn traversal_constants_match_rust() {
         U32(shaders::BVH_TRAVERSE_WORKGROUP)
     );
 }
+
+#[test]
+fn instance_traversal_constants_match_rust() {
+    let module = parse(&shaders::instance_traverse_module(), "instance_traverse");
+    let constant = |name: &str| literal(&module, name);
+    use naga::Literal::{F32, U32};
+    assert_eq!(constant("MAX_DEPTH"), U32(raypick::bvh::MAX_DEPTH as u32));
+    assert_eq!(constant("UNFINISHED"), U32(shaders::UNFINISHED));
+    assert_eq!(
+        constant("LEAF_BIT"),
+        U32(raypick::instances::instance_traverse::LEAF_BIT)
+    );
+    assert_eq!(
+        constant("BOX_MARGIN"),
+        F32(raypick::cpu::bvh_traverse::BOX_MARGIN)
+    );
+    assert_eq!(constant("BIG"), F32(raypick::cpu::bvh_traverse::BIG));
+    assert_eq!(
+        constant("WORKGROUP_SIZE"),
+        U32(shaders::INSTANCE_TRAVERSE_WORKGROUP)
+    );
+}

@@ -12,6 +12,8 @@ pub(crate) struct Pipelines {
     pub(crate) brute_force: wgpu::ComputePipeline,
     /// `shaders/bvh_traverse.wgsl`.
     pub(crate) bvh_traverse: wgpu::ComputePipeline,
+    /// `shaders/instance_traverse.wgsl`.
+    pub(crate) instance_traverse: wgpu::ComputePipeline,
 }
 
 impl Pipelines {
@@ -28,6 +30,12 @@ impl Pipelines {
                 "bvh_traverse",
                 shaders::bvh_traverse_module(),
                 shaders::BVH_TRAVERSE_ENTRY,
+            )?,
+            instance_traverse: pipeline(
+                device,
+                "instance_traverse",
+                shaders::instance_traverse_module(),
+                shaders::INSTANCE_TRAVERSE_ENTRY,
             )?,
         })
     }

@@ -48,12 +48,16 @@
 
 mod blas;
 mod cpu;
+mod gpu;
 pub mod instance_traverse;
+mod picker;
 mod scene;
 mod tlas;
 mod transform;
 
 pub use blas::Blas;
+pub use gpu::GpuInstanceScene;
+pub use picker::PickInstances;
 pub use scene::InstanceScene;
 pub use transform::object_ray;
 
