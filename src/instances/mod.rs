@@ -90,7 +90,7 @@ impl Instance {
 /// The nearest hit of one ray in an [`InstanceScene`].
 ///
 /// A miss is [`InstanceHit::MISS`]: `prim`, `instance` and `id` are
-/// [`MISS`](crate::MISS), `t = +inf`, every other field zero.
+/// [`MISS`], `t = +inf`, every other field zero.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct InstanceHit {
     /// Ray parameter, in units of the (world) ray direction.

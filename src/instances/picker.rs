@@ -15,7 +15,7 @@ pub enum PickInstances {
     /// Traced on the CPU.
     Cpu(InstanceScene),
     /// Uploaded to the GPU.
-    Gpu(GpuInstanceScene),
+    Gpu(Box<GpuInstanceScene>),
 }
 
 impl PickInstances {
@@ -49,7 +49,7 @@ impl Picker {
     /// ```
     pub fn upload_instances(&self, scene: InstanceScene) -> Result<PickInstances> {
         match self.gpu() {
-            Some(gpu) => Ok(PickInstances::Gpu(gpu.upload_instances(scene)?)),
+            Some(gpu) => Ok(PickInstances::Gpu(Box::new(gpu.upload_instances(scene)?))),
             None => Ok(PickInstances::Cpu(scene)),
         }
     }

@@ -188,7 +188,8 @@ fn split(items: &mut [Item], depth: usize) -> usize {
     };
     let key = |item: &Item| (item.centroid2()[axis], item.instance);
     let median = items.len() / 2;
-    if depth >= SAH_DEPTH || !(extent[axis] > 0.0) {
+    let spread = extent[axis] > 0.0; // false for NaN
+    if depth >= SAH_DEPTH || !spread {
         items.select_nth_unstable_by(median, |a, b| {
             let (ka, kb) = (key(a), key(b));
             ka.0.total_cmp(&kb.0).then(ka.1.cmp(&kb.1))

@@ -44,7 +44,8 @@ impl Placement {
         let linear = DMat3::from_mat4(forward);
         let volume = linear.x_axis.length() * linear.y_axis.length() * linear.z_axis.length();
         let det = linear.determinant();
-        if !(det.abs() > MIN_ORTHOGONALITY * volume) {
+        let invertible = det.abs() > MIN_ORTHOGONALITY * volume; // false for NaN
+        if !invertible {
             return Err(InstanceError::Singular { instance });
         }
         let inverse = forward.inverse();
