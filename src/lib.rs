@@ -42,6 +42,7 @@
 //! | ray–triangle test | `shaders/intersect.wgsl` | [`cpu::intersect`] |
 //! | every ray × every triangle | `shaders/brute_force.wgsl` | [`cpu::brute_force`] |
 //! | BVH traversal | `shaders/bvh_traverse.wgsl` | [`cpu::bvh_traverse`] (plus the 8-wide SIMD fast path [`cpu::wide_traverse`]) |
+//! | two-level (instance) traversal | `shaders/instance_traverse.wgsl` | [`instances::instance_traverse`] |
 //!
 //! Around them:
 //! - [`prepare`]: triangle packing and ray sanitising, shared by both backends.

@@ -221,3 +221,81 @@ fn split(items: &mut [Item], depth: usize) -> usize {
     }
     best
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::Rng;
+
+    /// Checks that every instance with a box is in exactly one leaf, that leaf boxes
+    /// are the instances' boxes and interior boxes the unions of their children, and
+    /// that the depth is within bounds.
+    fn check(tlas: &Tlas, boxes: &[Option<(Vec3, Vec3)>]) {
+        let mut seen = vec![0; boxes.len()];
+        let mut stack = vec![(0u32, 1usize)];
+        let mut deepest = 0;
+        while let Some((node, depth)) = stack.pop() {
+            deepest = deepest.max(depth);
+            for child in &tlas.nodes[node as usize].children {
+                if child.is_leaf() {
+                    seen[child.index as usize] += 1;
+                    assert_eq!(Some((child.lo, child.hi)), boxes[child.index as usize]);
+                } else if !child.is_empty() {
+                    let [a, b] = tlas.nodes[child.index as usize].children;
+                    assert_eq!((child.lo, child.hi), union(&a, &b));
+                    stack.push((child.index, depth + 1));
+                }
+            }
+        }
+        for (count, b) in seen.iter().zip(boxes) {
+            assert_eq!(*count, usize::from(b.is_some()));
+        }
+        assert_eq!(deepest, tlas.depth);
+        assert!(tlas.depth <= MAX_DEPTH);
+    }
+
+    fn unit_box(at: Vec3, size: f32) -> Option<(Vec3, Vec3)> {
+        Some((at, at + Vec3::splat(size)))
+    }
+
+    #[test]
+    fn depth_stays_bounded_for_coincident_and_skewed_instances() {
+        let same = vec![unit_box(Vec3::ONE, 1.0); 5000];
+        check(&Tlas::build(&same), &same);
+        // Sizes growing geometrically: the SAH peels one instance per level.
+        let skewed: Vec<_> = (0..3000)
+            .map(|i| unit_box(Vec3::splat(1.01f32.powi(i)), 1.02f32.powi(i)))
+            .collect();
+        let tlas = Tlas::build(&skewed);
+        check(&tlas, &skewed);
+        assert!(tlas.depth > 20, "depth {}", tlas.depth);
+        // Empty slots: instances that can never be hit are left out.
+        let mixed = vec![None, unit_box(Vec3::ZERO, 1.0), None];
+        check(&Tlas::build(&mixed), &mixed);
+        assert!(Tlas::build(&[None, None]).nodes.is_empty());
+    }
+
+    #[test]
+    fn refit_keeps_every_box_tight() {
+        let mut rng = Rng::new(7);
+        let mut boxes: Vec<_> = (0..500)
+            .map(|_| {
+                unit_box(
+                    rng.point_in_box(Vec3::ZERO, Vec3::splat(100.0)),
+                    rng.range(0.1, 5.0),
+                )
+            })
+            .collect();
+        let mut tlas = Tlas::build(&boxes);
+        for _ in 0..2000 {
+            let i = rng.below(boxes.len());
+            boxes[i] = unit_box(
+                rng.point_in_box(Vec3::splat(-500.0), Vec3::splat(500.0)),
+                rng.range(0.1, 50.0),
+            );
+            let changed = tlas.refit(i, boxes[i].expect("a box"));
+            assert!(changed.len() <= tlas.depth && changed.last() == Some(&0));
+        }
+        check(&tlas, &boxes);
+    }
+}
