@@ -89,10 +89,11 @@ fn meshes(rng: &mut Rng) -> Vec<Mesh> {
     ]
 }
 
-/// `count` instances of the meshes with random transforms in a 6-unit box.
+/// `count` instances of the meshes with random transforms in a 6-unit box; the last
+/// one is a copy of the first (with its own id), so hits on them tie on `t`.
 fn random_instances(rng: &mut Rng, meshes: usize, count: usize) -> Vec<Instance> {
     let place = (Vec3::splat(-3.0), Vec3::splat(3.0));
-    (0..count)
+    let mut instances: Vec<Instance> = (0..count - 1)
         .map(|i| {
             Instance::new(
                 i % meshes,
@@ -100,7 +101,12 @@ fn random_instances(rng: &mut Rng, meshes: usize, count: usize) -> Vec<Instance>
                 1000 + i as u32,
             )
         })
-        .collect()
+        .collect();
+    instances.push(Instance {
+        id: 999,
+        ..instances[0]
+    });
+    instances
 }
 
 /// Random rays and camera rays over the scene's box.
@@ -317,7 +323,7 @@ fn two_level_traversal_equals_a_naive_loop() {
     let scene = InstanceScene::from_meshes(&meshes, random_instances(&mut rng, meshes.len(), 40))
         .expect("valid scene");
     let rays = scene_rays(&mut rng, 1500);
-    let mut hits = 0;
+    let (mut hits, mut tied) = (0, 0);
     for cull in CULLS {
         for mode in MODES {
             let options = options(cull, mode);
@@ -325,12 +331,16 @@ fn two_level_traversal_equals_a_naive_loop() {
             let mirror = scene.trace_mirror(&rays, &options);
             for ((ray, f), m) in rays.iter().zip(&fast).zip(&mirror) {
                 assert_eq!(f, m, "{ray:?}");
+                // The copy of instance 0 (the last one) ties with it and never wins.
+                assert_ne!(f.id, 999, "{ray:?}");
+                tied += usize::from(f.id == 1000);
                 assert_eq!(key(f), naive(&scene, &packed, ray, &options), "{ray:?}");
                 hits += usize::from(f.is_hit());
             }
         }
     }
     assert!(hits > rays.len(), "only {hits} hits");
+    assert!(tied > 0, "no ray hit the duplicated instance");
 }
 
 #[test]
@@ -571,13 +581,13 @@ fn gpu_matches_cpu_bit_for_bit_before_and_after_moves() {
     for i in (1..40).step_by(4) {
         let transform = random_transform(&mut rng, 0.5, (Vec3::splat(-4.0), Vec3::splat(4.0)));
         cpu_scene.set_transform(i, transform).expect("valid");
-        gpu_scene.set_transform(gpu, i, transform).expect("valid");
+        gpu_scene.set_transform(i, transform).expect("valid");
     }
     compare(&cpu_scene, &gpu_scene);
-    gpu_scene.rebuild_tlas(gpu).expect("rebuild");
+    gpu_scene.rebuild_tlas();
     compare(&cpu_scene, &gpu_scene);
     // Bad input on the GPU scene: an error, and nothing changes.
-    let bad = gpu_scene.set_transform(gpu, 0, Mat4::ZERO);
+    let bad = gpu_scene.set_transform(0, Mat4::ZERO);
     assert!(matches!(
         bad,
         Err(Error::Instance(InstanceError::NotAffine { instance: 0 }))

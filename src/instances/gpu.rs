@@ -6,7 +6,9 @@
 //! ([`GpuContext::max_binding_bytes`]); a scene that does not is refused with
 //! [`InstanceError::TooLarge`] (it is not split: split the scene into several, or
 //! trace it on the CPU). Ray batches of any size are split into dispatches. Moving
-//! an instance writes its record and the TLAS nodes on its path to the root.
+//! an instance refits the CPU copy of the TLAS; before the next trace, the changed
+//! instance records and TLAS nodes (the moved instances' paths to the root) are
+//! written in runs of consecutive entries.
 
 use std::sync::Mutex;
 
@@ -91,6 +93,28 @@ pub struct GpuInstanceScene {
     offsets: Vec<(u32, u32)>,
     context_id: u64,
     scratch: Mutex<Option<Scratch>>,
+    dirty: Mutex<Dirty>,
+}
+
+/// TLAS nodes and instance records changed on the CPU since the last upload.
+#[derive(Debug, Default)]
+struct Dirty {
+    nodes: Vec<u32>,
+    instances: Vec<u32>,
+    all_nodes: bool,
+}
+
+/// Sorts `indices` and returns them as runs `(first, end)` of consecutive values.
+fn runs(indices: &mut [u32]) -> Vec<(u32, u32)> {
+    indices.sort_unstable();
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for &i in indices.iter() {
+        match runs.last_mut() {
+            Some((_, end)) if i <= *end => *end = (*end).max(i + 1),
+            _ => runs.push((i, i + 1)),
+        }
+    }
+    runs
 }
 
 impl GpuInstanceScene {
@@ -99,43 +123,53 @@ impl GpuInstanceScene {
         &self.scene
     }
 
-    /// Moves instance `index` (see [`InstanceScene::set_transform`]) and writes its
-    /// record and the refitted TLAS nodes to the GPU; no mesh data is uploaded.
-    pub fn set_transform(
-        &mut self,
-        gpu: &GpuContext,
-        index: usize,
-        transform: glam::Mat4,
-    ) -> Result<()> {
-        self.check(gpu)?;
+    /// Moves instance `index` (see [`InstanceScene::set_transform`]): the CPU copy's
+    /// TLAS is refitted now; the instance record and the changed TLAS nodes are
+    /// written to the GPU before the next trace (several moves, one upload of the
+    /// changed runs). No mesh data is uploaded.
+    pub fn set_transform(&mut self, index: usize, transform: glam::Mat4) -> Result<()> {
         let changed = self.scene.set_transform_nodes(index, transform)?;
-        let record = self.record(index);
-        gpu.queue.write_buffer(
-            &self.instances,
-            index as u64 * INSTANCE_BYTES,
-            bytemuck::bytes_of(&record),
-        );
-        let nodes = self.scene.tlas_nodes();
-        for node in changed {
-            gpu.queue.write_buffer(
-                &self.tlas,
-                node as u64 * NODE_BYTES,
-                bytemuck::bytes_of(&nodes[node as usize]),
-            );
-        }
-        gpu.errors.check()
+        let dirty = self.dirty.get_mut().unwrap_or_else(|e| e.into_inner());
+        dirty.nodes.extend(changed);
+        dirty.instances.push(index as u32);
+        Ok(())
     }
 
-    /// Rebuilds the TLAS (see [`InstanceScene::rebuild_tlas`]) and writes it.
-    pub fn rebuild_tlas(&mut self, gpu: &GpuContext) -> Result<()> {
-        self.check(gpu)?;
+    /// Rebuilds the TLAS (see [`InstanceScene::rebuild_tlas`]); it is written to the
+    /// GPU before the next trace.
+    pub fn rebuild_tlas(&mut self) {
         self.scene.rebuild_tlas();
+        self.dirty
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .all_nodes = true;
+    }
+
+    /// Writes what changed since the last trace: runs of consecutive TLAS nodes and
+    /// instance records.
+    fn flush(&self, gpu: &GpuContext) {
+        let mut dirty = self.dirty.lock().unwrap_or_else(|e| e.into_inner());
         let nodes = self.scene.tlas_nodes();
-        if !nodes.is_empty() {
-            gpu.queue
-                .write_buffer(&self.tlas, 0, bytemuck::cast_slice(nodes));
+        if dirty.all_nodes {
+            dirty.nodes = (0..nodes.len() as u32).collect();
         }
-        gpu.errors.check()
+        for (first, end) in runs(&mut dirty.nodes) {
+            gpu.queue.write_buffer(
+                &self.tlas,
+                first as u64 * NODE_BYTES,
+                bytemuck::cast_slice(&nodes[first as usize..end as usize]),
+            );
+        }
+        for (first, end) in runs(&mut dirty.instances) {
+            let records: Vec<PackedInstance> =
+                (first..end).map(|i| self.record(i as usize)).collect();
+            gpu.queue.write_buffer(
+                &self.instances,
+                first as u64 * INSTANCE_BYTES,
+                bytemuck::cast_slice(&records),
+            );
+        }
+        *dirty = Dirty::default();
     }
 
     fn check(&self, gpu: &GpuContext) -> Result<()> {
@@ -230,6 +264,7 @@ impl GpuContext {
             offsets,
             context_id: self.id,
             scratch: Mutex::new(None),
+            dirty: Mutex::default(),
         })
     }
 
@@ -243,6 +278,7 @@ impl GpuContext {
     ) -> Result<Vec<InstanceHit>> {
         scene.check(self)?;
         self.errors.check()?;
+        scene.flush(self);
         let sanitized: Vec<Ray> = rays.iter().map(sanitize_ray).collect();
         let mut records = vec![InstanceHitRecord::MISS; rays.len()];
         if !scene.scene.tlas_nodes().is_empty() && !rays.is_empty() {

@@ -34,6 +34,16 @@
 //!   panic. An instance of an empty mesh (or of one whose triangles are all
 //!   degenerate) is kept but never hit.
 //!
+//! ## Culling instances and GPU limits
+//!
+//! A ray meets an instance only if it enters the instance's world box (the TLAS
+//! leaf: the mesh BVH's root box carried by the transform, padded for rounding)
+//! and then, in object space, the mesh BVH's own root boxes — an oriented-box test
+//! at the cost of the ray transform; there is no separate bounding-sphere test.
+//! On the GPU the mesh BVHs of all meshes share one node and one triangle buffer;
+//! a scene whose buffers exceed one storage binding is refused with
+//! [`InstanceError::TooLarge`] (not split), and the CPU backend traces it.
+//!
 //! ## Stages
 //!
 //! | stage | shader | CPU |

@@ -80,7 +80,7 @@ impl Picker {
     ) -> Result<()> {
         match (scene, self.gpu()) {
             (PickInstances::Cpu(scene), None) => Ok(scene.set_transform(index, transform)?),
-            (PickInstances::Gpu(scene), Some(gpu)) => scene.set_transform(gpu, index, transform),
+            (PickInstances::Gpu(scene), Some(_)) => scene.set_transform(index, transform),
             _ => Err(Error::WrongBackend),
         }
     }
