@@ -23,8 +23,9 @@ pub(crate) struct Placement {
     pub(crate) inverse_rows: [Vec4; 3],
     /// The object-to-world transform in f64.
     pub(crate) forward: DMat4,
-    /// The inverse in f64 (its transpose carries normals to world space).
-    pub(crate) inverse: DMat4,
+    /// The transpose of the inverse's linear part, in f64: carries normals to world
+    /// space.
+    pub(crate) normal_matrix: DMat3,
     /// `‖L‖∞ · ‖L⁻¹‖∞` of the linear part `L`: how much rounding a round trip through
     /// object space can magnify.
     pub(crate) condition: f64,
@@ -61,7 +62,7 @@ impl Placement {
         Ok(Self {
             inverse_rows: rows,
             forward,
-            inverse,
+            normal_matrix: DMat3::from_mat4(inverse).transpose(),
             condition: norm(linear) * norm(linear.inverse()),
         })
     }
@@ -69,10 +70,7 @@ impl Placement {
     /// World normal of an object-space triangle normal (inverse-transpose,
     /// normalised; zero if it vanishes).
     pub(crate) fn world_normal(&self, normal: DVec3) -> DVec3 {
-        DMat3::from_mat4(self.inverse)
-            .transpose()
-            .mul_vec3(normal)
-            .normalize_or_zero()
+        self.normal_matrix.mul_vec3(normal).normalize_or_zero()
     }
 }
 
