@@ -292,11 +292,12 @@ impl GpuContext {
                 *scratch = Some(self.scoped(|| Scratch::new(&self.device, capacity))?);
             }
             let scratch = scratch.as_ref().expect("scratch was just created");
+            let pipeline = self.pipelines.instance_traverse(&self.device)?;
             for (rays, records) in sanitized
                 .chunks(per_dispatch)
                 .zip(records.chunks_mut(per_dispatch))
             {
-                self.dispatch_instances(scene, scratch, rays, options);
+                self.dispatch_instances(pipeline, scene, scratch, rays, options);
                 let bytes = rays.len() as u64 * RECORD_BYTES;
                 let slice = scratch.staging.slice(..bytes);
                 pollster::block_on(map_read(&self.device, slice, Wait::Block))?;
@@ -329,6 +330,7 @@ impl GpuContext {
     /// staging buffer.
     fn dispatch_instances(
         &self,
+        pipeline: &wgpu::ComputePipeline,
         scene: &GpuInstanceScene,
         scratch: &Scratch,
         rays: &[Ray],
@@ -348,7 +350,6 @@ impl GpuContext {
             .write_buffer(&scratch.params, 0, bytemuck::bytes_of(&params));
         self.queue
             .write_buffer(&scratch.rays, 0, bytemuck::cast_slice(rays));
-        let pipeline = &self.pipelines.instance_traverse;
         let layout = pipeline.get_bind_group_layout(0);
         let buffers = [
             &scratch.params,
