@@ -596,7 +596,7 @@ fn gpu_matches_cpu_bit_for_bit_before_and_after_moves() {
 }
 
 #[test]
-fn gpu_finishes_long_rays_on_the_cpu_and_refuses_oversized_scenes() {
+fn gpu_finishes_long_rays_on_the_cpu_and_refuses_oversized_scenes_through_a_picker() {
     if common::gpu().is_none() {
         return;
     }
@@ -608,6 +608,8 @@ fn gpu_finishes_long_rays_on_the_cpu_and_refuses_oversized_scenes() {
         ..Default::default()
     })
     .expect("a second context on the same adapter");
+    let picker = raypick::Picker::from_gpu(gpu);
+    let gpu = picker.gpu().expect("a GPU picker");
     let mut rng = Rng::new(0x1257_0007);
     let meshes = [scene::cube(), scene::icosphere(2, 1.0, Vec3::ZERO)];
     let scene =
@@ -615,12 +617,37 @@ fn gpu_finishes_long_rays_on_the_cpu_and_refuses_oversized_scenes() {
     let rays = scene_rays(&mut rng, 3000);
     let options = TraceOptions::default();
     let want = scene.trace(&rays, &options);
-    let uploaded = gpu.upload_instances(scene).expect("fits");
+    let mut moved = scene.clone();
+    let uploaded = gpu.upload_instances(scene.clone()).expect("fits");
     assert_eq!(
         gpu.trace_instances(&uploaded, &rays, &options)
             .expect("trace"),
         want
     );
+    // The same through the picker, before and after a move.
+    let mut prepared = picker.upload_instances(scene.clone()).expect("fits");
+    assert!(matches!(
+        prepared,
+        raypick::instances::PickInstances::Gpu(_)
+    ));
+    let trace = |prepared: &_| {
+        picker
+            .trace_instances(prepared, &rays, &options)
+            .expect("trace")
+    };
+    assert_eq!(trace(&prepared), want);
+    let transform = Mat4::from_rotation_z(0.5) * Mat4::from_translation(Vec3::X);
+    picker
+        .set_instance_transform(&mut prepared, 5, transform)
+        .expect("move");
+    moved.set_transform(5, transform).expect("move");
+    assert_eq!(trace(&prepared), moved.trace(&rays, &options));
+    // A scene prepared for the CPU is refused.
+    let cpu_scene = raypick::instances::PickInstances::Cpu(scene);
+    assert!(matches!(
+        picker.trace_instances(&cpu_scene, &rays, &options),
+        Err(Error::WrongBackend)
+    ));
     let big = InstanceScene::from_meshes(
         &[scene::icosphere(4, 1.0, Vec3::ZERO)],
         vec![Instance::new(0, Mat4::IDENTITY, 0)],
