@@ -6,9 +6,10 @@ use glam::{DMat3, DMat4, DVec3, Mat4, Vec3, Vec4};
 use super::InstanceError;
 use crate::types::Ray;
 
-/// A largest `|det| / (|c0| |c1| |c2|)` (the volume of the unit cube's image against
-/// the product of its edge lengths; 1 for a rotation times any scale) below which a
-/// transform counts as singular: it flattens space too much for an f32 inverse.
+/// Smallest accepted `|det| / (|c0| |c1| |c2|)` of a transform's linear part (the
+/// volume of the unit cube's image against the product of its edge lengths: 1 for a
+/// rotation times any scale, 0 when columns are parallel). Below it the transform
+/// counts as singular: it flattens space too much for an f32 inverse.
 const MIN_ORTHOGONALITY: f64 = 1e-6;
 
 /// Relative padding of instance world boxes, times the transform's condition number
