@@ -70,6 +70,31 @@ struct TraverseParams {
     _pad1: u32,
 }
 
+// One instance of the two-level traversal (64 bytes): rows of the inverse affine
+// transform (object x = dot(inv0.xyz, world) + inv0.w), and where its mesh's BVH
+// starts in the concatenated node and triangle arrays (node_count 0: nothing to hit).
+struct PackedInstance {
+    inv0: vec4<f32>,
+    inv1: vec4<f32>,
+    inv2: vec4<f32>,
+    node_offset: u32,
+    tri_offset: u32,
+    node_count: u32,
+    _pad0: u32,
+}
+
+// Nearest hit in an instance scene (32 bytes): a Hit plus the instance index.
+struct InstanceHitRecord {
+    t: f32,
+    u: f32,
+    v: f32,
+    prim: u32,
+    instance: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
 const MISS: u32 = 0xffffffffu;
 const EMPTY_CHILD: u32 = 0xffffffffu;
 const CULL_NONE: u32 = 0u;

@@ -75,6 +75,9 @@ pub enum Error {
     /// A request that raypick does not support (for example an unknown file extension).
     #[error("{0}")]
     Unsupported(String),
+    /// An instance scene or transform is invalid (see [`crate::instances`]).
+    #[error(transparent)]
+    Instance(#[from] crate::instances::InstanceError),
 }
 
 /// Shorthand for `Result<T, raypick::Error>`.

@@ -42,6 +42,7 @@
 //! | ray–triangle test | `shaders/intersect.wgsl` | [`cpu::intersect`] |
 //! | every ray × every triangle | `shaders/brute_force.wgsl` | [`cpu::brute_force`] |
 //! | BVH traversal | `shaders/bvh_traverse.wgsl` | [`cpu::bvh_traverse`] (plus the 8-wide SIMD fast path [`cpu::wide_traverse`]) |
+//! | two-level (instance) traversal | `shaders/instance_traverse.wgsl` | [`instances::instance_traverse`] |
 //!
 //! Around them:
 //! - [`prepare`]: triangle packing and ray sanitising, shared by both backends.
@@ -56,6 +57,8 @@
 //! - [`world`]: f64 world coordinates ([`Ray64`], [`Mesh::from_f64`]): geometry far
 //!   from the origin is traced relative to a mesh-local origin, with the exact
 //!   translation guarantee spelled out there.
+//! - [`instances`]: many meshes placed by transforms in one scene, picked together
+//!   (a top-level BVH over per-mesh BVHs; `shaders/instance_traverse.wgsl`).
 //! - [`camera`], [`scene`], [`reference`](mod@reference): screen-to-ray, generated
 //!   test scenes and an f64 reference intersector.
 //! - [`screen`]: screen picks (the triangle under a pixel or cursor, and where).
@@ -81,6 +84,7 @@ pub mod camera;
 pub mod cpu;
 pub mod error;
 pub mod gpu;
+pub mod instances;
 #[cfg(feature = "io")]
 pub mod io;
 pub mod mesh;

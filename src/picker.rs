@@ -257,8 +257,13 @@ impl Picker {
                 format!("{} ({}, {})", a.name, a.backend, a.device_type)
             }
             (Engine::Cpu(cpu), None) => format!("CPU ({} threads)", cpu.threads()),
-            (Engine::Gpu(_), None) => format!("CPU ({} threads)", self.cpu().threads()),
+            (Engine::Gpu(_), None) => format!("CPU ({} threads)", self.cpu_backend().threads()),
         }
+    }
+
+    /// The CPU backend, when the CPU traces (a CPU picker, or after a fallback).
+    pub fn cpu(&self) -> Option<&CpuBackend> {
+        self.live_gpu().is_none().then(|| self.cpu_backend())
     }
 
     /// The GPU context, when on the GPU (`None` after a fallback to the CPU).
@@ -275,7 +280,7 @@ impl Picker {
     }
 
     /// The CPU backend: the engine, or the one used after a fallback.
-    fn cpu(&self) -> &CpuBackend {
+    fn cpu_backend(&self) -> &CpuBackend {
         match &self.engine {
             Engine::Cpu(cpu) => cpu,
             Engine::Gpu(_) => self.fallback_cpu.get_or_init(|| {
@@ -410,7 +415,8 @@ impl Picker {
                 Err(Error::WrongBackend)
             }
             _ => {
-                self.cpu().trace_into(mesh.for_cpu(), rays, options, hits);
+                self.cpu_backend()
+                    .trace_into(mesh.for_cpu(), rays, options, hits);
                 Ok(())
             }
         }

@@ -25,6 +25,14 @@ pub const BVH_TRAVERSE_WORKGROUP: u32 = 64;
 /// Triangle id the traversal reports for a ray that ran out of loop steps.
 pub const UNFINISHED: u32 = 0xFFFF_FFFE;
 
+/// The two-level traversal of instance scenes (mirrored by
+/// `src/instances/instance_traverse.rs`).
+pub const INSTANCE_TRAVERSE: &str = include_str!("../shaders/instance_traverse.wgsl");
+/// Entry point of the instance traversal stage.
+pub const INSTANCE_TRAVERSE_ENTRY: &str = "instance_traverse";
+/// Workgroup size of the instance traversal stage (`WORKGROUP_SIZE` in the WGSL).
+pub const INSTANCE_TRAVERSE_WORKGROUP: u32 = 64;
+
 /// Entry point of the brute-force stage.
 pub const BRUTE_FORCE_ENTRY: &str = "brute_force";
 /// Workgroup size of the brute-force stage (`WORKGROUP_SIZE` in the WGSL).
@@ -40,10 +48,23 @@ pub fn bvh_traverse_module() -> String {
     [TYPES, INTERSECT, MOLLER_TRUMBORE, WATERTIGHT, BVH_TRAVERSE].join("\n")
 }
 
+/// The complete WGSL module of the instance traversal stage.
+pub fn instance_traverse_module() -> String {
+    [
+        TYPES,
+        INTERSECT,
+        MOLLER_TRUMBORE,
+        WATERTIGHT,
+        INSTANCE_TRAVERSE,
+    ]
+    .join("\n")
+}
+
 /// Every complete module, by name (used by the naga validation test).
 pub fn all_modules() -> Vec<(&'static str, String)> {
     vec![
         ("brute_force", brute_force_module()),
         ("bvh_traverse", bvh_traverse_module()),
+        ("instance_traverse", instance_traverse_module()),
     ]
 }

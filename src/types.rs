@@ -5,7 +5,7 @@
 //! and checks each struct's size and member offsets against these definitions.
 
 use bytemuck::{Pod, Zeroable};
-use glam::Vec3;
+use glam::{Vec3, Vec4};
 
 /// Triangle id reported for a ray that hits nothing.
 pub const MISS: u32 = u32::MAX;
@@ -213,6 +213,66 @@ pub struct TraverseParams {
     pub _pad1: u32,
 }
 
+/// One instance as the two-level traversal reads it (64 bytes): the rows of its
+/// inverse (object-from-world) affine transform and where its mesh's BVH starts in
+/// the scene's concatenated node and triangle arrays.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct PackedInstance {
+    /// Object `x = inv0.x * wx + inv0.y * wy + inv0.z * wz + inv0.w`.
+    pub inv0: Vec4,
+    /// Row for object `y`.
+    pub inv1: Vec4,
+    /// Row for object `z`.
+    pub inv2: Vec4,
+    /// Index of the mesh BVH's root in the node array.
+    pub node_offset: u32,
+    /// Index of the mesh BVH's first triangle in the triangle array.
+    pub tri_offset: u32,
+    /// Nodes of the mesh BVH (0: the mesh has nothing to hit).
+    pub node_count: u32,
+    /// Padding to 16 bytes.
+    pub _pad0: u32,
+}
+
+/// The nearest hit of one ray in an instance scene as the traversal writes it
+/// (32 bytes): `t`, `u`, `v` and triangle id as in [`Hit`], and the instance index.
+/// A miss has `prim == instance == MISS`, `t == +inf`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct InstanceHitRecord {
+    /// Ray parameter.
+    pub t: f32,
+    /// Barycentric weight of `v1`.
+    pub u: f32,
+    /// Barycentric weight of `v2`.
+    pub v: f32,
+    /// Triangle id in the instance's mesh, or [`MISS`].
+    pub prim: u32,
+    /// Instance index in the scene, or [`MISS`].
+    pub instance: u32,
+    /// Padding to 16 bytes.
+    pub _pad0: u32,
+    /// Padding to 16 bytes.
+    pub _pad1: u32,
+    /// Padding to 16 bytes.
+    pub _pad2: u32,
+}
+
+impl InstanceHitRecord {
+    /// The miss marker.
+    pub const MISS: InstanceHitRecord = InstanceHitRecord {
+        t: f32::INFINITY,
+        u: 0.0,
+        v: 0.0,
+        prim: MISS,
+        instance: MISS,
+        _pad0: 0,
+        _pad1: 0,
+        _pad2: 0,
+    };
+}
+
 const _: () = assert!(std::mem::size_of::<Ray>() == 32);
 const _: () = assert!(std::mem::size_of::<BvhChild>() == 32);
 const _: () = assert!(std::mem::size_of::<BvhNode>() == 64);
@@ -221,3 +281,5 @@ const _: () = assert!(std::mem::size_of::<Hit>() == 16);
 const _: () = assert!(std::mem::size_of::<PackedTriangle>() == 48);
 const _: () = assert!(std::mem::size_of::<TraceParams>() == 48);
 const _: () = assert!(std::mem::align_of::<Ray>() == 4);
+const _: () = assert!(std::mem::size_of::<PackedInstance>() == 64);
+const _: () = assert!(std::mem::size_of::<InstanceHitRecord>() == 32);

@@ -4,7 +4,10 @@
 use std::mem::{offset_of, size_of};
 
 use raypick::shaders;
-use raypick::types::{BvhChild, BvhNode, Hit, PackedTriangle, Ray, TraceParams, TraverseParams};
+use raypick::types::{
+    BvhChild, BvhNode, Hit, InstanceHitRecord, PackedInstance, PackedTriangle, Ray, TraceParams,
+    TraverseParams,
+};
 
 fn parse(source: &str, name: &str) -> naga::Module {
     naga::front::wgsl::parse_str(source)
@@ -58,6 +61,16 @@ fn shared_structs_match_rust() {
     );
     assert_layout!(&module, BvhChild, [lo, index, hi, count]);
     assert_layout!(&module, BvhNode, [children]);
+    assert_layout!(
+        &module,
+        PackedInstance,
+        [inv0, inv1, inv2, node_offset, tri_offset, node_count, _pad0]
+    );
+    assert_layout!(
+        &module,
+        InstanceHitRecord,
+        [t, u, v, prim, instance, _pad0, _pad1, _pad2]
+    );
     assert_layout!(
         &module,
         TraverseParams,
@@ -134,5 +147,27 @@ fn traversal_constants_match_rust() {
     assert_eq!(
         constant("WORKGROUP_SIZE"),
         U32(shaders::BVH_TRAVERSE_WORKGROUP)
+    );
+}
+
+#[test]
+fn instance_traversal_constants_match_rust() {
+    let module = parse(&shaders::instance_traverse_module(), "instance_traverse");
+    let constant = |name: &str| literal(&module, name);
+    use naga::Literal::{F32, U32};
+    assert_eq!(constant("MAX_DEPTH"), U32(raypick::bvh::MAX_DEPTH as u32));
+    assert_eq!(constant("UNFINISHED"), U32(shaders::UNFINISHED));
+    assert_eq!(
+        constant("LEAF_BIT"),
+        U32(raypick::instances::instance_traverse::LEAF_BIT)
+    );
+    assert_eq!(
+        constant("BOX_MARGIN"),
+        F32(raypick::cpu::bvh_traverse::BOX_MARGIN)
+    );
+    assert_eq!(constant("BIG"), F32(raypick::cpu::bvh_traverse::BIG));
+    assert_eq!(
+        constant("WORKGROUP_SIZE"),
+        U32(shaders::INSTANCE_TRAVERSE_WORKGROUP)
     );
 }

@@ -140,9 +140,15 @@ impl CpuBackend {
             CpuMesh::Bvh(bvh) => tasks
                 .for_each(|(rays, hits)| wide_traverse::trace_rays(bvh, rays, hits, cull, mode)),
         };
+        self.install(run)
+    }
+
+    /// Runs `f` on this backend's thread pool (rayon's global pool when it has none
+    /// of its own).
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match &self.pool {
-            Some(pool) => pool.install(run),
-            None => run(),
+            Some(pool) => pool.install(f),
+            None => f(),
         }
     }
 }

@@ -9,7 +9,7 @@ mod adapters;
 mod context;
 mod mesh;
 mod pipelines;
-mod readback;
+pub(crate) mod readback;
 mod trace;
 
 pub use adapters::{AdapterReport, AutoChoice, ComputeLimits, auto_choice, list_adapters};

@@ -12,6 +12,9 @@ pub(crate) struct Pipelines {
     pub(crate) brute_force: wgpu::ComputePipeline,
     /// `shaders/bvh_traverse.wgsl`.
     pub(crate) bvh_traverse: wgpu::ComputePipeline,
+    /// `shaders/instance_traverse.wgsl`, compiled on first use (see
+    /// [`Pipelines::instance_traverse`]).
+    instance_traverse: std::sync::OnceLock<wgpu::ComputePipeline>,
 }
 
 impl Pipelines {
@@ -29,7 +32,26 @@ impl Pipelines {
                 shaders::bvh_traverse_module(),
                 shaders::BVH_TRAVERSE_ENTRY,
             )?,
+            instance_traverse: Default::default(),
         })
+    }
+
+    /// The instance traversal pipeline, compiled the first time an instance scene
+    /// is traced (contexts that never trace one do not pay for it).
+    pub(crate) fn instance_traverse(
+        &self,
+        device: &wgpu::Device,
+    ) -> Result<&wgpu::ComputePipeline> {
+        if let Some(built) = self.instance_traverse.get() {
+            return Ok(built);
+        }
+        let built = pipeline(
+            device,
+            "instance_traverse",
+            shaders::instance_traverse_module(),
+            shaders::INSTANCE_TRAVERSE_ENTRY,
+        )?;
+        Ok(self.instance_traverse.get_or_init(|| built))
     }
 }
 

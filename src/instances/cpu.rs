@@ -1,0 +1,75 @@
+//! Instance scenes on the CPU backend: rays in parallel on the backend's pool, the
+//! mirror's top-level loop ([`traverse`]) with the CPU's 8-wide mesh BVH below it.
+
+use rayon::prelude::*;
+
+use super::instance_traverse::{instance_ray, merge, traverse};
+use super::{InstanceHit, InstanceScene};
+use crate::cpu::{CpuBackend, wide_traverse};
+use crate::options::TraceOptions;
+use crate::prepare::sanitize_ray;
+use crate::types::{Hit, InstanceHitRecord, Ray};
+
+/// Rays handed to one rayon task.
+const RAYS_PER_TASK: usize = 64;
+
+/// Nearest hit of one world ray: the two-level traversal with the wide mesh BVH.
+fn trace_ray(scene: &InstanceScene, ray: &Ray, cull: u32, mode: u32) -> InstanceHit {
+    let ray = sanitize_ray(ray);
+    let mut best = InstanceHitRecord::MISS;
+    if ray.dir != glam::Vec3::ZERO {
+        traverse(scene.tlas_nodes(), &ray, &mut best, |index, best| {
+            if let Some(local) = instance_ray(scene, index, &ray, best) {
+                let mut hit = [Hit::MISS];
+                let wide = scene.blas_of(index as usize).wide();
+                wide_traverse::trace_rays(wide, &[local], &mut hit, cull, mode);
+                merge(index, &hit[0], best);
+            }
+        });
+    }
+    scene.finish(&ray, &best)
+}
+
+impl CpuBackend {
+    /// Traces `rays` through an instance scene; one hit per ray.
+    pub fn trace_instances(
+        &self,
+        scene: &InstanceScene,
+        rays: &[Ray],
+        options: &TraceOptions,
+    ) -> Vec<InstanceHit> {
+        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let mut hits = vec![InstanceHit::MISS; rays.len()];
+        self.install(|| {
+            rays.par_chunks(RAYS_PER_TASK)
+                .zip(hits.par_chunks_mut(RAYS_PER_TASK))
+                .for_each(|(rays, hits)| {
+                    for (ray, hit) in rays.iter().zip(hits) {
+                        *hit = trace_ray(scene, ray, cull, mode);
+                    }
+                })
+        });
+        hits
+    }
+}
+
+impl InstanceScene {
+    /// Traces `rays` on the CPU (rayon's global pool); one hit per ray. Same answers
+    /// as [`crate::gpu::GpuContext::trace_instances`].
+    pub fn trace(&self, rays: &[Ray], options: &TraceOptions) -> Vec<InstanceHit> {
+        CpuBackend::new().trace_instances(self, rays, options)
+    }
+
+    /// Traces `rays` with the traversal mirror of the shader
+    /// ([`super::instance_traverse`]), one ray after the other: the oracle.
+    pub fn trace_mirror(&self, rays: &[Ray], options: &TraceOptions) -> Vec<InstanceHit> {
+        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        rays.iter()
+            .map(|ray| {
+                let ray = sanitize_ray(ray);
+                let raw = super::instance_traverse::trace_ray(self, &ray, cull, mode);
+                self.finish(&ray, &raw)
+            })
+            .collect()
+    }
+}
