@@ -94,7 +94,9 @@ fn trace_ray<const WATERTIGHT: bool>(wide: &WideBvh, ray: &Ray, cull: u32) -> Hi
     );
     let (to_frame, t_scale) = (1.0 / frame.t_scale, frame.t_scale);
     let tmin = ray.tmin * to_frame;
-    let negative = [ray.dir.x < 0.0, ray.dir.y < 0.0, ray.dir.z < 0.0];
+    // From the scaled direction, whose tiny components may have become -0.0 (whose
+    // `1 / dir` is the positive BIG).
+    let negative = [dir.x < 0.0, dir.y < 0.0, dir.z < 0.0];
     let mut stack = [Pending::default(); STACK];
     stack[0] = Pending {
         child: 0,

@@ -92,7 +92,7 @@ fn decode(record: &[u8], orders: [ByteOrder; 4]) -> Hit {
 
 fn read_binary(path: &Path, mut reader: impl Read, bytes: u64) -> Result<Vec<Hit>> {
     let fail = |e| file_error(path, e);
-    if bytes % HIT_BYTES as u64 != 0 {
+    if !bytes.is_multiple_of(HIT_BYTES as u64) {
         return Err(format_error(
             path,
             format!(

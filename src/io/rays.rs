@@ -157,7 +157,7 @@ fn read_rows_from<T: Scalar>(
 
 fn read_binary<T: Scalar>(path: &Path, mut reader: impl Read, bytes: u64) -> Result<Vec<[T; 8]>> {
     let fail = |e| file_error(path, e);
-    if bytes % RAY_BYTES as u64 != 0 {
+    if !bytes.is_multiple_of(RAY_BYTES as u64) {
         return Err(format_error(
             path,
             format!(
