@@ -28,8 +28,10 @@ const BIG: f32 = 1e38;
 const NOT_ENTERED: f32 = -3.0e38;
 
 // Entry distance into `child`'s box when the ray overlaps it within [tmin, limit]
-// (conservatively), else NOT_ENTERED (also for an empty slot).
-fn enter(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limit: f32) -> f32 {
+// (conservatively), else NOT_ENTERED (also for an empty slot). Box distances are in
+// units of the scaled direction (frame.dir, see RayFrame): inv_dir, tmin and limit
+// are in those units, the entry distance is scaled back by t_scale.
+fn enter(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limit: f32, t_scale: f32) -> f32 {
     if child.index == EMPTY_CHILD && child.count == 0u {
         return NOT_ENTERED;
     }
@@ -40,7 +42,7 @@ fn enter(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limi
     let near = max(max(max(lo.x, lo.y), lo.z), tmin);
     let far = min(min(min(hi.x, hi.y), hi.z), limit);
     if near - abs(near) * BOX_MARGIN <= far + abs(far) * BOX_MARGIN {
-        return near;
+        return near * t_scale;
     }
     return NOT_ENTERED;
 }
@@ -68,7 +70,9 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let frame = ray_frame(ray);
-    let inv_dir = select(1.0 / ray.dir, vec3<f32>(BIG), ray.dir == vec3<f32>(0.0));
+    let inv_dir = select(1.0 / frame.dir, vec3<f32>(BIG), frame.dir == vec3<f32>(0.0));
+    let to_frame = 1.0 / frame.t_scale;
+    let tmin = ray.tmin * to_frame;
     // Pending subtrees: node index and entry distance (as bits).
     var stack: array<vec2<u32>, MAX_DEPTH>;
     var depth = 0u;
@@ -82,9 +86,9 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         let a = nodes[node_index].children[0];
         let b = nodes[node_index].children[1];
-        let limit = min(best.t, ray.tmax);
-        let entry_a = enter(a, ray.origin, inv_dir, ray.tmin, limit);
-        let entry_b = enter(b, ray.origin, inv_dir, ray.tmin, limit);
+        let limit = min(best.t, ray.tmax) * to_frame;
+        let entry_a = enter(a, ray.origin, inv_dir, tmin, limit, frame.t_scale);
+        let entry_b = enter(b, ray.origin, inv_dir, tmin, limit, frame.t_scale);
         // Visit the nearer child first.
         let swap = entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a;
         var near = a;

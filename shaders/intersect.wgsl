@@ -8,7 +8,10 @@
 // unnormalised values (no division): big_u, big_v and big_w all have the sign of
 // det. A hit is accepted when det passes the culling test, it is inside,
 // tmin <= t <= tmax and t < best_t (strict, so earlier triangles win ties). Every
-// comparison is written so that NaN rejects.
+// comparison is written so that NaN rejects, and only finite values are accepted:
+// 1 / det, t, u and v must all be finite (a determinant whose reciprocal overflows
+// would give u = 0 * inf = NaN; an overflowing t would pass an infinite tmin or tmax).
+// Finiteness is read from the bits, which no float optimisation can assume away.
 //
 // A determinant within DET_TOLERANCE * |e1|1 * |e2|1 * (ray factor) of zero counts as
 // zero (the ray is parallel to the triangle): that bound covers the rounding error of
@@ -37,24 +40,43 @@ struct Unnormalised {
 }
 
 // What the tests need of a ray, computed once per ray.
+//   dir: the direction scaled by a power of two, 2^-k, so that its largest component
+//     is in [1, 2) (see direction_scale); the tests see only this one, so their t
+//     is 2^k times the caller's and is scaled back by t_scale = 2^-k. Exact, so
+//     answers are those of the caller's direction, except where that one would
+//     over- or underflow;
 //   dir_norm: |dir|1, the ray's part of the fast test's determinant bound;
 //   axes: (kx, ky, kz), kz the axis of the largest |dir| component, (kx, ky) the next
 //     two in cyclic order, swapped when dir[kz] < 0 to keep the winding;
 //   shear: (dir[kx] / dir[kz], dir[ky] / dir[kz], 1 / dir[kz]);
 //   shear_norm: dir_norm * |shear.z|, the watertight determinant's ray factor;
+//   t_scale: 2^-k, multiplies the tests' t into units of the caller's direction;
 //   live: false for a zero direction (such a ray never hits).
 struct RayFrame {
+    dir: vec3<f32>,
     dir_norm: f32,
     axes: vec3<u32>,
     shear: vec3<f32>,
     shear_norm: f32,
+    t_scale: f32,
     live: bool,
 }
 
 const DET_TOLERANCE: f32 = 9.5367431640625e-7; // 2^-20
 
+// 2^-k for the largest direction component max_abs, from its exponent bits:
+// max_abs * 2^-k is in [1, 2) for normal values below 2^127 (in [2, 4) above, and
+// at least 2^-23 for subnormals).
+fn direction_scale(max_abs: f32) -> f32 {
+    let exponent = (bitcast<u32>(max_abs) >> 23u) & 0xffu;
+    return bitcast<f32>(clamp(254u - min(exponent, 254u), 1u, 253u) << 23u);
+}
+
 fn ray_frame(ray: Ray) -> RayFrame {
-    let a = abs(ray.dir);
+    let raw = abs(ray.dir);
+    let scale = direction_scale(max(max(raw.x, raw.y), raw.z));
+    let dir = ray.dir * scale;
+    let a = abs(dir);
     var kz = 2u;
     if a.x > a.y {
         if a.x > a.z {
@@ -65,7 +87,7 @@ fn ray_frame(ray: Ray) -> RayFrame {
     }
     var kx = (kz + 1u) % 3u;
     var ky = (kx + 1u) % 3u;
-    let dz = ray.dir[kz];
+    let dz = dir[kz];
     if dz < 0.0 {
         let swap = kx;
         kx = ky;
@@ -73,9 +95,9 @@ fn ray_frame(ray: Ray) -> RayFrame {
     }
     let live = dz != 0.0;
     let inv_dz = select(0.0, 1.0 / dz, live);
-    let shear = vec3<f32>(ray.dir[kx] * inv_dz, ray.dir[ky] * inv_dz, inv_dz);
+    let shear = vec3<f32>(dir[kx] * inv_dz, dir[ky] * inv_dz, inv_dz);
     let dir_norm = (a.x + a.y) + a.z;
-    return RayFrame(dir_norm, vec3<u32>(kx, ky, kz), shear, dir_norm * abs(inv_dz), live);
+    return RayFrame(dir, dir_norm, vec3<u32>(kx, ky, kz), shear, dir_norm * abs(inv_dz), scale, live);
 }
 
 fn det_passes(det: f32, det_bound: f32, cull: u32) -> bool {
@@ -87,13 +109,21 @@ fn det_passes(det: f32, det_bound: f32, cull: u32) -> bool {
     }
 }
 
-fn accept(n: Unnormalised, ray: Ray, live: bool, cull: u32, best_t: f32) -> Candidate {
+// Whether x is neither infinite nor NaN (its exponent bits are not all ones).
+fn is_finite(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
+}
+
+fn accept(n: Unnormalised, ray: Ray, frame: RayFrame, cull: u32, best_t: f32) -> Candidate {
     let inv_det = 1.0 / n.det;
-    let t = n.big_t * inv_det;
+    let t = (n.big_t * inv_det) * frame.t_scale;
+    let u = n.big_u * inv_det;
+    let v = n.big_v * inv_det;
     let sign = select(-1.0, 1.0, n.det > 0.0);
     let inside = n.big_u * sign >= 0.0 && n.big_v * sign >= 0.0 && n.big_w * sign >= 0.0;
-    let accepted = live && det_passes(n.det, n.det_bound, cull) && inside && t >= ray.tmin && t <= ray.tmax && t < best_t;
-    return Candidate(t, n.big_u * inv_det, n.big_v * inv_det, accepted);
+    let finite = is_finite(inv_det) && is_finite(t) && is_finite(u) && is_finite(v);
+    let accepted = frame.live && det_passes(n.det, n.det_bound, cull) && inside && finite && t >= ray.tmin && t <= ray.tmax && t < best_t;
+    return Candidate(t, u, v, accepted);
 }
 
 fn intersect(ray: Ray, frame: RayFrame, tri: PackedTriangle, cull: u32, best_t: f32, one: f32, mode: u32) -> Candidate {
@@ -103,5 +133,5 @@ fn intersect(ray: Ray, frame: RayFrame, tri: PackedTriangle, cull: u32, best_t: 
     } else {
         n = moller_trumbore(ray, frame, tri, one);
     }
-    return accept(n, ray, frame.live, cull, best_t);
+    return accept(n, ray, frame, cull, best_t);
 }

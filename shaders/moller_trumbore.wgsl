@@ -4,6 +4,8 @@
 //   e1 = v1 - v0, e2 = v2 - v0, p = d x e2, det = e1 . p, s = o - v0, U = s . p,
 //   q = s x e1, V = d . q, T = e2 . q, W = det - (U + V)
 //
+// d is frame.dir, the direction scaled by a power of two (see RayFrame).
+//
 // W >= 0 is the test U + V <= det without its rounding of a comparison: the
 // subtraction's sign is exact.
 
@@ -23,12 +25,12 @@ fn dot_rounded(a: vec3<f32>, b: vec3<f32>, one: f32) -> f32 {
 fn moller_trumbore(ray: Ray, frame: RayFrame, tri: PackedTriangle, one: f32) -> Unnormalised {
     let e1 = tri.v1 - tri.v0;
     let e2 = tri.v2 - tri.v0;
-    let p = cross_rounded(ray.dir, e2, one);
+    let p = cross_rounded(frame.dir, e2, one);
     let det = dot_rounded(e1, p, one);
     let s = ray.origin - tri.v0;
     let big_u = dot_rounded(s, p, one);
     let q = cross_rounded(s, e1, one);
-    let big_v = dot_rounded(ray.dir, q, one);
+    let big_v = dot_rounded(frame.dir, q, one);
     let big_t = dot_rounded(e2, q, one);
     let big_w = det - (big_u + big_v);
     return Unnormalised(det, (tri.edge_norm * frame.dir_norm) * one, big_u, big_v, big_w, big_t);

@@ -101,3 +101,111 @@ pub fn nearest_world(
     }
     best
 }
+
+/// Unit roundoff of `f32`: `2^-24`.
+const EPS_F32: f64 = 5.960_464_477_539_063e-8;
+
+/// The smallest positive subnormal `f32`, `2^-149`: the absolute rounding error of a
+/// product that underflows.
+const ETA_F32: f64 = 1.401_298_464_324_817e-45;
+
+/// How many rounding errors of the unit size the tolerance model allows (the kernels
+/// take a few dozen rounding steps; this is a generous count).
+pub const TOLERANCE_STEPS: f64 = 64.0;
+
+/// How far an `f32` kernel's answer may stray from the f64 one for one ray and one
+/// triangle ([`kernel_tolerance`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance {
+    /// Allowed error of `u`, `v` and `1 - u - v` (also how far outside the triangle
+    /// an accepted hit may be, in barycentric units).
+    pub bary: f64,
+    /// Allowed error of `t` beyond its own rounding (see [`Tolerance::t_error`]).
+    pub t_scale: f64,
+}
+
+impl Tolerance {
+    /// Allowed `|t_f32 - t_f64|` for a hit whose f64 parameter is `t`.
+    pub fn t_error(&self, t: f64) -> f64 {
+        self.bary * (self.t_scale + t.abs()) + TOLERANCE_STEPS * (EPS_F32 * t.abs() + ETA_F32)
+    }
+}
+
+/// The tolerance model of the `f32` kernels (both modes) for `ray` and a triangle.
+///
+/// With `A = max_i |v_i - o|∞` (how far the triangle reaches from the origin),
+/// `D = |d|∞` and the f64 determinant `det = e1 · (d × e2)`, every unnormalised value
+/// of either test (`det`, `u·det`, `v·det`, `t·det`; the watertight test's are those
+/// divided by the dominant direction component, which it divides out again) is a sum
+/// of products of terms bounded by `A` and `D`, each rounded a few times. Their
+/// absolute error is at most `k · (ε A² D + η (A + 1)(D + 1))` for `ε = 2^-24`,
+/// `η = 2^-149` (products that underflow) and a small count `k`
+/// ([`TOLERANCE_STEPS`] is generous). Divided by `|det|` this bounds the error of
+/// `u` and `v` ([`Tolerance::bary`]); `t` is a ratio of such values whose numerator
+/// is up to `A / D` times larger, hence [`Tolerance::t_scale`] `= A / D`.
+///
+/// Where f64 sees no determinant at all (exactly parallel or underflowed), the
+/// bounds are infinite: the model then only requires a hit to be finite and inside
+/// the ray interval.
+pub fn kernel_tolerance(ray: &Ray, [v0, v1, v2]: [Vec3; 3]) -> Tolerance {
+    let (o, d) = (ray.origin.as_dvec3(), ray.dir.as_dvec3());
+    let reach = [v0, v1, v2]
+        .iter()
+        .map(|v| (v.as_dvec3() - o).abs().max_element())
+        .fold(0.0, f64::max);
+    let dmax = d.abs().max_element();
+    let (e1, e2) = ((v1 - v0).as_dvec3(), (v2 - v0).as_dvec3());
+    let det = e1.dot(d.cross(e2)).abs();
+    let error = EPS_F32 * reach * reach * dmax + ETA_F32 * (reach + 1.0) * (dmax + 1.0);
+    let bary = if det > 0.0 && det.is_finite() {
+        TOLERANCE_STEPS * error / det
+    } else {
+        f64::INFINITY
+    };
+    Tolerance {
+        bary,
+        t_scale: reach / dmax,
+    }
+}
+
+/// Checks a hit `(t, u, v)` that an `f32` kernel reported for `ray` and a triangle
+/// against the f64 reference and [`kernel_tolerance`]: `t`, `u`, `v` finite, `t` in
+/// the ray's `[tmin, tmax]`, the f64 barycentrics inside the triangle within the
+/// tolerance, and `t`, `u`, `v` each within it of the f64 values. The error says
+/// what failed.
+pub fn check_kernel_hit(
+    ray: &Ray,
+    triangle: [Vec3; 3],
+    (t, u, v): (f32, f32, f32),
+) -> Result<(), String> {
+    if !(t.is_finite() && u.is_finite() && v.is_finite()) {
+        return Err(format!("non-finite hit t={t} u={u} v={v}"));
+    }
+    if !(t >= ray.tmin && t <= ray.tmax) {
+        return Err(format!(
+            "t={t} outside the ray interval [{}, {}]",
+            ray.tmin, ray.tmax
+        ));
+    }
+    let tol = kernel_tolerance(ray, triangle);
+    if tol.bary.is_infinite() {
+        return Ok(());
+    }
+    let Some(exact) = intersect_f64(ray, triangle, tol.bary) else {
+        return Err(format!(
+            "f64 puts the point outside the triangle by more than {:e} (barycentric)",
+            tol.bary
+        ));
+    };
+    let (du, dv) = ((u as f64 - exact.u).abs(), (v as f64 - exact.v).abs());
+    let dt = (t as f64 - exact.t).abs();
+    if du > tol.bary || dv > tol.bary || dt > tol.t_error(exact.t) {
+        return Err(format!(
+            "f32 (t={t}, u={u}, v={v}) vs f64 {exact:?}: errors t {dt:e} u {du:e} v {dv:e} \
+             exceed the tolerance (bary {:e}, t {:e})",
+            tol.bary,
+            tol.t_error(exact.t)
+        ));
+    }
+    Ok(())
+}

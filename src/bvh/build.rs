@@ -314,13 +314,12 @@ impl Binner {
     }
 }
 
-/// A bin position, already clamped to `0..=last`, as an index.
+/// A bin position, already clamped to `0..=last`, as an index. NaN, which a
+/// centroid extent too small for its reciprocal gives (`0 · ∞` for subnormal
+/// coordinates), goes to bin 0: the saturating cast is defined for every value.
 #[inline(always)]
 fn to_bin(x: f32) -> usize {
-    debug_assert!((0.0..MAX_BINS as f32).contains(&x));
-    // SAFETY: callers clamp `x` to `[0, bins - 1]`; boxes of hittable triangles are
-    // finite, so `x` is never NaN and fits a u32.
-    unsafe { x.to_int_unchecked::<u32>() as usize }
+    x as u32 as usize
 }
 
 /// The best SAH split: axis, first bin of the right side, cost, and the two sides'

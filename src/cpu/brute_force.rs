@@ -60,7 +60,7 @@ fn trace_ray<const CULL: u32, const WATERTIGHT: bool>(blocks: &[TriangleBlock], 
         let base = (index * LANES) as u32;
         let lanes = block.test::<WATERTIGHT>(&frame);
         for lane in 0..LANES {
-            let (t, u, v, ok) = accept(lanes.get(lane), ray, frame.live, CULL, best_t[lane]);
+            let (t, u, v, ok) = accept(lanes.get(lane), ray, &frame, CULL, best_t[lane]);
             best_t[lane] = if ok { t } else { best_t[lane] };
             best_u[lane] = if ok { u } else { best_u[lane] };
             best_v[lane] = if ok { v } else { best_v[lane] };

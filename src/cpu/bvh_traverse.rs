@@ -22,26 +22,37 @@ pub const BOX_MARGIN: f32 = 1e-5;
 pub const BIG: f32 = 1e38;
 
 /// Per-ray values the box test needs.
+///
+/// Like the triangle tests, box tests run on the direction scaled by a power of two
+/// ([`RayFrame::dir`]): their distances are in its units (the interval is scaled
+/// into them, the entry distance back out), so that huge and tiny directions neither
+/// overflow `1 / dir` nor make [`BIG`] a distance real hits reach.
 #[derive(Clone, Copy, Debug)]
 pub struct RayBoxes {
     origin: glam::Vec3,
     inv_dir: glam::Vec3,
     tmin: f32,
+    to_frame: f32,
+    t_scale: f32,
 }
 
 impl RayBoxes {
-    /// Precomputes `1 / dir` (with [`BIG`] for zero components).
+    /// Precomputes `1 / dir` of the scaled direction (with [`BIG`] for zero
+    /// components).
     #[inline(always)]
-    pub fn new(ray: &Ray) -> Self {
-        let inv = glam::Vec3::ONE / ray.dir;
+    pub fn new(ray: &Ray, frame: &RayFrame) -> Self {
+        let dir = glam::Vec3::from(frame.dir);
+        let to_frame = 1.0 / frame.t_scale;
         Self {
             origin: ray.origin,
             inv_dir: glam::Vec3::select(
-                ray.dir.cmpeq(glam::Vec3::ZERO),
+                dir.cmpeq(glam::Vec3::ZERO),
                 glam::Vec3::splat(BIG),
-                inv,
+                glam::Vec3::ONE / dir,
             ),
-            tmin: ray.tmin,
+            tmin: ray.tmin * to_frame,
+            to_frame,
+            t_scale: frame.t_scale,
         }
     }
 
@@ -55,9 +66,9 @@ impl RayBoxes {
         let t0 = (child.lo - self.origin) * self.inv_dir;
         let t1 = (child.hi - self.origin) * self.inv_dir;
         let near = t0.min(t1).max_element().max(self.tmin);
-        let far = t0.max(t1).min_element().min(limit);
+        let far = t0.max(t1).min_element().min(limit * self.to_frame);
         let overlap = near - near.abs() * BOX_MARGIN <= far + far.abs() * BOX_MARGIN;
-        overlap.then_some(near)
+        overlap.then_some(near * self.t_scale)
     }
 }
 
@@ -74,8 +85,8 @@ pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> Hit {
     let Some(root) = bvh.nodes.first() else {
         return best;
     };
-    let boxes = RayBoxes::new(ray);
     let frame = RayFrame::new(ray);
+    let boxes = RayBoxes::new(ray, &frame);
     let mut stack = [(0u32, 0.0f32); MAX_DEPTH];
     let mut depth = 0;
     let mut node = root;

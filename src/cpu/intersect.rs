@@ -68,11 +68,19 @@ pub struct Unnormalised {
 }
 
 /// What the tests need of a ray, computed once per ray (`RayFrame` in the WGSL).
+///
+/// The tests see the direction scaled by a power of two, `dir = ray.dir · 2^-k`,
+/// with its largest component in `[1, 2)`, so their `t` is in units of that
+/// direction, `2^k` times the caller's, and is scaled back by
+/// [`RayFrame::t_scale`] `= 2^-k`. Scaling by a power of two is exact, so the answer is
+/// the same as with the caller's direction, except where that one would over- or
+/// underflow: a direction of `1e37` (or `1e-37`) works as well as a unit one, and `t`
+/// stays in units of the caller's direction.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RayFrame {
     /// Ray origin.
     pub origin: [f32; 3],
-    /// Ray direction.
+    /// Ray direction, scaled: its largest component is in `[1, 2)` (see the type).
     pub dir: [f32; 3],
     /// `|dir|₁`: the ray's part of the fast test's determinant bound.
     pub dir_norm: f32,
@@ -83,15 +91,30 @@ pub struct RayFrame {
     pub shear: [f32; 3],
     /// `dir_norm · |shear[2]|`: the ray's part of the watertight determinant bound.
     pub shear_norm: f32,
+    /// `2^-k`, the direction's scale: multiplies the tests' `t` into units of the
+    /// caller's direction.
+    pub t_scale: f32,
     /// False for a zero direction: such a ray never hits.
     pub live: bool,
+}
+
+/// The power of two `2^-k` for the largest direction component `max_abs`:
+/// `max_abs · 2^-k` is in `[1, 2)` for every normal `max_abs` below `2^127` (in
+/// `[2, 4)` above, and at least `2^-23` for subnormals). Read from the exponent bits,
+/// so it is exact and the same in the WGSL (`direction_scale`).
+#[inline(always)]
+pub fn direction_scale(max_abs: f32) -> f32 {
+    let exponent = (max_abs.to_bits() >> 23) & 0xff;
+    f32::from_bits(254u32.saturating_sub(exponent).clamp(1, 253) << 23)
 }
 
 impl RayFrame {
     /// The frame of `ray`.
     #[inline(always)]
     pub fn new(ray: &Ray) -> Self {
-        let dir: [f32; 3] = ray.dir.into();
+        let raw = ray.dir.abs();
+        let scale = direction_scale(raw.x.max(raw.y).max(raw.z));
+        let dir: [f32; 3] = (ray.dir * scale).into();
         let a = dir.map(f32::abs);
         let kz = if a[0] > a[1] {
             if a[0] > a[2] { 0 } else { 2 }
@@ -115,33 +138,44 @@ impl RayFrame {
             axes: [kx, ky, kz],
             shear: [dir[kx] * inv_dz, dir[ky] * inv_dz, inv_dz],
             shear_norm: dir_norm * inv_dz.abs(),
+            t_scale: scale,
             live,
         }
     }
 }
 
-/// Normalises and applies the acceptance test of `intersect.wgsl`: returns
-/// `(t, u, v, accepted)`. Inside-the-triangle decisions use the unnormalised values
-/// (signs flipped when `det < 0`); every comparison rejects NaN.
+/// Normalises and applies the acceptance test of `intersect.wgsl` for the ray of
+/// `frame`: returns `(t, u, v, accepted)`, `t` in units of the caller's direction.
+/// Inside-the-triangle decisions use the unnormalised values (signs flipped when
+/// `det < 0`); every comparison rejects NaN.
+///
+/// Only finite values are ever accepted: `1 / det`, `t`, `u` and `v` must all be
+/// finite. A determinant small enough that its reciprocal overflows (tiny or
+/// subnormal triangles) would otherwise give `u = 0 · ∞ = NaN`, and a `t` that
+/// overflows would be reported as `±∞` (accepted by an infinite `tmin` or `tmax`).
 #[inline(always)]
 pub fn accept(
     n: Unnormalised,
     ray: &Ray,
-    live: bool,
+    frame: &RayFrame,
     cull: u32,
     best_t: f32,
 ) -> (f32, f32, f32, bool) {
     let inv_det = 1.0 / n.det;
-    let t = n.big_t * inv_det;
+    let t = (n.big_t * inv_det) * frame.t_scale;
+    let u = n.big_u * inv_det;
+    let v = n.big_v * inv_det;
     let sign = if n.det > 0.0 { 1.0 } else { -1.0 };
     let inside = (n.big_u * sign >= 0.0) & (n.big_v * sign >= 0.0) & (n.big_w * sign >= 0.0);
-    let accepted = live
+    let finite = inv_det.is_finite() & t.is_finite() & u.is_finite() & v.is_finite();
+    let accepted = frame.live
         & det_passes(n.det, n.det_bound, cull)
         & inside
+        & finite
         & (t >= ray.tmin)
         & (t <= ray.tmax)
         & (t < best_t);
-    (t, n.big_u * inv_det, n.big_v * inv_det, accepted)
+    (t, u, v, accepted)
 }
 
 /// Tests one ray against one packed triangle (the scalar form of the kernel);
@@ -161,7 +195,7 @@ pub fn intersect(
     } else {
         moller_trumbore(frame, vertices, tri.edge_norm)
     };
-    let (t, u, v, accepted) = accept(n, ray, frame.live, cull, best_t);
+    let (t, u, v, accepted) = accept(n, ray, frame, cull, best_t);
     Candidate { t, u, v, accepted }
 }
 

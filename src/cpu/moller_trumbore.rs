@@ -2,7 +2,8 @@
 //! `shaders/moller_trumbore.wgsl`:
 //! `e1 = v1 − v0`, `e2 = v2 − v0`, `p = d × e2`, `det = e1·p`, `s = o − v0`, `U = s·p`,
 //! `q = s × e1`, `V = d·q`, `T = e2·q`, `W = det − (U + V)`. Dot products sum left to
-//! right; every product is rounded on its own (Rust never fuses into FMA).
+//! right; every product is rounded on its own (Rust never fuses into FMA). `d` is
+//! [`RayFrame::dir`], the direction scaled by a power of two.
 
 use super::intersect::{RayFrame, Unnormalised};
 

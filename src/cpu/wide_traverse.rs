@@ -54,7 +54,7 @@ fn test_block<const WATERTIGHT: bool>(
     let mut v = [0.0f32; WIDTH];
     let mut ok = [false; WIDTH];
     for lane in 0..WIDTH {
-        let (tl, ul, vl, accepted) = accept(lanes.get(lane), ray, true, cull, f32::INFINITY);
+        let (tl, ul, vl, accepted) = accept(lanes.get(lane), ray, frame, cull, f32::INFINITY);
         t[lane] = tl;
         u[lane] = ul;
         v[lane] = vl;
@@ -84,13 +84,19 @@ fn trace_ray<const WATERTIGHT: bool>(wide: &WideBvh, ray: &Ray, cull: u32) -> Hi
         return best;
     }
     let o = ray.origin;
-    let inv = glam::Vec3::select(
-        ray.dir.cmpeq(glam::Vec3::ZERO),
-        glam::Vec3::splat(BIG),
-        1.0 / ray.dir,
-    );
-    let negative = [ray.dir.x < 0.0, ray.dir.y < 0.0, ray.dir.z < 0.0];
+    // Box distances in units of the scaled direction, as in `bvh_traverse`.
     let frame = RayFrame::new(ray);
+    let dir = glam::Vec3::from(frame.dir);
+    let inv = glam::Vec3::select(
+        dir.cmpeq(glam::Vec3::ZERO),
+        glam::Vec3::splat(BIG),
+        1.0 / dir,
+    );
+    let (to_frame, t_scale) = (1.0 / frame.t_scale, frame.t_scale);
+    let tmin = ray.tmin * to_frame;
+    // From the scaled direction, whose tiny components may have become -0.0 (whose
+    // `1 / dir` is the positive BIG).
+    let negative = [dir.x < 0.0, dir.y < 0.0, dir.z < 0.0];
     let mut stack = [Pending::default(); STACK];
     stack[0] = Pending {
         child: 0,
@@ -112,7 +118,7 @@ fn trace_ray<const WATERTIGHT: bool>(wide: &WideBvh, ray: &Ray, cull: u32) -> Hi
             continue;
         }
         let node = &wide.nodes[top.child as usize];
-        let limit = fmin(best.t, ray.tmax);
+        let limit = fmin(best.t, ray.tmax) * to_frame;
         let mut near = [0.0f32; WIDTH];
         let mut enter = [false; WIDTH];
         let planes = |axis: usize| {
@@ -126,13 +132,13 @@ fn trace_ray<const WATERTIGHT: bool>(wide: &WideBvh, ray: &Ray, cull: u32) -> Hi
         for lane in 0..WIDTH {
             let tn = fmax(
                 fmax((nx[lane] - o.x) * inv.x, (ny[lane] - o.y) * inv.y),
-                fmax((nz[lane] - o.z) * inv.z, ray.tmin),
+                fmax((nz[lane] - o.z) * inv.z, tmin),
             );
             let tf = fmin(
                 fmin((fx[lane] - o.x) * inv.x, (fy[lane] - o.y) * inv.y),
                 fmin((fz[lane] - o.z) * inv.z, limit),
             );
-            near[lane] = tn;
+            near[lane] = tn * t_scale;
             enter[lane] = tn - tn.abs() * BOX_MARGIN <= tf + tf.abs() * BOX_MARGIN;
         }
         // Push the entered children, farthest first, so the nearest is popped next.

@@ -17,6 +17,7 @@
 use super::scene::InstanceScene;
 use crate::bvh::MAX_DEPTH;
 use crate::cpu::bvh_traverse::{self, BOX_MARGIN, RayBoxes};
+use crate::cpu::intersect::RayFrame;
 use crate::types::{BvhChild, BvhNode, Hit, InstanceHitRecord, Ray};
 
 /// Marks a TLAS stack entry that is a leaf (an instance index), not a node.
@@ -44,7 +45,7 @@ pub fn traverse(
     if nodes.is_empty() {
         return;
     }
-    let boxes = RayBoxes::new(ray);
+    let boxes = RayBoxes::new(ray, &RayFrame::new(ray));
     let mut stack = [(0u32, 0.0f32); MAX_DEPTH];
     let mut depth = 0;
     let mut next = Some(0u32);

@@ -1,6 +1,11 @@
 //! Fixed-size binary records: chunked reading and byte-order aware decoding.
 
-use std::io::{self, Read};
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::Path;
+
+use super::errors::file_error;
+use crate::error::Result;
 
 /// Byte order of a binary value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -9,6 +14,13 @@ pub(crate) enum ByteOrder {
     Little,
     /// Most significant byte first.
     Big,
+}
+
+/// Opens `path` for reading: the buffered file and its length in bytes.
+pub(crate) fn open_sized(path: &Path) -> Result<(BufReader<File>, u64)> {
+    let file = File::open(path).map_err(|e| file_error(path, e))?;
+    let bytes = file.metadata().map_err(|e| file_error(path, e))?.len();
+    Ok((BufReader::new(file), bytes))
 }
 
 /// Bytes read per chunk (a multiple of every record size used here).

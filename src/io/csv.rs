@@ -3,8 +3,7 @@
 //! Blank lines and lines starting with `#` are skipped. The first remaining line is a
 //! header when none of its cells is a number. Cells may be surrounded by spaces.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::Path;
 use std::str::FromStr;
 
@@ -36,13 +35,13 @@ impl<const N: usize> Row<'_, N> {
     }
 }
 
-/// Reads the table at `path`, calling `each` for every data line in order.
+/// Reads the table in `reader` (`path` names it in errors), calling `each` for every
+/// data line in order.
 pub(crate) fn read_table<const N: usize>(
     path: &Path,
+    mut reader: impl BufRead,
     mut each: impl FnMut(Row<'_, N>) -> Result<()>,
 ) -> Result<()> {
-    let file = File::open(path).map_err(|e| file_error(path, e))?;
-    let mut reader = BufReader::new(file);
     let mut bytes = Vec::new();
     let mut line = 0usize;
     let mut seen_content = false;

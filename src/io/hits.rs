@@ -1,13 +1,13 @@
 //! Hit files: `.hits` (raw little-endian records), `.npy` (structured array) and `.csv`.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufRead, BufWriter, Read, Write};
 use std::path::Path;
 
 use npyz::{DType, TypeChar};
 
 use super::atomic_write::write_atomic;
-use super::binary::{ByteOrder, f32_at, read_records, remaining_bytes, u32_at};
+use super::binary::{ByteOrder, f32_at, open_sized, read_records, remaining_bytes, u32_at};
 use super::csv;
 use super::errors::{file_error, format_error, reserve_or_fail};
 use super::extension::{Encoding, encoding_of};
@@ -32,10 +32,30 @@ const FIELDS: [(&str, TypeChar); 4] = [
 /// Reads a hit file (`.hits`, `.npy` or `.csv`, chosen by extension).
 pub fn read_hits(path: impl AsRef<Path>) -> Result<Vec<Hit>> {
     let path = path.as_ref();
-    match hit_encoding(path)? {
-        Encoding::Binary => read_binary(path),
-        Encoding::Npy => read_npy(path),
-        Encoding::Csv => read_csv(path),
+    let encoding = hit_encoding(path)?;
+    let (reader, bytes) = open_sized(path)?;
+    read_from(path, encoding, reader, bytes)
+}
+
+/// Like [`read_hits`], for a hit file's content already in memory: `name` (a file
+/// name or path, never opened) picks the format by its extension and names the data
+/// in errors.
+pub fn read_hits_from_bytes(bytes: &[u8], name: impl AsRef<Path>) -> Result<Vec<Hit>> {
+    let name = name.as_ref();
+    read_from(name, hit_encoding(name)?, bytes, bytes.len() as u64)
+}
+
+/// Reads the `bytes` long content of a hit file from `reader`; `path` names it.
+fn read_from(
+    path: &Path,
+    encoding: Encoding,
+    reader: impl BufRead,
+    bytes: u64,
+) -> Result<Vec<Hit>> {
+    match encoding {
+        Encoding::Binary => read_binary(path, reader, bytes),
+        Encoding::Npy => read_npy(path, NpyFile::from_reader(path, reader, bytes)?),
+        Encoding::Csv => read_csv(path, reader),
     }
 }
 
@@ -70,11 +90,9 @@ fn decode(record: &[u8], orders: [ByteOrder; 4]) -> Hit {
     }
 }
 
-fn read_binary(path: &Path) -> Result<Vec<Hit>> {
+fn read_binary(path: &Path, mut reader: impl Read, bytes: u64) -> Result<Vec<Hit>> {
     let fail = |e| file_error(path, e);
-    let mut file = File::open(path).map_err(fail)?;
-    let bytes = file.metadata().map_err(fail)?.len();
-    if bytes % HIT_BYTES as u64 != 0 {
+    if !bytes.is_multiple_of(HIT_BYTES as u64) {
         return Err(format_error(
             path,
             format!(
@@ -87,11 +105,11 @@ fn read_binary(path: &Path) -> Result<Vec<Hit>> {
         .map_err(|_| format_error(path, "too many hits for this machine"))?;
     let mut hits = Vec::new();
     reserve_or_fail(&mut hits, count, path)?;
-    read_records(&mut file, count, HIT_BYTES, |record| {
+    read_records(&mut reader, count, HIT_BYTES, |record| {
         hits.push(decode(record, [ByteOrder::Little; 4]));
     })
     .map_err(fail)?;
-    if remaining_bytes(&mut file).map_err(fail)? != 0 {
+    if remaining_bytes(&mut reader).map_err(fail)? != 0 {
         return Err(format_error(path, "the file grew while it was read"));
     }
     Ok(hits)
@@ -118,8 +136,7 @@ fn hit_field_orders(dtype: &DType) -> Option<[ByteOrder; 4]> {
     Some(orders)
 }
 
-fn read_npy(path: &Path) -> Result<Vec<Hit>> {
-    let mut npy = NpyFile::open(path)?;
+fn read_npy(path: &Path, mut npy: NpyFile<impl Read>) -> Result<Vec<Hit>> {
     let orders = hit_field_orders(&npy.dtype).ok_or_else(|| {
         format_error(
             path,
@@ -157,9 +174,9 @@ fn read_npy(path: &Path) -> Result<Vec<Hit>> {
     Ok(hits)
 }
 
-fn read_csv(path: &Path) -> Result<Vec<Hit>> {
+fn read_csv(path: &Path, reader: impl BufRead) -> Result<Vec<Hit>> {
     let mut hits = Vec::new();
-    csv::read_table::<4>(path, |row| {
+    csv::read_table::<4>(path, reader, |row| {
         hits.push(Hit {
             t: row.parse(0, "a number")?,
             u: row.parse(1, "a number")?,

@@ -6,7 +6,7 @@ use super::errors::{file_error, format_error};
 use super::extension::{describe_extension, lowercase_extension};
 use super::gltf_mesh::read_gltf;
 use super::loaded_mesh::LoadedMesh;
-use super::obj::read_obj;
+use super::obj::{read_obj, read_obj_from};
 use super::ply::read_ply;
 use super::stl::read_stl;
 use crate::error::{Error, Result};
@@ -43,12 +43,40 @@ pub fn load_mesh_rebased(path: impl AsRef<Path>) -> Result<Mesh> {
 pub fn load_mesh_f64(path: impl AsRef<Path>) -> Result<LoadedMesh> {
     let path = path.as_ref();
     let read_all = || std::fs::read(path).map_err(|e| file_error(path, e));
-    match lowercase_extension(path).as_deref() {
-        Some("obj") => read_obj(path),
-        Some("gltf" | "glb") => read_gltf(path, &read_all()?),
-        Some("ply") => read_ply(path, &read_all()?),
-        Some("stl") => read_stl(path, &read_all()?),
-        _ => Err(Error::Unsupported(format!(
+    match mesh_format(path)? {
+        "obj" => read_obj(path),
+        _ => read_mesh(path, &read_all()?),
+    }
+}
+
+/// Like [`load_mesh_f64`], for a mesh file's content already in memory: `name` (a
+/// file name or path) picks the format by its extension and names the data in errors.
+/// `name` itself is never opened; a `.gltf` file's external buffers are looked up
+/// relative to its directory, as for a file at `name`.
+pub fn load_mesh_from_bytes(bytes: &[u8], name: impl AsRef<Path>) -> Result<LoadedMesh> {
+    read_mesh(name.as_ref(), bytes)
+}
+
+/// Parses `data` as the content of the mesh file `path`, by its extension.
+fn read_mesh(path: &Path, data: &[u8]) -> Result<LoadedMesh> {
+    match mesh_format(path)? {
+        "obj" => read_obj_from(path, data),
+        "gltf" | "glb" => read_gltf(path, data),
+        "ply" => read_ply(path, data),
+        _ => read_stl(path, data),
+    }
+}
+
+/// The supported mesh format of `path` (an entry of [`SUPPORTED_MESH_EXTENSIONS`]),
+/// or [`Error::Unsupported`].
+fn mesh_format(path: &Path) -> Result<&'static str> {
+    let extension = lowercase_extension(path);
+    match SUPPORTED_MESH_EXTENSIONS
+        .iter()
+        .find(|&&ext| Some(ext) == extension.as_deref())
+    {
+        Some(&ext) => Ok(ext),
+        None => Err(Error::Unsupported(format!(
             "{}: unknown mesh format ({}); supported mesh formats: {}",
             path.display(),
             describe_extension(path),

@@ -5,9 +5,12 @@
 //!
 //! | kind | extensions | read | write |
 //! | --- | --- | --- | --- |
-//! | rays | `.rays` `.npy` `.csv` | [`read_rays`], [`read_rays_f64`], [`read_rays64`] | [`write_rays`] |
-//! | hits | `.hits` `.npy` `.csv` | [`read_hits`] | [`write_hits`] |
-//! | meshes | `.obj` `.gltf` `.glb` `.ply` `.stl` | [`load_mesh`], [`load_mesh_f64`], [`load_mesh_rebased`] | — |
+//! | rays | `.rays` `.npy` `.csv` | [`read_rays`], [`read_rays_f64`], [`read_rays64`], [`read_rays_from_bytes`] | [`write_rays`] |
+//! | hits | `.hits` `.npy` `.csv` | [`read_hits`], [`read_hits_from_bytes`] | [`write_hits`] |
+//! | meshes | `.obj` `.gltf` `.glb` `.ply` `.stl` | [`load_mesh`], [`load_mesh_f64`], [`load_mesh_rebased`], [`load_mesh_from_bytes`] | — |
+//!
+//! The `_from_bytes` readers take a file's content already in memory (the fuzz
+//! targets in `fuzz/` call them); a name's extension picks the format.
 //!
 //! - `.rays`: 8 little-endian `f32` per ray, `ox oy oz tmin dx dy dz tmax` (32 bytes).
 //! - `.hits`: per ray `t f32, u f32, v f32, prim u32`, little-endian (16 bytes).
@@ -58,8 +61,13 @@ mod stl;
 mod text;
 
 pub use atomic_write::write_atomic;
-pub use hits::{read_hits, write_hits};
+pub use hits::{read_hits, read_hits_from_bytes, write_hits};
 pub use loaded_mesh::LoadedMesh;
-pub use mesh_loader::{SUPPORTED_MESH_EXTENSIONS, load_mesh, load_mesh_f64, load_mesh_rebased};
+pub use mesh_loader::{
+    SUPPORTED_MESH_EXTENSIONS, load_mesh, load_mesh_f64, load_mesh_from_bytes, load_mesh_rebased,
+};
 pub use obj::load_obj;
-pub use rays::{Precision, ray_file_precision, read_rays, read_rays_f64, read_rays64, write_rays};
+pub use rays::{
+    Precision, ray_file_precision, read_rays, read_rays_f64, read_rays_from_bytes, read_rays64,
+    write_rays,
+};

@@ -22,7 +22,7 @@ const MAX_HEADER_NESTING: usize = 16;
 
 /// An opened `.npy` file whose header has been read and checked; `reader` is at the
 /// first data byte.
-pub(crate) struct NpyFile {
+pub(crate) struct NpyFile<R = BufReader<File>> {
     /// Element type.
     pub dtype: DType,
     /// Array shape.
@@ -32,7 +32,7 @@ pub(crate) struct NpyFile {
     /// Number of bytes after the header.
     pub data_bytes: u64,
     /// The file, positioned at the start of the data.
-    pub reader: BufReader<File>,
+    pub reader: R,
 }
 
 impl NpyFile {
@@ -40,7 +40,14 @@ impl NpyFile {
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| file_error(path, e))?;
         let file_bytes = file.metadata().map_err(|e| file_error(path, e))?.len();
-        let mut reader = BufReader::new(file);
+        NpyFile::from_reader(path, BufReader::new(file), file_bytes)
+    }
+}
+
+impl<R: Read> NpyFile<R> {
+    /// Reads the header of the `file_bytes` long `.npy` content of `reader`; `path`
+    /// names it in errors.
+    pub fn from_reader(path: &Path, mut reader: R, file_bytes: u64) -> Result<Self> {
         let bad = |message: String| format_error(path, message);
         let read_err = |e: io::Error| match e.kind() {
             io::ErrorKind::UnexpectedEof => bad("file ends inside the .npy header".to_owned()),

@@ -42,7 +42,12 @@ pub fn load_obj(path: impl AsRef<Path>) -> Result<Mesh> {
 /// Reads the OBJ file `path` at f64 precision (see [`load_obj`]).
 pub(crate) fn read_obj(path: &Path) -> Result<LoadedMesh> {
     let file = File::open(path).map_err(|e| file_error(path, e))?;
-    let mut lines = ObjLines::new(BufReader::new(file));
+    read_obj_from(path, BufReader::new(file))
+}
+
+/// Reads OBJ text from `reader` at f64 precision; `path` names it in errors.
+pub(crate) fn read_obj_from(path: &Path, reader: impl BufRead) -> Result<LoadedMesh> {
+    let mut lines = ObjLines::new(reader);
     // `..Default::default()` covers fields that exist only with some tobj features.
     #[allow(clippy::needless_update)]
     let options = tobj::LoadOptions {

@@ -1,7 +1,7 @@
 //! Ray files: `.rays` (raw little-endian f32), `.npy` (float32/float64) and `.csv`.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufRead, BufWriter, Read, Write};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -9,7 +9,7 @@ use glam::Vec3;
 use npyz::{DType, TypeChar};
 
 use super::atomic_write::write_atomic;
-use super::binary::{ByteOrder, f32_at, f64_at, read_records, remaining_bytes};
+use super::binary::{ByteOrder, f32_at, f64_at, open_sized, read_records, remaining_bytes};
 use super::csv;
 use super::errors::{file_error, format_error, reserve_or_fail};
 use super::extension::{Encoding, encoding_of};
@@ -59,6 +59,15 @@ pub fn read_rays_f64(path: impl AsRef<Path>) -> Result<Vec<[f64; 8]>> {
 pub fn read_rays64(path: impl AsRef<Path>) -> Result<Vec<Ray64>> {
     let rows = read_rows::<f64>(path.as_ref())?;
     Ok(rows.into_iter().map(Ray64::from_row).collect())
+}
+
+/// Like [`read_rays`], for a ray file's content already in memory: `name` (a file
+/// name or path, never opened) picks the format by its extension and names the data
+/// in errors.
+pub fn read_rays_from_bytes(bytes: &[u8], name: impl AsRef<Path>) -> Result<Vec<Ray>> {
+    let name = name.as_ref();
+    let rows = read_rows_from::<f32>(name, ray_encoding(name)?, bytes, bytes.len() as u64)?;
+    Ok(rows.into_iter().map(ray_from_row).collect())
 }
 
 /// The precision the ray file at `path` stores its numbers in.
@@ -136,18 +145,28 @@ impl Scalar for f64 {
 }
 
 fn read_rows<T: Scalar>(path: &Path) -> Result<Vec<[T; 8]>> {
-    match ray_encoding(path)? {
-        Encoding::Binary => read_binary(path),
-        Encoding::Npy => read_npy(path),
-        Encoding::Csv => read_csv(path),
+    let encoding = ray_encoding(path)?;
+    let (reader, bytes) = open_sized(path)?;
+    read_rows_from(path, encoding, reader, bytes)
+}
+
+/// Reads the `bytes` long content of a ray file from `reader`; `path` names it.
+fn read_rows_from<T: Scalar>(
+    path: &Path,
+    encoding: Encoding,
+    reader: impl BufRead,
+    bytes: u64,
+) -> Result<Vec<[T; 8]>> {
+    match encoding {
+        Encoding::Binary => read_binary(path, reader, bytes),
+        Encoding::Npy => read_npy(path, NpyFile::from_reader(path, reader, bytes)?),
+        Encoding::Csv => read_csv(path, reader),
     }
 }
 
-fn read_binary<T: Scalar>(path: &Path) -> Result<Vec<[T; 8]>> {
+fn read_binary<T: Scalar>(path: &Path, mut reader: impl Read, bytes: u64) -> Result<Vec<[T; 8]>> {
     let fail = |e| file_error(path, e);
-    let mut file = File::open(path).map_err(fail)?;
-    let bytes = file.metadata().map_err(fail)?.len();
-    if bytes % RAY_BYTES as u64 != 0 {
+    if !bytes.is_multiple_of(RAY_BYTES as u64) {
         return Err(format_error(
             path,
             format!(
@@ -160,13 +179,13 @@ fn read_binary<T: Scalar>(path: &Path) -> Result<Vec<[T; 8]>> {
         .map_err(|_| format_error(path, "too many rays for this machine"))?;
     let mut rows = Vec::new();
     reserve_or_fail(&mut rows, count, path)?;
-    read_records(&mut file, count, RAY_BYTES, |record| {
+    read_records(&mut reader, count, RAY_BYTES, |record| {
         rows.push(std::array::from_fn(|i| {
             T::from_f32(f32_at(record, 4 * i, ByteOrder::Little))
         }));
     })
     .map_err(fail)?;
-    if remaining_bytes(&mut file).map_err(fail)? != 0 {
+    if remaining_bytes(&mut reader).map_err(fail)? != 0 {
         return Err(format_error(path, "the file grew while it was read"));
     }
     Ok(rows)
@@ -178,7 +197,7 @@ struct NpyFloat {
     order: ByteOrder,
 }
 
-fn npy_float(path: &Path, npy: &NpyFile) -> Result<NpyFloat> {
+fn npy_float<R>(path: &Path, npy: &NpyFile<R>) -> Result<NpyFloat> {
     if let DType::Plain(ty) = &npy.dtype {
         for bytes in [4, 8] {
             let float = npy::is_number(ty, TypeChar::Float, bytes as u64);
@@ -196,8 +215,7 @@ fn npy_float(path: &Path, npy: &NpyFile) -> Result<NpyFloat> {
     ))
 }
 
-fn read_npy<T: Scalar>(path: &Path) -> Result<Vec<[T; 8]>> {
-    let mut npy = NpyFile::open(path)?;
+fn read_npy<T: Scalar>(path: &Path, mut npy: NpyFile<impl Read>) -> Result<Vec<[T; 8]>> {
     let float = npy_float(path, &npy)?;
     let count = match npy.shape[..] {
         [n, cols] if cols == RAY_VALUES as u64 => n,
@@ -246,9 +264,9 @@ fn read_npy<T: Scalar>(path: &Path) -> Result<Vec<[T; 8]>> {
     Ok(rows)
 }
 
-fn read_csv<T: Scalar>(path: &Path) -> Result<Vec<[T; 8]>> {
+fn read_csv<T: Scalar>(path: &Path, reader: impl BufRead) -> Result<Vec<[T; 8]>> {
     let mut rows = Vec::new();
-    csv::read_table::<RAY_VALUES>(path, |row| {
+    csv::read_table::<RAY_VALUES>(path, reader, |row| {
         let mut values = [T::default(); RAY_VALUES];
         for (column, value) in values.iter_mut().enumerate() {
             *value = row.parse(column, "a number")?;

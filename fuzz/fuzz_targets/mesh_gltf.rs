@@ -1,0 +1,4 @@
+//! Fuzzes the .gltf mesh loader: any bytes give a mesh or an error, never a panic.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| raypick_fuzz::mesh_file(data, "gltf"));

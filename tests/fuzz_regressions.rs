@@ -1,0 +1,113 @@
+//! Inputs `cargo fuzz` found (see `fuzz/`), replayed: loaded files from
+//! `tests/fixtures/fuzz/`, kernel and traversal cases inline.
+
+use std::path::PathBuf;
+
+use glam::Vec3;
+use raypick::bvh::{BuildOptions, Bvh};
+use raypick::cpu::brute_force::{self, TriangleBlocks};
+use raypick::cpu::wide_bvh::WideBvh;
+use raypick::cpu::{bvh_traverse, wide_traverse};
+use raypick::prepare::pack_mesh;
+use raypick::{Cull, Hit, Mesh, Mode, Ray};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/fuzz")
+        .join(name)
+}
+
+/// Brute force, the CPU mirror of the WGSL traversal and the wide traversal, in that
+/// order, for one mode and culling mode.
+fn trace_three(mesh: &Mesh, rays: &[Ray], leaf: usize, mode: Mode, cull: Cull) -> [Vec<Hit>; 3] {
+    let (mode, cull) = (mode.to_u32(), cull.to_u32());
+    let bvh = Bvh::build_with(
+        mesh,
+        &BuildOptions {
+            max_leaf_size: leaf,
+            ..BuildOptions::default()
+        },
+    );
+    let mut out = [(); 3].map(|_| vec![Hit::MISS; rays.len()]);
+    brute_force::trace_rays(
+        &TriangleBlocks::new(&pack_mesh(mesh)),
+        rays,
+        &mut out[0],
+        cull,
+        mode,
+    );
+    bvh_traverse::trace_rays(&bvh, rays, &mut out[1], cull, mode);
+    wide_traverse::trace_rays(&WideBvh::from_bvh(&bvh), rays, &mut out[2], cull, mode);
+    out
+}
+
+fn assert_bvh_equals_brute_force(mesh: &Mesh, rays: &[Ray], leaf: usize) {
+    for mode in [Mode::Fast, Mode::Watertight] {
+        for cull in [Cull::None, Cull::Back, Cull::Front] {
+            let [brute, mirror, wide] = trace_three(mesh, rays, leaf, mode, cull);
+            assert_eq!(mirror, brute, "bvh_traverse, {mode:?} {cull:?}");
+            assert_eq!(wide, brute, "wide_traverse, {mode:?} {cull:?}");
+        }
+    }
+}
+
+/// Found by `bvh_vs_brute`: a direction of ~6e32 whose z component (-1.5e-36)
+/// becomes -0.0 once the direction is scaled to unit size. Its box slab used
+/// `1 / dir = +BIG` but the wide traversal took the planes in the order of a
+/// negative direction, so the slab was empty and the hit brute force found was lost.
+#[test]
+fn negative_zero_after_scaling_keeps_the_wide_bvh_equal_to_brute_force() {
+    let a = Vec3::new(318767100.0, 4.5e-44, -111671250000.0);
+    let b = Vec3::new(-23353885000.0, 2056192.0, 2007040.0);
+    let c = Vec3::new(-0.0003260374, -96559100.0, 2.2574963e-38);
+    let d = Vec3::new(-2.7761548e32, -21061632.0, -23068672.0);
+    let mesh = Mesh::from_triangles(&[
+        [a, a, a],
+        [a, b, c],
+        [b, d, a],
+        [b, c, d],
+        [b, a, d],
+        [a, b, c],
+    ]);
+    let ray = Ray::new(
+        Vec3::new(-0.024414063, -8388608.0, -8388608.0),
+        Vec3::new(-6.2360487e32, -6.2196084e32, -1.504633e-36),
+    );
+    let [brute, ..] = trace_three(&mesh, &[ray], 3, Mode::Watertight, Cull::Back);
+    assert_eq!(brute[0].prim, 1, "the hit the wide BVH lost");
+    assert_bvh_equals_brute_force(&mesh, &[ray], 3);
+}
+
+/// Rays at the centroid of every triangle of `mesh` from a few directions.
+fn centroid_rays(mesh: &Mesh) -> Vec<Ray> {
+    let mut rays = Vec::new();
+    for [v0, v1, v2] in mesh.triangles() {
+        let centroid = (v0 + v1 + v2) / 3.0;
+        for dir in [Vec3::X, Vec3::NEG_Y, Vec3::new(0.3, -0.2, 1.0)] {
+            rays.push(Ray::new(centroid - dir, dir));
+        }
+    }
+    rays
+}
+
+/// Found by `mesh_stl` and `mesh_glb`: subnormal coordinates give a centroid extent
+/// whose reciprocal overflows, so the SAH binner computed `0 · ∞ = NaN` bin positions
+/// and converted them with an unchecked float-to-int cast (undefined behaviour; a
+/// failed debug assertion in debug builds).
+#[test]
+fn subnormal_coordinates_build_a_valid_bvh() {
+    for name in ["subnormal_extent.stl", "bin_nan.glb"] {
+        let mesh = raypick::io::load_mesh(fixture(name)).expect(name);
+        assert!(mesh.triangle_count() > 0, "{name}");
+        for leaf in [1, 4] {
+            let options = BuildOptions {
+                max_leaf_size: leaf,
+                ..BuildOptions::default()
+            };
+            let bvh = Bvh::build_with(&mesh, &options);
+            bvh.validate(&mesh)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_bvh_equals_brute_force(&mesh, &centroid_rays(&mesh), leaf);
+        }
+    }
+}
