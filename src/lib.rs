@@ -75,6 +75,7 @@ pub mod bvh;
 pub mod camera;
 pub mod cpu;
 pub mod error;
+pub mod gather;
 pub mod gpu;
 #[cfg(feature = "io")]
 pub mod io;
@@ -86,6 +87,7 @@ pub mod reference;
 pub mod render;
 pub mod report;
 pub mod scene;
+pub mod service;
 pub mod shaders;
 pub mod types;
 

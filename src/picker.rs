@@ -95,6 +95,18 @@ impl Picker {
         }
     }
 
+    /// A picker on a renderer's own device and queue (see [`GpuContext::from_device`]):
+    /// meshes, pipelines and ray batches then live on the renderer's device, so
+    /// meshes can be made straight from its vertex and index buffers
+    /// ([`GpuContext::upload_buffers`]). `adapter` is used for reporting only.
+    pub fn from_device(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter: &wgpu::AdapterInfo,
+    ) -> Result<Self> {
+        Ok(Self::from_gpu(GpuContext::from_device(device, queue, adapter)?))
+    }
+
     /// A picker on a GPU context (e.g. one made from a renderer's device and queue).
     pub fn from_gpu(gpu: GpuContext) -> Self {
         Self {
@@ -146,6 +158,29 @@ impl Picker {
         match &self.engine {
             Engine::Cpu(_) => Ok(PickMesh::Cpu(CpuMesh::with_accel(mesh, accel))),
             Engine::Gpu(gpu) => Ok(PickMesh::Gpu(gpu.upload_with(mesh, accel)?)),
+        }
+    }
+
+    /// Prepares a mesh whose vertices will move: like [`Picker::upload`], and on the
+    /// CPU the binary tree is kept so that [`Picker::refit`] can follow the motion
+    /// (the GPU keeps a CPU copy of every BVH anyway).
+    pub fn upload_refittable(&self, mesh: &Mesh) -> Result<PickMesh> {
+        match &self.engine {
+            Engine::Cpu(_) => Ok(PickMesh::Cpu(CpuMesh::refittable(mesh))),
+            Engine::Gpu(gpu) => Ok(PickMesh::Gpu(gpu.upload(mesh)?)),
+        }
+    }
+
+    /// Moves a prepared mesh to `mesh`'s vertex positions: `mesh` has the
+    /// triangles (indices) the prepared mesh was made from, with any positions.
+    /// A BVH is refitted (same tree, boxes recomputed; see [`crate::bvh::refit`]),
+    /// not rebuilt, and answers exactly like a fresh build. Fails with
+    /// [`Error::Refit`] when the mesh cannot follow (rebuild it then).
+    pub fn refit(&self, prepared: &mut PickMesh, mesh: &Mesh) -> Result<()> {
+        match (&self.engine, prepared) {
+            (Engine::Cpu(_), PickMesh::Cpu(prepared)) => Ok(prepared.refit(mesh)?),
+            (Engine::Gpu(gpu), PickMesh::Gpu(prepared)) => gpu.refit(prepared, mesh),
+            _ => Err(Error::WrongBackend),
         }
     }
 

@@ -4,7 +4,10 @@
 use std::mem::{offset_of, size_of};
 
 use raypick::shaders;
-use raypick::types::{BvhChild, BvhNode, Hit, PackedTriangle, Ray, TraceParams, TraverseParams};
+use raypick::types::{
+    BvhChild, BvhNode, GatherParams, Hit, PackedTriangle, Ray, RefitParams, TraceParams,
+    TraverseParams,
+};
 
 fn parse(source: &str, name: &str) -> naga::Module {
     naga::front::wgsl::parse_str(source)
@@ -57,6 +60,21 @@ fn shared_structs_match_rust() {
         ]
     );
     assert_layout!(&module, BvhChild, [lo, index, hi, count]);
+    assert_layout!(
+        &module,
+        GatherParams,
+        [
+            vertex_offset,
+            vertex_stride,
+            vertex_count,
+            index_u16,
+            index_first,
+            slot_count,
+            base_vertex,
+            use_order
+        ]
+    );
+    assert_layout!(&module, RefitParams, [first, count, _pad0, _pad1]);
     assert_layout!(&module, BvhNode, [children]);
     assert_layout!(
         &module,

@@ -12,6 +12,10 @@ pub(crate) struct Pipelines {
     pub(crate) brute_force: wgpu::ComputePipeline,
     /// `shaders/bvh_traverse.wgsl`.
     pub(crate) bvh_traverse: wgpu::ComputePipeline,
+    /// `shaders/gather.wgsl`.
+    pub(crate) gather: wgpu::ComputePipeline,
+    /// `shaders/refit.wgsl`.
+    pub(crate) refit: wgpu::ComputePipeline,
 }
 
 impl Pipelines {
@@ -28,6 +32,18 @@ impl Pipelines {
                 "bvh_traverse",
                 shaders::bvh_traverse_module(),
                 shaders::BVH_TRAVERSE_ENTRY,
+            )?,
+            gather: pipeline(
+                device,
+                "gather",
+                shaders::gather_module(),
+                shaders::GATHER_ENTRY,
+            )?,
+            refit: pipeline(
+                device,
+                "refit",
+                shaders::refit_module(),
+                shaders::REFIT_ENTRY,
             )?,
         })
     }

@@ -1,0 +1,67 @@
+//! Following vertex motion on the GPU.
+//!
+//! For a mesh uploaded from the CPU ([`GpuContext::upload`]) the refit runs on the
+//! CPU ([`Bvh::refit`](crate::bvh::Bvh::refit) on the kept copy) and the new nodes
+//! and triangles are written over the old buffers (no new allocation, no readback).
+//! A mesh gathered from a renderer's buffers is refitted on the GPU instead (see
+//! [`GpuContext::refit_gathered`]).
+
+use std::sync::Arc;
+
+use super::mesh::Content;
+use super::{GpuContext, GpuMesh};
+use crate::Mesh;
+use crate::bvh::RefitError;
+use crate::error::{Error, Result};
+use crate::prepare::pack_mesh;
+
+impl GpuContext {
+    /// Moves an uploaded mesh to `mesh`'s vertex positions (same triangles): brute
+    /// force writes the packed triangles again; a BVH is refitted on the CPU copy
+    /// and its buffers are overwritten in place. The next trace sees the new
+    /// positions (writes are queued before any later submission).
+    pub fn refit(&self, uploaded: &mut GpuMesh, mesh: &Mesh) -> Result<()> {
+        if uploaded.context_id != self.id {
+            return Err(Error::WrongBackend);
+        }
+        if mesh.triangle_count() != uploaded.triangle_count() {
+            return Err(RefitError::TriangleCount {
+                mesh: mesh.triangle_count(),
+                tree: uploaded.triangle_count(),
+            }
+            .into());
+        }
+        self.errors.check()?;
+        if uploaded.gathered.is_some() {
+            return Err(Error::Unsupported(
+                "a mesh gathered from GPU buffers is refitted with refit_gathered".into(),
+            ));
+        }
+        match &mut uploaded.content {
+            Content::Brute(chunks) => {
+                let packed = pack_mesh(mesh);
+                for (chunk, tris) in chunks.iter().zip(packed.chunks(self.triangles_per_chunk())) {
+                    self.queue
+                        .write_buffer(&chunk.buffer, 0, bytemuck::cast_slice(tris));
+                }
+            }
+            Content::Bvh { chunks, cpu } => {
+                Arc::make_mut(cpu).refit(mesh)?;
+                for (buffers, piece) in chunks.iter().zip(self.split_bvh(cpu)) {
+                    if !piece.nodes.is_empty() {
+                        self.queue
+                            .write_buffer(&buffers.nodes, 0, bytemuck::cast_slice(&piece.nodes));
+                    }
+                    if !piece.triangles.is_empty() {
+                        self.queue.write_buffer(
+                            &buffers.triangles,
+                            0,
+                            bytemuck::cast_slice(&piece.triangles),
+                        );
+                    }
+                }
+            }
+        }
+        self.errors.check()
+    }
+}
