@@ -159,3 +159,65 @@ fn gpu_refit_of_uploaded_meshes_answers_like_a_fresh_build() {
         }
     }
 }
+
+#[test]
+fn gpu_refit_of_renderer_buffers_matches_the_cpu_refit_bit_for_bit() {
+    use raypick::gather::MeshLayout;
+    use raypick::gpu::MeshBuffers;
+    use wgpu::util::DeviceExt;
+    let Some(r) = common::renderer() else { return };
+    let picker = Picker::from_device(r.device.clone(), r.queue.clone(), &r.adapter).unwrap();
+    let gpu = picker.gpu().unwrap();
+    let mesh = deformable(&scene_mesh(20_000));
+    let buffer = |bytes: &[u8], usage| {
+        r.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("renderer buffer"),
+            contents: bytes,
+            usage: usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        })
+    };
+    let vertices = buffer(bytemuck::cast_slice(mesh.positions()), wgpu::BufferUsages::VERTEX);
+    let indices = buffer(bytemuck::cast_slice(mesh.indices()), wgpu::BufferUsages::INDEX);
+    let buffers = MeshBuffers {
+        vertices: &vertices,
+        indices: &indices,
+        layout: MeshLayout::packed(
+            mesh.positions().len() as u32,
+            mesh.triangle_count() as u32 * 3,
+        ),
+    };
+    let mut bvh = gpu.upload_buffers(&buffers, Accel::Bvh).unwrap();
+    let mut brute = gpu.upload_buffers(&buffers, Accel::Brute).unwrap();
+    let mut tree = Bvh::build(&mesh);
+    assert_eq!(gpu.read_nodes(&bvh).unwrap(), tree.nodes(), "the same tree as a CPU build");
+    for phase in [0.7f32, 3.3] {
+        let moved = scene::waved(&mesh, phase);
+        r.queue
+            .write_buffer(&vertices, 0, bytemuck::cast_slice(moved.positions()));
+        gpu.refit_gathered(&mut bvh).unwrap();
+        gpu.refit_gathered(&mut brute).unwrap();
+        tree.refit(&moved).unwrap();
+        assert_eq!(
+            bytemuck::cast_slice::<_, u8>(&gpu.read_packed(&bvh).unwrap()),
+            bytemuck::cast_slice::<_, u8>(tree.triangles()),
+            "triangles gathered again in leaf order, phase {phase}"
+        );
+        let nodes = gpu.read_nodes(&bvh).unwrap();
+        if let Some(k) = (0..nodes.len()).find(|&k| nodes[k] != tree.nodes()[k]) {
+            panic!(
+                "node {k} differs after the GPU refit (phase {phase}): {:?} vs {:?}",
+                nodes[k],
+                tree.nodes()[k]
+            );
+        }
+        let rays = rays_for(&moved);
+        let fresh = cpu_trace(&CpuMesh::with_accel(&moved, Accel::Bvh), &rays);
+        for (mesh, what) in [(&bvh, "bvh"), (&brute, "brute force")] {
+            let hits = gpu.trace(mesh, &rays, &TraceOptions::default()).unwrap();
+            assert!(hits == fresh, "GPU {what} after refit vs fresh CPU build, phase {phase}");
+        }
+    }
+    let mut plain = gpu.upload(&mesh).unwrap();
+    assert!(gpu.refit_gathered(&mut plain).is_err(), "only gathered meshes refit on the GPU");
+    assert!(gpu.refit(&mut bvh, &mesh).is_err(), "gathered meshes refit from their buffers");
+}
