@@ -3,7 +3,8 @@
 use crate::Mesh;
 use crate::cpu::{CpuBackend, CpuMesh};
 use crate::error::{Error, Result};
-use crate::gpu::{GpuContext, GpuMesh};
+use crate::bvh::Refitted;
+use crate::gpu::{GpuContext, GpuMesh, MeshBuffers};
 use crate::options::{Accel, TraceOptions};
 use crate::types::{Hit, Ray};
 
@@ -174,12 +175,35 @@ impl Picker {
     /// Moves a prepared mesh to `mesh`'s vertex positions: `mesh` has the
     /// triangles (indices) the prepared mesh was made from, with any positions.
     /// A BVH is refitted (same tree, boxes recomputed; see [`crate::bvh::refit`]),
-    /// not rebuilt, and answers exactly like a fresh build. Fails with
-    /// [`Error::Refit`] when the mesh cannot follow (rebuild it then).
-    pub fn refit(&self, prepared: &mut PickMesh, mesh: &Mesh) -> Result<()> {
+    /// not rebuilt, and answers exactly like a fresh build; it is built again only
+    /// when a triangle left out as degenerate can now be hit (the answer says
+    /// which). Fails with [`Error::Refit`] for another mesh's triangle count or a
+    /// CPU mesh made without [`Picker::upload_refittable`].
+    pub fn refit(&self, prepared: &mut PickMesh, mesh: &Mesh) -> Result<Refitted> {
         match (&self.engine, prepared) {
             (Engine::Cpu(_), PickMesh::Cpu(prepared)) => Ok(prepared.refit(mesh)?),
             (Engine::Gpu(gpu), PickMesh::Gpu(prepared)) => gpu.refit(prepared, mesh),
+            _ => Err(Error::WrongBackend),
+        }
+    }
+
+    /// A mesh read from a renderer's own vertex and index buffers, on the GPU (see
+    /// [`GpuContext::upload_buffers`] for the buffers' requirements); a CPU picker
+    /// answers [`Error::WrongBackend`] (read the bytes and use
+    /// [`crate::gather::mesh_from_slices`] there).
+    pub fn upload_buffers(&self, buffers: &MeshBuffers, accel: Accel) -> Result<PickMesh> {
+        match &self.engine {
+            Engine::Gpu(gpu) => Ok(PickMesh::Gpu(gpu.upload_buffers(buffers, accel)?)),
+            Engine::Cpu(_) => Err(Error::WrongBackend),
+        }
+    }
+
+    /// Follows the vertices of a mesh made by [`Picker::upload_buffers`] after the
+    /// renderer wrote new positions to its vertex buffer: gathered again and refitted
+    /// on the GPU, with no readback ([`GpuContext::refit_gathered`]).
+    pub fn refit_buffers(&self, prepared: &mut PickMesh) -> Result<()> {
+        match (&self.engine, prepared) {
+            (Engine::Gpu(gpu), PickMesh::Gpu(prepared)) => gpu.refit_gathered(prepared),
             _ => Err(Error::WrongBackend),
         }
     }

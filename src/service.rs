@@ -46,13 +46,19 @@
 //! Results come back exactly once each, in submission order (a finished pick waits
 //! for the ones submitted before it). A queued pick reads the mesh's buffers when
 //! it starts, so it sees a refit made in between.
+//!
+//! The one wait: a ray that runs out of GPU traversal steps is finished on the CPU
+//! copy of the tree; for a mesh refitted on the GPU
+//! ([`GpuContext::refit_gathered`]) that copy is read back first, once per refit,
+//! blocking. Real meshes need hundreds of steps against a budget of
+//! [`DEFAULT_MAX_TRAVERSAL_STEPS`](crate::gpu::DEFAULT_MAX_TRAVERSAL_STEPS).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::error::{Error, Result};
-use crate::gpu::{GpuContext, MeshContent, Scratch};
+use crate::gpu::{CpuCopy, GpuContext, MeshContent, Scratch};
 use crate::picker::{PickMesh, Picker};
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, Ray};
@@ -95,6 +101,8 @@ struct Job {
     rays: Vec<Ray>,
     options: TraceOptions,
     content: MeshContent,
+    /// For a mesh gathered from renderer buffers: its CPU copy's state.
+    copy: Option<Arc<CpuCopy>>,
 }
 
 /// Map state of a slot's staging buffer.
@@ -224,6 +232,7 @@ impl PickService {
                     rays: rays.to_vec(),
                     options: options.clone(),
                     content: mesh.content.clone(),
+                    copy: mesh.gathered.as_ref().map(|g| g.copy.clone()),
                 });
                 self.start_queued(gpu);
             }
@@ -248,7 +257,7 @@ impl PickService {
             let slot = &mut self.slots[index];
             let job = slot.job.take().expect("a slot in flight has a job");
             let hits = if state == MAPPED {
-                read_hits(slot, &job)
+                read_hits(gpu, slot, &job)
             } else {
                 Err(Error::Readback("mapping the hit buffer failed".into()))
             };
@@ -321,7 +330,7 @@ impl PickService {
 
 /// Copies a finished slot's hits out, unmaps it and finishes on the CPU the rays
 /// that ran out of GPU traversal steps.
-fn read_hits(slot: &mut Slot, job: &Job) -> Result<Vec<Hit>> {
+fn read_hits(gpu: &GpuContext, slot: &mut Slot, job: &Job) -> Result<Vec<Hit>> {
     let n = job.rays.len();
     let mut hits = vec![Hit::MISS; n];
     let dispatched = n > 0 && !matches!(&job.content, MeshContent::Brute(c) if c.is_empty());
@@ -337,8 +346,9 @@ fn read_hits(slot: &mut Slot, job: &Job) -> Result<Vec<Hit>> {
         hits.copy_from_slice(bytemuck::cast_slice(&view));
     }
     slot.scratch.staging.unmap();
-    if let MeshContent::Bvh { cpu, .. } = &job.content {
-        crate::gpu::finish_on_cpu(cpu, &slot.scratch.sanitized, &mut hits, &job.options);
+    if let MeshContent::Bvh { cpu, chunks } = &job.content {
+        let tree = gpu.finishing_tree(cpu, chunks, job.copy.as_deref(), &hits)?;
+        crate::gpu::finish_on_cpu(&tree, &slot.scratch.sanitized, &mut hits, &job.options);
     }
     Ok(hits)
 }

@@ -5,11 +5,11 @@
 mod common;
 
 use glam::Vec3;
-use raypick::bvh::{Bvh, RefitError};
+use raypick::bvh::{Bvh, RefitError, Refitted};
 use raypick::cpu::wide_bvh::WideBvh;
 use raypick::cpu::{CpuBackend, CpuMesh};
 use raypick::scene::{self, Rng};
-use raypick::{Accel, Backend, Error, Hit, Mesh, Picker, Ray, TraceOptions};
+use raypick::{Accel, Backend, Error, Hit, Mesh, PickMesh, Picker, Ray, TraceOptions};
 
 /// A deforming scene of about `triangles` triangles (shared vertices), with some
 /// degenerate ones.
@@ -117,6 +117,20 @@ fn a_refit_that_cannot_follow_fails_and_changes_nothing() {
         picker.refit(&mut prepared, &mesh),
         Err(Error::Refit(RefitError::NotRefittable))
     ));
+
+    // A prepared mesh builds again instead, and sees the revived triangle.
+    let ray = Ray::new(Vec3::new(2.2, 2.3, 5.0), Vec3::NEG_Z);
+    let expected = cpu_trace(&CpuMesh::with_accel(&revived, Accel::Brute), &[ray]);
+    assert_eq!(expected[0].prim, 1);
+    let mut prepared = picker.upload_refittable(&mesh).unwrap();
+    assert_eq!(picker.refit(&mut prepared, &revived).unwrap(), Refitted::Rebuilt);
+    assert_eq!(picker.trace(&prepared, &[ray], &TraceOptions::default()).unwrap(), expected);
+    if let Some(gpu) = common::gpu() {
+        let mut uploaded = gpu.upload(&mesh).unwrap();
+        assert_eq!(gpu.refit(&mut uploaded, &revived).unwrap(), Refitted::Rebuilt);
+        assert_eq!(gpu.trace(&uploaded, &[ray], &TraceOptions::default()).unwrap(), expected);
+        assert_eq!(gpu.refit(&mut uploaded, &mesh).unwrap(), Refitted::Refit);
+    }
 }
 
 #[test]
@@ -220,4 +234,63 @@ fn gpu_refit_of_renderer_buffers_matches_the_cpu_refit_bit_for_bit() {
     let mut plain = gpu.upload(&mesh).unwrap();
     assert!(gpu.refit_gathered(&mut plain).is_err(), "only gathered meshes refit on the GPU");
     assert!(gpu.refit(&mut bvh, &mesh).is_err(), "gathered meshes refit from their buffers");
+}
+
+#[test]
+fn rays_finished_on_the_cpu_after_a_gpu_refit_see_the_moved_vertices() {
+    use raypick::gather::MeshLayout;
+    use raypick::gpu::{GpuContext, GpuOptions, MeshBuffers};
+    use raypick::service::PickService;
+    use wgpu::util::DeviceExt;
+    if common::gpu().is_none() {
+        return;
+    }
+    // Two traversal steps: every ray that reaches a leaf is finished on the CPU.
+    let gpu = GpuContext::with_options(GpuOptions {
+        max_traversal_steps: Some(2),
+        ..Default::default()
+    })
+    .unwrap();
+    let mesh = deformable(&scene::builtin_scene(2_000));
+    let buffer = |bytes: &[u8]| {
+        gpu.device()
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("renderer buffer"),
+                contents: bytes,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            })
+    };
+    let vertices = buffer(bytemuck::cast_slice(mesh.positions()));
+    let indices = buffer(bytemuck::cast_slice(mesh.indices()));
+    let buffers = MeshBuffers {
+        vertices: &vertices,
+        indices: &indices,
+        layout: MeshLayout::packed(
+            mesh.positions().len() as u32,
+            mesh.triangle_count() as u32 * 3,
+        ),
+    };
+    let mut gathered = gpu.upload_buffers(&buffers, Accel::Bvh).unwrap();
+    let moved = scene::waved(&mesh, 1.9);
+    gpu.queue()
+        .write_buffer(&vertices, 0, bytemuck::cast_slice(moved.positions()));
+    gpu.refit_gathered(&mut gathered).unwrap();
+    let rays = rays_for(&moved);
+    let fresh = cpu_trace(&CpuMesh::with_accel(&moved, Accel::Bvh), &rays);
+    let hits = gpu.trace(&gathered, &rays, &TraceOptions::default()).unwrap();
+    assert!(hits == fresh, "blocking trace after a GPU refit");
+
+    let picker = std::sync::Arc::new(Picker::from_gpu(gpu));
+    let mesh = PickMesh::Gpu(gathered);
+    let mut service = PickService::new(picker);
+    let ticket = service.submit(&mesh, &rays[..64], &TraceOptions::default()).unwrap();
+    let result = loop {
+        service.poll();
+        if let Some(result) = service.next_result() {
+            break result;
+        }
+        std::thread::yield_now();
+    };
+    assert_eq!(result.ticket, ticket);
+    assert!(result.hits.unwrap() == fresh[..64], "pick service after a GPU refit");
 }

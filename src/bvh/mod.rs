@@ -20,7 +20,7 @@ mod split;
 mod validate;
 
 pub use build::BuildOptions;
-pub use refit::RefitError;
+pub use refit::{RefitError, Refitted};
 pub use split::BvhChunk;
 pub use validate::BvhError;
 

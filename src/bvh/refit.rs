@@ -42,6 +42,16 @@ pub enum RefitError {
     NotRefittable,
 }
 
+/// How a prepared mesh followed its vertices' motion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refitted {
+    /// Same tree, boxes recomputed (or triangles packed again for brute force).
+    Refit,
+    /// The tree could not follow ([`RefitError::NoLeafFor`]: a triangle that was
+    /// degenerate at build time can now be hit) and was built again.
+    Rebuilt,
+}
+
 /// The box of the hittable triangles `tris` (padded like the builder's), or an
 /// inverted box (`lo = f32::MAX`, `hi = -f32::MAX`) when none can be hit.
 pub(crate) fn leaf_box(tris: &[PackedTriangle]) -> (glam::Vec3, glam::Vec3) {

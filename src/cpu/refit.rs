@@ -10,7 +10,7 @@ use super::CpuMesh;
 use super::brute_force::TriangleBlocks;
 use super::wide_bvh::WideBvh;
 use crate::Mesh;
-use crate::bvh::{Bvh, RefitError};
+use crate::bvh::{Bvh, RefitError, Refitted};
 use crate::prepare::pack_mesh;
 
 impl WideBvh {
@@ -52,8 +52,10 @@ impl CpuMesh {
     }
 
     /// Moves the mesh to `mesh`'s vertex positions (same triangles): brute force
-    /// packs the triangles again; a BVH made by [`CpuMesh::refittable`] is refitted.
-    pub fn refit(&mut self, mesh: &Mesh) -> Result<(), RefitError> {
+    /// packs the triangles again; a BVH made by [`CpuMesh::refittable`] is refitted,
+    /// or built again when a triangle left out as degenerate can now be hit
+    /// ([`Refitted::Rebuilt`]).
+    pub fn refit(&mut self, mesh: &Mesh) -> Result<Refitted, RefitError> {
         if mesh.triangle_count() != self.triangle_count() {
             return Err(RefitError::TriangleCount {
                 mesh: mesh.triangle_count(),
@@ -63,9 +65,16 @@ impl CpuMesh {
         match self {
             CpuMesh::Brute(blocks) => {
                 *blocks = TriangleBlocks::new(&pack_mesh(mesh));
-                Ok(())
+                Ok(Refitted::Refit)
             }
-            CpuMesh::Bvh(wide) => wide.refit(mesh),
+            CpuMesh::Bvh(wide) => match wide.refit(mesh) {
+                Ok(()) => Ok(Refitted::Refit),
+                Err(RefitError::NoLeafFor(_)) => {
+                    *wide = WideBvh::refittable(Bvh::build(mesh));
+                    Ok(Refitted::Rebuilt)
+                }
+                Err(e) => Err(e),
+            },
         }
     }
 }

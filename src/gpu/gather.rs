@@ -21,7 +21,8 @@
 //! The gather runs when it is submitted, so the buffers' contents at that point of
 //! the queue are what is read: write new positions, then refit.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
 
@@ -54,6 +55,26 @@ pub(crate) struct Gathered {
     gather: Option<(wgpu::BindGroup, u32)>,
     /// One refit pass per tree level, deepest first, with its node count.
     levels: Vec<(wgpu::BindGroup, u32)>,
+    /// The CPU copy's state after GPU refits.
+    pub(crate) copy: Arc<CpuCopy>,
+}
+
+/// The CPU copy of a gathered BVH finishes the rays that run out of GPU traversal
+/// steps. A GPU refit leaves it behind (no readback); it is read back from the GPU
+/// only when such a ray turns up after a refit, once per refit.
+#[derive(Debug, Default)]
+pub(crate) struct CpuCopy {
+    /// Set by a GPU refit: the copy made at creation is out of date.
+    stale: AtomicBool,
+    /// The copy read back since the last refit.
+    fresh: Mutex<Option<Arc<Bvh>>>,
+}
+
+impl CpuCopy {
+    fn mark_stale(&self) {
+        *self.fresh.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.stale.store(true, Ordering::Release);
+    }
 }
 
 const TRIANGLE_BYTES: u64 = std::mem::size_of::<PackedTriangle>() as u64;
@@ -110,6 +131,7 @@ impl GpuContext {
                 gathered: Some(Box::new(Gathered {
                     gather,
                     levels: Vec::new(),
+                    copy: Arc::default(),
                 })),
             }),
             Accel::Bvh => {
@@ -157,7 +179,11 @@ impl GpuContext {
             },
             context_id: self.id,
             triangle_count: (buffers.layout.triangle_count()),
-            gathered: Some(Box::new(Gathered { gather, levels })),
+            gathered: Some(Box::new(Gathered {
+                gather,
+                levels,
+                copy: Arc::default(),
+            })),
         })
     }
 
@@ -169,8 +195,9 @@ impl GpuContext {
     /// leaf and stays out of a BVH until it is made again.
     ///
     /// The CPU copy of the tree, used only to finish rays that exceed the GPU's
-    /// traversal step budget, keeps the old positions: such rays (rare, see
-    /// [`GpuContext::max_traversal_steps`]) are answered on the old geometry.
+    /// traversal step budget ([`GpuContext::max_traversal_steps`]; real meshes need
+    /// far fewer steps), is not updated: if such a ray turns up after a refit, the
+    /// refitted tree is read back once (blocking) before it is finished.
     pub fn refit_gathered(&self, mesh: &mut GpuMesh) -> Result<()> {
         if mesh.context_id != self.id {
             return Err(Error::WrongBackend);
@@ -189,7 +216,40 @@ impl GpuContext {
             self.encode(&mut encoder, &self.pipelines.refit, group, *count, REFIT_WORKGROUP);
         }
         self.queue.submit([encoder.finish()]);
+        gathered.copy.mark_stale();
         self.errors.check()
+    }
+
+    /// The tree that finishes unfinished rays: the CPU copy, or, when a GPU refit
+    /// made it stale and some ray is unfinished, the refitted tree read back.
+    pub(crate) fn finishing_tree(
+        &self,
+        cpu: &Arc<Bvh>,
+        chunks: &[BvhBuffers],
+        copy: Option<&CpuCopy>,
+        hits: &[crate::Hit],
+    ) -> Result<Arc<Bvh>> {
+        let Some(copy) = copy.filter(|c| c.stale.load(Ordering::Acquire)) else {
+            return Ok(cpu.clone());
+        };
+        if !hits.iter().any(|h| h.prim == crate::shaders::UNFINISHED) {
+            return Ok(cpu.clone());
+        }
+        let mut fresh = copy.fresh.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(tree) = &*fresh {
+            return Ok(tree.clone());
+        }
+        let [chunk] = chunks else {
+            return Err(Error::Unsupported("a gathered BVH is one chunk".into()));
+        };
+        let tree = Arc::new(Bvh {
+            nodes: self.read_buffer(&chunk.nodes)?,
+            triangles: self.read_triangles(&chunk.triangles, cpu.triangles.len() as u32)?,
+            depth: cpu.depth,
+            mesh_triangles: cpu.mesh_triangles,
+        });
+        *fresh = Some(tree.clone());
+        Ok(tree)
     }
 
     /// Reads a mesh's packed triangles back (blocking): id order for brute force,

@@ -20,6 +20,7 @@ pub use context::{
     GpuOptions,
 };
 pub use gather::MeshBuffers;
+pub(crate) use gather::CpuCopy;
 pub use mesh::GpuMesh;
 pub(crate) use mesh::Content as MeshContent;
 pub(crate) use trace::{Scratch, finish_on_cpu};

@@ -11,16 +11,18 @@ use std::sync::Arc;
 use super::mesh::Content;
 use super::{GpuContext, GpuMesh};
 use crate::Mesh;
-use crate::bvh::RefitError;
+use crate::bvh::{Bvh, RefitError, Refitted};
 use crate::error::{Error, Result};
 use crate::prepare::pack_mesh;
 
 impl GpuContext {
     /// Moves an uploaded mesh to `mesh`'s vertex positions (same triangles): brute
     /// force writes the packed triangles again; a BVH is refitted on the CPU copy
-    /// and its buffers are overwritten in place. The next trace sees the new
-    /// positions (writes are queued before any later submission).
-    pub fn refit(&self, uploaded: &mut GpuMesh, mesh: &Mesh) -> Result<()> {
+    /// and its buffers are overwritten in place (or, when a triangle left out as
+    /// degenerate can now be hit, built and uploaded again: [`Refitted::Rebuilt`]).
+    /// The next trace sees the new positions (writes are queued before any later
+    /// submission).
+    pub fn refit(&self, uploaded: &mut GpuMesh, mesh: &Mesh) -> Result<Refitted> {
         if uploaded.context_id != self.id {
             return Err(Error::WrongBackend);
         }
@@ -46,7 +48,14 @@ impl GpuContext {
                 }
             }
             Content::Bvh { chunks, cpu } => {
-                Arc::make_mut(cpu).refit(mesh)?;
+                match Arc::make_mut(cpu).refit(mesh) {
+                    Ok(()) => {}
+                    Err(RefitError::NoLeafFor(_)) => {
+                        *uploaded = self.upload_bvh(Arc::new(Bvh::build(mesh)))?;
+                        return Ok(Refitted::Rebuilt);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
                 for (buffers, piece) in chunks.iter().zip(self.split_bvh(cpu)) {
                     if !piece.nodes.is_empty() {
                         self.queue
@@ -62,6 +71,7 @@ impl GpuContext {
                 }
             }
         }
-        self.errors.check()
+        self.errors.check()?;
+        Ok(Refitted::Refit)
     }
 }

@@ -154,8 +154,10 @@ impl GpuContext {
                 hits.copy_from_slice(bytemuck::cast_slice(&view));
             }
             scratch.staging.unmap();
-            if let Content::Bvh { cpu, .. } = &mesh.content {
-                finish_on_cpu(cpu, &scratch.sanitized, hits, options);
+            if let Content::Bvh { cpu, chunks } = &mesh.content {
+                let copy = mesh.gathered.as_ref().map(|g| g.copy.as_ref());
+                let tree = self.finishing_tree(cpu, chunks, copy, hits)?;
+                finish_on_cpu(&tree, &scratch.sanitized, hits, options);
             }
         }
         self.errors.check()
