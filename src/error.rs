@@ -53,7 +53,9 @@ pub enum Error {
     },
     /// A renderer's buffer lacks `wgpu::BufferUsages::STORAGE`, which raypick's
     /// compute shaders need to read it (add it where the buffer is created).
-    #[error("the {0} buffer needs wgpu::BufferUsages::STORAGE to be read by raypick's compute shaders")]
+    #[error(
+        "the {0} buffer needs wgpu::BufferUsages::STORAGE to be read by raypick's compute shaders"
+    )]
     MissingStorageUsage(&'static str),
     /// A mesh could not follow its vertices' motion; rebuild it instead.
     #[error("refit failed: {0}")]

@@ -84,20 +84,20 @@ impl MeshLayout {
     /// alignment, and every vertex and index inside its buffer.
     pub fn check(&self, vertex_bytes: u64, index_bytes: u64) -> Result<()> {
         let bad = |what: String| Err(Error::Unsupported(format!("mesh layout: {what}")));
-        if self.vertex_stride < 12 || self.vertex_stride % 4 != 0 {
+        if self.vertex_stride < 12 || !self.vertex_stride.is_multiple_of(4) {
             return bad(format!(
                 "vertex stride {} is not a multiple of 4 of at least 12 bytes",
                 self.vertex_stride
             ));
         }
-        if self.vertex_offset % 4 != 0 {
+        if !self.vertex_offset.is_multiple_of(4) {
             return bad(format!(
                 "vertex offset {} is not a multiple of 4",
                 self.vertex_offset
             ));
         }
         let size = self.index_format.size();
-        if self.index_offset % size != 0 {
+        if !self.index_offset.is_multiple_of(size) {
             return bad(format!(
                 "index offset {} is not a multiple of the index size {size}",
                 self.index_offset
@@ -143,7 +143,11 @@ impl MeshLayout {
 
 /// The packed triangles (in id order) of the mesh `layout` describes in CPU byte
 /// slices: the CPU mirror of the GPU gather, bit for bit.
-pub fn pack_slices(layout: &MeshLayout, vertices: &[u8], indices: &[u8]) -> Result<Vec<PackedTriangle>> {
+pub fn pack_slices(
+    layout: &MeshLayout,
+    vertices: &[u8],
+    indices: &[u8],
+) -> Result<Vec<PackedTriangle>> {
     layout.check(vertices.len() as u64, indices.len() as u64)?;
     let words = |bytes: &[u8]| -> Vec<u32> {
         bytes
@@ -152,7 +156,12 @@ pub fn pack_slices(layout: &MeshLayout, vertices: &[u8], indices: &[u8]) -> Resu
             .collect()
     };
     let params = layout.params(layout.triangle_count() as u32, false);
-    Ok(crate::cpu::gather::gather(&params, &words(vertices), &words(indices), &[]))
+    Ok(crate::cpu::gather::gather(
+        &params,
+        &words(vertices),
+        &words(indices),
+        &[],
+    ))
 }
 
 /// The mesh `layout` describes in CPU byte slices, as a [`Mesh`] of the same

@@ -1,9 +1,9 @@
 //! The high-level entry point: one [`Picker`] over either backend.
 
 use crate::Mesh;
+use crate::bvh::Refitted;
 use crate::cpu::{CpuBackend, CpuMesh};
 use crate::error::{Error, Result};
-use crate::bvh::Refitted;
 use crate::gpu::{GpuContext, GpuMesh, MeshBuffers};
 use crate::options::{Accel, TraceOptions};
 use crate::types::{Hit, Ray};
@@ -105,7 +105,9 @@ impl Picker {
         queue: wgpu::Queue,
         adapter: &wgpu::AdapterInfo,
     ) -> Result<Self> {
-        Ok(Self::from_gpu(GpuContext::from_device(device, queue, adapter)?))
+        Ok(Self::from_gpu(GpuContext::from_device(
+            device, queue, adapter,
+        )?))
     }
 
     /// A picker on a GPU context (e.g. one made from a renderer's device and queue).

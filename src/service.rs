@@ -57,12 +57,12 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use crate::TraceOptions;
 use crate::error::{Error, Result};
 use crate::gpu::{CpuCopy, GpuContext, MeshContent, Scratch};
 use crate::picker::{PickMesh, Picker};
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, Ray};
-use crate::TraceOptions;
 
 /// Ring slots (picks in flight on the GPU at once) of [`PickService::new`].
 pub const DEFAULT_SLOTS: usize = 3;
@@ -200,7 +200,12 @@ impl PickService {
     /// Submits a pick of `rays` against `mesh` (made by this service's picker) and
     /// returns at once. Fails only for a mesh of another backend, or more rays than
     /// one GPU dispatch takes ([`GpuContext::max_rays_per_dispatch`]).
-    pub fn submit(&mut self, mesh: &PickMesh, rays: &[Ray], options: &TraceOptions) -> Result<Ticket> {
+    pub fn submit(
+        &mut self,
+        mesh: &PickMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+    ) -> Result<Ticket> {
         let ticket = Ticket(self.next_ticket);
         let picker = self.picker.clone();
         match (picker.gpu(), mesh) {
@@ -230,7 +235,7 @@ impl PickService {
                     ticket,
                     frame: self.frame,
                     rays: rays.to_vec(),
-                    options: options.clone(),
+                    options: *options,
                     content: mesh.content.clone(),
                     copy: mesh.gathered.as_ref().map(|g| g.copy.clone()),
                 });
@@ -302,8 +307,11 @@ impl PickService {
                 let scratch = &mut slot.scratch;
                 scratch.sanitized.clear();
                 scratch.sanitized.extend(job.rays.iter().map(sanitize_ray));
-                gpu.queue()
-                    .write_buffer(&scratch.rays, 0, bytemuck::cast_slice(&scratch.sanitized));
+                gpu.queue().write_buffer(
+                    &scratch.rays,
+                    0,
+                    bytemuck::cast_slice(&scratch.sanitized),
+                );
                 match &job.content {
                     MeshContent::Brute(chunks) => {
                         gpu.dispatch_brute_force(chunks, n, &job.options, scratch)

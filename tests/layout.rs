@@ -154,3 +154,22 @@ fn traversal_constants_match_rust() {
         U32(shaders::BVH_TRAVERSE_WORKGROUP)
     );
 }
+
+#[test]
+fn gather_and_refit_constants_match_rust() {
+    use naga::Literal::U32;
+    let gather = parse(&shaders::gather_module(), "gather");
+    assert_eq!(
+        literal(&gather, "GATHER_WORKGROUP"),
+        U32(shaders::GATHER_WORKGROUP)
+    );
+    assert_eq!(
+        literal(&gather, "NO_VERTEX"),
+        U32(raypick::cpu::gather::NO_VERTEX)
+    );
+    let refit = parse(&shaders::refit_module(), "refit");
+    assert_eq!(
+        literal(&refit, "REFIT_WORKGROUP"),
+        U32(shaders::REFIT_WORKGROUP)
+    );
+}

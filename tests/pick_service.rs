@@ -42,17 +42,26 @@ fn render_loop(
     let options = TraceOptions::default();
     let mut submitted: std::collections::VecDeque<(Ticket, u64, Vec<Ray>)> = Default::default();
     let mut latencies = Vec::new();
-    let mut check = |result: raypick::service::PickResult,
-                     submitted: &mut std::collections::VecDeque<(Ticket, u64, Vec<Ray>)>| {
-        let (ticket, frame, rays) = submitted.pop_front().expect("a result for a submitted pick");
-        assert_eq!(result.ticket, ticket, "results come back in submission order");
-        assert_eq!(result.submitted_frame, frame);
-        assert!(result.ready_frame >= frame);
-        latencies.push(result.latency_frames());
-        let hits = result.hits.expect("pick answered");
-        let expected = picker.trace(mesh, &rays, &options).expect("blocking trace");
-        assert_eq!(hits, expected, "pick {ticket:?} differs from a blocking trace");
-    };
+    let mut check =
+        |result: raypick::service::PickResult,
+         submitted: &mut std::collections::VecDeque<(Ticket, u64, Vec<Ray>)>| {
+            let (ticket, frame, rays) = submitted
+                .pop_front()
+                .expect("a result for a submitted pick");
+            assert_eq!(
+                result.ticket, ticket,
+                "results come back in submission order"
+            );
+            assert_eq!(result.submitted_frame, frame);
+            assert!(result.ready_frame >= frame);
+            latencies.push(result.latency_frames());
+            let hits = result.hits.expect("pick answered");
+            let expected = picker.trace(mesh, &rays, &options).expect("blocking trace");
+            assert_eq!(
+                hits, expected,
+                "pick {ticket:?} differs from a blocking trace"
+            );
+        };
     for _ in 0..frames {
         for _ in 0..rng.below(max_picks + 1) {
             let n = 1 + rng.below(max_rays);
@@ -115,7 +124,11 @@ fn a_full_ring_queues_picks_without_blocking_or_losing_them() {
             .collect();
         let tickets: Vec<Ticket> = picks
             .iter()
-            .map(|rays| service.submit(&uploaded, rays, &TraceOptions::default()).unwrap())
+            .map(|rays| {
+                service
+                    .submit(&uploaded, rays, &TraceOptions::default())
+                    .unwrap()
+            })
             .collect();
         if picker.backend() == Backend::Gpu {
             assert_eq!(service.in_flight(), 2, "one pick per ring slot");
@@ -131,7 +144,9 @@ fn a_full_ring_queues_picks_without_blocking_or_losing_them() {
         assert_eq!(service.pending(), 0);
         for ((result, ticket), rays) in results.into_iter().zip(&tickets).zip(&picks) {
             assert_eq!(result.ticket, *ticket);
-            let expected = picker.trace(&uploaded, rays, &TraceOptions::default()).unwrap();
+            let expected = picker
+                .trace(&uploaded, rays, &TraceOptions::default())
+                .unwrap();
             assert_eq!(result.hits.unwrap(), expected);
         }
     }
@@ -144,8 +159,12 @@ fn empty_picks_empty_meshes_and_foreign_meshes() {
         let mut service = PickService::new(picker.clone());
         let nothing = picker.upload_with(&empty, Accel::Brute).unwrap();
         let ray = Ray::new(glam::Vec3::Z, glam::Vec3::NEG_Z);
-        let a = service.submit(&nothing, &[ray], &TraceOptions::default()).unwrap();
-        let b = service.submit(&nothing, &[], &TraceOptions::default()).unwrap();
+        let a = service
+            .submit(&nothing, &[ray], &TraceOptions::default())
+            .unwrap();
+        let b = service
+            .submit(&nothing, &[], &TraceOptions::default())
+            .unwrap();
         while service.pending() > 0 {
             service.poll();
             for result in service.drain_results().collect::<Vec<_>>() {
@@ -161,7 +180,11 @@ fn empty_picks_empty_meshes_and_foreign_meshes() {
         let other = Picker::new(Backend::Cpu).unwrap();
         let foreign = other.upload(&scene()).unwrap();
         if picker.backend() == Backend::Gpu {
-            assert!(service.submit(&foreign, &[ray], &TraceOptions::default()).is_err());
+            assert!(
+                service
+                    .submit(&foreign, &[ray], &TraceOptions::default())
+                    .is_err()
+            );
         }
     }
 }

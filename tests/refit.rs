@@ -75,7 +75,8 @@ fn refitted_tree_answers_like_a_fresh_build_and_brute_force() {
     for phase in [0.7f32, 4.0] {
         let moved = scene::waved(&mesh, phase);
         tree.refit(&moved).expect("refit");
-        tree.validate(&moved).expect("a refitted tree is a valid tree of the moved mesh");
+        tree.validate(&moved)
+            .expect("a refitted tree is a valid tree of the moved mesh");
         refittable.refit(&moved).expect("refit");
         let rays = rays_for(&moved);
         let fresh = cpu_trace(&CpuMesh::with_accel(&moved, Accel::Bvh), &rays);
@@ -84,9 +85,17 @@ fn refitted_tree_answers_like_a_fresh_build_and_brute_force() {
         eprintln!("phase {phase}: {hit_count} of {} rays hit", rays.len());
         assert!(hit_count > rays.len() / 10);
         assert_eq!(fresh, brute, "fresh build vs brute force, phase {phase}");
-        assert_eq!(cpu_trace(&refittable, &rays), fresh, "refit vs fresh build, phase {phase}");
+        assert_eq!(
+            cpu_trace(&refittable, &rays),
+            fresh,
+            "refit vs fresh build, phase {phase}"
+        );
         let wide = CpuMesh::Bvh(WideBvh::from_bvh(&tree));
-        assert_eq!(cpu_trace(&wide, &rays), fresh, "refitted binary tree, phase {phase}");
+        assert_eq!(
+            cpu_trace(&wide, &rays),
+            fresh,
+            "refitted binary tree, phase {phase}"
+        );
     }
 }
 
@@ -123,12 +132,27 @@ fn a_refit_that_cannot_follow_fails_and_changes_nothing() {
     let expected = cpu_trace(&CpuMesh::with_accel(&revived, Accel::Brute), &[ray]);
     assert_eq!(expected[0].prim, 1);
     let mut prepared = picker.upload_refittable(&mesh).unwrap();
-    assert_eq!(picker.refit(&mut prepared, &revived).unwrap(), Refitted::Rebuilt);
-    assert_eq!(picker.trace(&prepared, &[ray], &TraceOptions::default()).unwrap(), expected);
+    assert_eq!(
+        picker.refit(&mut prepared, &revived).unwrap(),
+        Refitted::Rebuilt
+    );
+    assert_eq!(
+        picker
+            .trace(&prepared, &[ray], &TraceOptions::default())
+            .unwrap(),
+        expected
+    );
     if let Some(gpu) = common::gpu() {
         let mut uploaded = gpu.upload(&mesh).unwrap();
-        assert_eq!(gpu.refit(&mut uploaded, &revived).unwrap(), Refitted::Rebuilt);
-        assert_eq!(gpu.trace(&uploaded, &[ray], &TraceOptions::default()).unwrap(), expected);
+        assert_eq!(
+            gpu.refit(&mut uploaded, &revived).unwrap(),
+            Refitted::Rebuilt
+        );
+        assert_eq!(
+            gpu.trace(&uploaded, &[ray], &TraceOptions::default())
+                .unwrap(),
+            expected
+        );
         assert_eq!(gpu.refit(&mut uploaded, &mesh).unwrap(), Refitted::Refit);
     }
 }
@@ -139,7 +163,9 @@ fn a_triangle_that_collapses_stops_hitting_and_comes_back() {
     let picker = Picker::new(Backend::Cpu).unwrap();
     let mut prepared = picker.upload_refittable(&mesh).unwrap();
     let ray = Ray::new(Vec3::new(-0.8, -0.9, 1.0), Vec3::NEG_Z);
-    let first = picker.trace(&prepared, &[ray], &TraceOptions::default()).unwrap()[0];
+    let first = picker
+        .trace(&prepared, &[ray], &TraceOptions::default())
+        .unwrap()[0];
     assert!(first.is_hit());
     // Collapse that triangle onto its first vertex.
     let [a, b, c] = mesh.indices()[first.prim as usize];
@@ -148,12 +174,16 @@ fn a_triangle_that_collapses_stops_hitting_and_comes_back() {
     positions[c as usize] = positions[a as usize];
     let collapsed = Mesh::new(positions, mesh.indices().to_vec()).unwrap();
     picker.refit(&mut prepared, &collapsed).unwrap();
-    let hit = picker.trace(&prepared, &[ray], &TraceOptions::default()).unwrap()[0];
+    let hit = picker
+        .trace(&prepared, &[ray], &TraceOptions::default())
+        .unwrap()[0];
     assert_ne!(hit.prim, first.prim);
     let brute = CpuMesh::with_accel(&collapsed, Accel::Brute);
     assert_eq!(hit, cpu_trace(&brute, &[ray])[0]);
     picker.refit(&mut prepared, &mesh).unwrap();
-    let back = picker.trace(&prepared, &[ray], &TraceOptions::default()).unwrap()[0];
+    let back = picker
+        .trace(&prepared, &[ray], &TraceOptions::default())
+        .unwrap()[0];
     assert_eq!(back, first);
 }
 
@@ -168,7 +198,9 @@ fn gpu_refit_of_uploaded_meshes_answers_like_a_fresh_build() {
             gpu.refit(&mut uploaded, &moved).unwrap();
             let rays = rays_for(&moved);
             let fresh = cpu_trace(&CpuMesh::with_accel(&moved, Accel::Bvh), &rays);
-            let hits = gpu.trace(&uploaded, &rays, &TraceOptions::default()).unwrap();
+            let hits = gpu
+                .trace(&uploaded, &rays, &TraceOptions::default())
+                .unwrap();
             assert_eq!(hits, fresh, "{accel:?}, phase {phase}");
         }
     }
@@ -184,14 +216,21 @@ fn gpu_refit_of_renderer_buffers_matches_the_cpu_refit_bit_for_bit() {
     let gpu = picker.gpu().unwrap();
     let mesh = deformable(&scene_mesh(20_000));
     let buffer = |bytes: &[u8], usage| {
-        r.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("renderer buffer"),
-            contents: bytes,
-            usage: usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-        })
+        r.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("renderer buffer"),
+                contents: bytes,
+                usage: usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            })
     };
-    let vertices = buffer(bytemuck::cast_slice(mesh.positions()), wgpu::BufferUsages::VERTEX);
-    let indices = buffer(bytemuck::cast_slice(mesh.indices()), wgpu::BufferUsages::INDEX);
+    let vertices = buffer(
+        bytemuck::cast_slice(mesh.positions()),
+        wgpu::BufferUsages::VERTEX,
+    );
+    let indices = buffer(
+        bytemuck::cast_slice(mesh.indices()),
+        wgpu::BufferUsages::INDEX,
+    );
     let buffers = MeshBuffers {
         vertices: &vertices,
         indices: &indices,
@@ -203,7 +242,11 @@ fn gpu_refit_of_renderer_buffers_matches_the_cpu_refit_bit_for_bit() {
     let mut bvh = gpu.upload_buffers(&buffers, Accel::Bvh).unwrap();
     let mut brute = gpu.upload_buffers(&buffers, Accel::Brute).unwrap();
     let mut tree = Bvh::build(&mesh);
-    assert_eq!(gpu.read_nodes(&bvh).unwrap(), tree.nodes(), "the same tree as a CPU build");
+    assert_eq!(
+        gpu.read_nodes(&bvh).unwrap(),
+        tree.nodes(),
+        "the same tree as a CPU build"
+    );
     for phase in [0.7f32, 3.3] {
         let moved = scene::waved(&mesh, phase);
         r.queue
@@ -228,12 +271,21 @@ fn gpu_refit_of_renderer_buffers_matches_the_cpu_refit_bit_for_bit() {
         let fresh = cpu_trace(&CpuMesh::with_accel(&moved, Accel::Bvh), &rays);
         for (mesh, what) in [(&bvh, "bvh"), (&brute, "brute force")] {
             let hits = gpu.trace(mesh, &rays, &TraceOptions::default()).unwrap();
-            assert!(hits == fresh, "GPU {what} after refit vs fresh CPU build, phase {phase}");
+            assert!(
+                hits == fresh,
+                "GPU {what} after refit vs fresh CPU build, phase {phase}"
+            );
         }
     }
     let mut plain = gpu.upload(&mesh).unwrap();
-    assert!(gpu.refit_gathered(&mut plain).is_err(), "only gathered meshes refit on the GPU");
-    assert!(gpu.refit(&mut bvh, &mesh).is_err(), "gathered meshes refit from their buffers");
+    assert!(
+        gpu.refit_gathered(&mut plain).is_err(),
+        "only gathered meshes refit on the GPU"
+    );
+    assert!(
+        gpu.refit(&mut bvh, &mesh).is_err(),
+        "gathered meshes refit from their buffers"
+    );
 }
 
 #[test]
@@ -277,13 +329,17 @@ fn rays_finished_on_the_cpu_after_a_gpu_refit_see_the_moved_vertices() {
     gpu.refit_gathered(&mut gathered).unwrap();
     let rays = rays_for(&moved);
     let fresh = cpu_trace(&CpuMesh::with_accel(&moved, Accel::Bvh), &rays);
-    let hits = gpu.trace(&gathered, &rays, &TraceOptions::default()).unwrap();
+    let hits = gpu
+        .trace(&gathered, &rays, &TraceOptions::default())
+        .unwrap();
     assert!(hits == fresh, "blocking trace after a GPU refit");
 
     let picker = std::sync::Arc::new(Picker::from_gpu(gpu));
     let mesh = PickMesh::Gpu(gathered);
     let mut service = PickService::new(picker);
-    let ticket = service.submit(&mesh, &rays[..64], &TraceOptions::default()).unwrap();
+    let ticket = service
+        .submit(&mesh, &rays[..64], &TraceOptions::default())
+        .unwrap();
     let result = loop {
         service.poll();
         if let Some(result) = service.next_result() {
@@ -292,5 +348,8 @@ fn rays_finished_on_the_cpu_after_a_gpu_refit_see_the_moved_vertices() {
         std::thread::yield_now();
     };
     assert_eq!(result.ticket, ticket);
-    assert!(result.hits.unwrap() == fresh[..64], "pick service after a GPU refit");
+    assert!(
+        result.hits.unwrap() == fresh[..64],
+        "pick service after a GPU refit"
+    );
 }

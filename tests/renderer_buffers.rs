@@ -52,7 +52,7 @@ fn encode(
             IndexFormat::U32 => indices.extend((stored as u32).to_le_bytes()),
         }
     }
-    while indices.len() % 4 != 0 {
+    while !indices.len().is_multiple_of(4) {
         indices.push(0);
     }
     Encoded {
@@ -113,8 +113,8 @@ fn bits(tris: &[PackedTriangle]) -> &[u8] {
 /// huge magnitudes, and some non-finite coordinates.
 fn awkward_mesh(n: usize, rng: &mut Rng) -> Mesh {
     let values = [
-        0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -3.0, 1e20, -1e20, 1e-20, 3.0e38, -3.0e38, 0.1,
-        0.3, 1.5, 1e-30, 7.0,
+        0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -3.0, 1e20, -1e20, 1e-20, 3.0e38, -3.0e38, 0.1, 0.3,
+        1.5, 1e-30, 7.0,
     ];
     let pick = |rng: &mut Rng| {
         if rng.chance(0.01) {
@@ -152,7 +152,9 @@ fn awkward_mesh(n: usize, rng: &mut Rng) -> Mesh {
 #[test]
 fn exact_cross_product_zero_test_agrees_with_f64() {
     let mut rng = Rng::new(1);
-    let values = [0.0f32, -0.0, 1.0, 3.0, 0.1, 1e20, 1e-20, 3e38, 1e-38, 1e-45, 7.0, 0.3];
+    let values = [
+        0.0f32, -0.0, 1.0, 3.0, 0.1, 1e20, 1e-20, 3e38, 1e-38, 1e-45, 7.0, 0.3,
+    ];
     let mut zeros = 0;
     for _ in 0..200_000 {
         let v = |rng: &mut Rng| {
@@ -170,10 +172,17 @@ fn exact_cross_product_zero_test_agrees_with_f64() {
         }
         let f64_zero = e1.as_dvec3().cross(e2.as_dvec3()) == glam::DVec3::ZERO;
         let word = |v: Vec3| v.to_array().map(f32::to_bits);
-        assert_eq!(cross_is_zero(word(e1), word(e2)), f64_zero, "{e1:?} × {e2:?}");
+        assert_eq!(
+            cross_is_zero(word(e1), word(e2)),
+            f64_zero,
+            "{e1:?} × {e2:?}"
+        );
         zeros += usize::from(f64_zero);
     }
-    assert!(zeros > 10_000, "the test hits the zero case often ({zeros})");
+    assert!(
+        zeros > 10_000,
+        "the test hits the zero case often ({zeros})"
+    );
 }
 
 #[test]
@@ -202,7 +211,13 @@ fn out_of_range_indices_make_degenerate_triangles() {
     let packed = pack_slices(&layout, &e.vertices, &e.indices).unwrap();
     for (k, (tri, idx)) in packed.iter().zip(mesh.indices()).enumerate() {
         if idx.iter().any(|&i| i >= 10) {
-            assert_eq!(*tri, PackedTriangle { id: k as u32, ..Default::default() });
+            assert_eq!(
+                *tri,
+                PackedTriangle {
+                    id: k as u32,
+                    ..Default::default()
+                }
+            );
         } else {
             assert_eq!(*tri, pack_triangle(mesh.triangle(k), k as u32));
         }
@@ -210,7 +225,7 @@ fn out_of_range_indices_make_degenerate_triangles() {
     layout.base_vertex = -3;
     let shifted = pack_slices(&layout, &e.vertices, &e.indices).unwrap();
     for (k, idx) in mesh.indices().iter().enumerate() {
-        if idx.iter().any(|&i| i < 3 || i >= 13) {
+        if idx.iter().any(|i| !(3..13).contains(i)) {
             assert!(!raypick::prepare::is_hittable(&shifted[k]), "triangle {k}");
         }
     }
@@ -225,15 +240,18 @@ fn out_of_range_indices_make_degenerate_triangles() {
 
 /// The encoded buffers on the renderer's device, as a renderer would have them.
 fn gpu_buffers(r: &common::Renderer, e: &Encoded, usage: wgpu::BufferUsages) -> [wgpu::Buffer; 2] {
-    [(&e.vertices, wgpu::BufferUsages::VERTEX), (&e.indices, wgpu::BufferUsages::INDEX)].map(
-        |(bytes, kind)| {
-            r.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+    [
+        (&e.vertices, wgpu::BufferUsages::VERTEX),
+        (&e.indices, wgpu::BufferUsages::INDEX),
+    ]
+    .map(|(bytes, kind)| {
+        r.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("renderer buffer"),
                 contents: bytes,
                 usage: kind | usage,
             })
-        },
-    )
+    })
 }
 
 #[test]
@@ -251,7 +269,8 @@ fn gpu_gather_equals_the_cpu_mirror_and_traces_alike() {
         let cpu_mesh = raypick::cpu::CpuMesh::with_accel(mesh, Accel::Brute);
         let bounds = mesh.bounds().unwrap();
         let rays = scene::random_rays(1_000, &mut rng, bounds);
-        let expected = raypick::cpu::CpuBackend::new().trace(&cpu_mesh, &rays, &TraceOptions::default());
+        let expected =
+            raypick::cpu::CpuBackend::new().trace(&cpu_mesh, &rays, &TraceOptions::default());
         for e in layouts(mesh) {
             let [vertices, indices] = gpu_buffers(r, &e, usage);
             let buffers = MeshBuffers {
@@ -264,11 +283,23 @@ fn gpu_gather_equals_the_cpu_mirror_and_traces_alike() {
             let cpu = pack_slices(&e.layout, &e.vertices, &e.indices).unwrap();
             assert_same(&packed, &cpu, &format!("GPU gather, {:?}", e.layout));
             let bvh = gpu.upload_buffers(&buffers, Accel::Bvh).unwrap();
-            let tree = raypick::bvh::Bvh::build(&mesh_from_slices(&e.layout, &e.vertices, &e.indices).unwrap());
-            assert_same(&gpu.read_packed(&bvh).unwrap(), tree.triangles(), "leaf order");
+            let tree = raypick::bvh::Bvh::build(
+                &mesh_from_slices(&e.layout, &e.vertices, &e.indices).unwrap(),
+            );
+            assert_same(
+                &gpu.read_packed(&bvh).unwrap(),
+                tree.triangles(),
+                "leaf order",
+            );
             for uploaded in [&brute, &bvh] {
-                let hits = gpu.trace(uploaded, &rays, &TraceOptions::default()).unwrap();
-                assert_same_hits(&hits, &expected, &format!("{:?} {:?}", uploaded.accel(), e.layout));
+                let hits = gpu
+                    .trace(uploaded, &rays, &TraceOptions::default())
+                    .unwrap();
+                assert_same_hits(
+                    &hits,
+                    &expected,
+                    &format!("{:?} {:?}", uploaded.accel(), e.layout),
+                );
             }
         }
     }

@@ -32,7 +32,10 @@ fn wait(gpu: &GpuContext) {
 fn assert_covers(bvh: &Bvh, mesh: &Mesh) {
     let (lo, hi) = bvh.bounds().expect("non-empty tree");
     let (mlo, mhi) = mesh.bounds().expect("non-empty mesh");
-    assert!(lo.cmple(mlo).all() && hi.cmpge(mhi).all(), "refitted root box");
+    assert!(
+        lo.cmple(mlo).all() && hi.cmpge(mhi).all(),
+        "refitted root box"
+    );
 }
 
 pub fn refit(c: &mut Criterion) {

@@ -55,10 +55,13 @@ pub enum Refitted {
 /// The box of the hittable triangles `tris` (padded like the builder's), or an
 /// inverted box (`lo = f32::MAX`, `hi = -f32::MAX`) when none can be hit.
 pub(crate) fn leaf_box(tris: &[PackedTriangle]) -> (glam::Vec3, glam::Vec3) {
-    tris.iter().filter(|t| is_hittable(t)).map(triangle_box).fold(
-        (BvhChild::EMPTY.lo, BvhChild::EMPTY.hi),
-        |(lo, hi), (a, b)| (lo.min(a), hi.max(b)),
-    )
+    tris.iter()
+        .filter(|t| is_hittable(t))
+        .map(triangle_box)
+        .fold(
+            (BvhChild::EMPTY.lo, BvhChild::EMPTY.hi),
+            |(lo, hi), (a, b)| (lo.min(a), hi.max(b)),
+        )
 }
 
 impl Bvh {

@@ -53,7 +53,11 @@ pub fn load_vertex(params: &GatherParams, vertex_words: &[u32], v: u32) -> Optio
     if word + 2 >= vertex_words.len() {
         return None;
     }
-    Some([vertex_words[word], vertex_words[word + 1], vertex_words[word + 2]])
+    Some([
+        vertex_words[word],
+        vertex_words[word + 1],
+        vertex_words[word + 2],
+    ])
 }
 
 /// Whether the f32 with these bits is finite.
@@ -117,7 +121,11 @@ pub fn pack_bits(corners: [[u32; 3]; 3], id: u32) -> PackedTriangle {
     let e1 = v1 - v0;
     let e2 = v2 - v0;
     let bits = |v: Vec3| v.to_array().map(f32::to_bits);
-    let finite = corners[0].into_iter().chain(bits(e1)).chain(bits(e2)).all(finite_bits);
+    let finite = corners[0]
+        .into_iter()
+        .chain(bits(e1))
+        .chain(bits(e2))
+        .all(finite_bits);
     if !finite || cross_is_zero(bits(e1), bits(e2)) {
         return PackedTriangle {
             id,
@@ -129,7 +137,11 @@ pub fn pack_bits(corners: [[u32; 3]; 3], id: u32) -> PackedTriangle {
         v0,
         id,
         v1,
-        edge_norm: if finite_bits(norm.to_bits()) { norm } else { f32::MAX },
+        edge_norm: if finite_bits(norm.to_bits()) {
+            norm
+        } else {
+            f32::MAX
+        },
         v2,
         ..Default::default()
     }

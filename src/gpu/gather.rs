@@ -7,16 +7,7 @@
 //! After that, [`GpuContext::refit_gathered`] follows vertex motion on the GPU
 //! alone: the triangles are gathered again in leaf order and the node boxes are
 //! refitted one tree level per dispatch, deepest first (levels are listed at
-//! creation), with no readback.
-//!
-//! # Requirements on the renderer's buffers
-//! - Both buffers need [`wgpu::BufferUsages::STORAGE`] (add it where the renderer
-//!   creates them, next to `VERTEX` / `INDEX`); without it
-//!   [`Error::MissingStorageUsage`] names the buffer.
-//! - Each must fit one storage binding
-//!   ([`GpuContext::max_binding_bytes`]), and the mesh's packed triangles must too
-//!   (no splitting for gathered meshes).
-//! - The layout must be inside the buffers ([`MeshLayout::check`]).
+//! creation), with no readback. What the buffers need: see [`MeshBuffers`].
 //!
 //! The gather runs when it is submitted, so the buffers' contents at that point of
 //! the queue are what is read: write new positions, then refit.
@@ -37,6 +28,18 @@ use crate::shaders::{GATHER_WORKGROUP, REFIT_WORKGROUP};
 use crate::types::{BvhNode, PackedTriangle, RefitParams};
 
 /// A renderer's vertex and index buffers and where the mesh is in them.
+///
+/// # Requirements on the buffers
+/// - Both buffers need [`wgpu::BufferUsages::STORAGE`] (add it where the renderer
+///   creates them, next to `VERTEX` / `INDEX`); without it
+///   [`Error::MissingStorageUsage`] names the buffer.
+/// - Each must fit one storage binding
+///   ([`GpuContext::max_binding_bytes`]), and the mesh's packed triangles must too
+///   (no splitting for gathered meshes).
+/// - The layout must be inside the buffers ([`MeshLayout::check`]).
+///
+/// The gather runs when it is submitted, so the buffers' contents at that point of
+/// the queue are what is read: write new positions, then refit.
 #[derive(Clone, Copy, Debug)]
 pub struct MeshBuffers<'a> {
     /// Vertex buffer (needs `STORAGE` usage).
@@ -81,7 +84,7 @@ const TRIANGLE_BYTES: u64 = std::mem::size_of::<PackedTriangle>() as u64;
 
 impl GpuContext {
     /// A mesh from a renderer's vertex and index buffers (see the
-    /// [module docs](self) for the requirements), for brute force or a BVH.
+    /// [`MeshBuffers`] for the requirements), for brute force or a BVH.
     ///
     /// Brute force never copies the mesh to the CPU. A BVH reads the gathered
     /// triangles back once to build the tree on the CPU (blocking). Refit it after
@@ -210,10 +213,22 @@ impl GpuContext {
         self.errors.check()?;
         let mut encoder = self.device.create_command_encoder(&Default::default());
         if let Some((group, slots)) = &gathered.gather {
-            self.encode(&mut encoder, &self.pipelines.gather, group, *slots, GATHER_WORKGROUP);
+            self.encode(
+                &mut encoder,
+                &self.pipelines.gather,
+                group,
+                *slots,
+                GATHER_WORKGROUP,
+            );
         }
         for (group, count) in &gathered.levels {
-            self.encode(&mut encoder, &self.pipelines.refit, group, *count, REFIT_WORKGROUP);
+            self.encode(
+                &mut encoder,
+                &self.pipelines.refit,
+                group,
+                *count,
+                REFIT_WORKGROUP,
+            );
         }
         self.queue.submit([encoder.finish()]);
         gathered.copy.mark_stale();
@@ -444,7 +459,13 @@ impl GpuContext {
     fn submit_gather(&self, gather: Option<&(wgpu::BindGroup, u32)>) {
         if let Some((group, slots)) = gather {
             let mut encoder = self.device.create_command_encoder(&Default::default());
-            self.encode(&mut encoder, &self.pipelines.gather, group, *slots, GATHER_WORKGROUP);
+            self.encode(
+                &mut encoder,
+                &self.pipelines.gather,
+                group,
+                *slots,
+                GATHER_WORKGROUP,
+            );
             self.queue.submit([encoder.finish()]);
         }
     }
@@ -459,7 +480,11 @@ impl GpuContext {
         workgroup: u32,
     ) {
         let groups = items.div_ceil(workgroup);
-        let max = self.device.limits().max_compute_workgroups_per_dimension.max(1);
+        let max = self
+            .device
+            .limits()
+            .max_compute_workgroups_per_dimension
+            .max(1);
         let (x, y) = (groups.min(max), groups.div_ceil(max));
         let mut pass = encoder.begin_compute_pass(&Default::default());
         pass.set_pipeline(pipeline);

@@ -19,8 +19,8 @@ pub use context::{
     AdapterSummary, DEFAULT_MAX_TRAVERSAL_STEPS, DEFAULT_MAX_TRIANGLES_PER_DISPATCH, GpuContext,
     GpuOptions,
 };
-pub use gather::MeshBuffers;
 pub(crate) use gather::CpuCopy;
-pub use mesh::GpuMesh;
+pub use gather::MeshBuffers;
 pub(crate) use mesh::Content as MeshContent;
+pub use mesh::GpuMesh;
 pub(crate) use trace::{Scratch, finish_on_cpu};

@@ -58,8 +58,11 @@ impl GpuContext {
                 }
                 for (buffers, piece) in chunks.iter().zip(self.split_bvh(cpu)) {
                     if !piece.nodes.is_empty() {
-                        self.queue
-                            .write_buffer(&buffers.nodes, 0, bytemuck::cast_slice(&piece.nodes));
+                        self.queue.write_buffer(
+                            &buffers.nodes,
+                            0,
+                            bytemuck::cast_slice(&piece.nodes),
+                        );
                     }
                     if !piece.triangles.is_empty() {
                         self.queue.write_buffer(

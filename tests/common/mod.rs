@@ -278,11 +278,9 @@ pub struct Renderer {
 pub fn renderer() -> Option<&'static Renderer> {
     static RENDERER: OnceLock<Option<Renderer>> = OnceLock::new();
     let renderer = RENDERER.get_or_init(|| {
-        let instance = wgpu::Instance::new(
-            wgpu::InstanceDescriptor::new_without_display_handle_from_env(),
-        );
-        let adapter =
-            pollster::block_on(instance.request_adapter(&Default::default())).ok()?;
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(instance.request_adapter(&Default::default())).ok()?;
         let (device, queue) =
             pollster::block_on(adapter.request_device(&Default::default())).ok()?;
         Some(Renderer {
