@@ -42,6 +42,8 @@
 //! | ray–triangle test | `shaders/intersect.wgsl` | [`cpu::intersect`] |
 //! | every ray × every triangle | `shaders/brute_force.wgsl` | [`cpu::brute_force`] |
 //! | BVH traversal | `shaders/bvh_traverse.wgsl` | [`cpu::bvh_traverse`] (plus the 8-wide SIMD fast path [`cpu::wide_traverse`]) |
+//! | triangles from a renderer's buffers | `shaders/gather.wgsl` | [`cpu::gather`] |
+//! | BVH refit (one level per dispatch) | `shaders/refit.wgsl` | [`bvh::refit`] |
 //!
 //! Around them:
 //! - [`prepare`]: triangle packing and ray sanitising, shared by both backends.
@@ -52,6 +54,10 @@
 //! - [`gpu`]: the wgpu context (own or shared device), uploaded meshes, dispatch and
 //!   readback; [`gpu::list_adapters`] lists what the machine offers.
 //! - [`picker`]: [`Picker`], one entry point over both backends.
+//! - [`gather`]: meshes described as a renderer draws them (vertex stride and
+//!   offset, 16/32-bit indices, base vertex), read from its GPU buffers or CPU bytes.
+//! - [`service`]: asynchronous picks for render loops (submit in one frame, collect
+//!   in a later one, never wait).
 //! - [`camera`], [`scene`], [`reference`](mod@reference): screen-to-ray, generated
 //!   test scenes and an f64 reference intersector.
 //! - [`bench`](mod@bench): timing, parity and the `raypick bench` report; [`report`]: the

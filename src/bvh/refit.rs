@@ -81,21 +81,30 @@ impl Bvh {
                 tree: self.mesh_triangles,
             });
         }
+        // Packed in id order first (the mesh is read in order), then gathered in
+        // leaf order: reading the mesh in leaf order would jump around it.
+        let positions = mesh.positions();
+        let packed: Vec<PackedTriangle> = mesh
+            .indices()
+            .par_iter()
+            .enumerate()
+            .map(|(k, idx)| pack_triangle(idx.map(|i| positions[i as usize]), k as u32))
+            .collect();
         if self.triangles.len() < self.mesh_triangles {
             let mut in_tree = vec![false; self.mesh_triangles];
             for tri in &self.triangles {
                 in_tree[tri.id as usize] = true;
             }
-            let revived = (0..self.mesh_triangles).into_par_iter().find_first(|&k| {
-                !in_tree[k] && is_hittable(&pack_triangle(mesh.triangle(k), k as u32))
-            });
+            let revived = (0..self.mesh_triangles)
+                .into_par_iter()
+                .find_first(|&k| !in_tree[k] && is_hittable(&packed[k]));
             if let Some(k) = revived {
                 return Err(RefitError::NoLeafFor(k as u32));
             }
         }
         self.triangles
             .par_iter_mut()
-            .for_each(|tri| *tri = pack_triangle(mesh.triangle(tri.id as usize), tri.id));
+            .for_each(|tri| *tri = packed[tri.id as usize]);
         self.refit_boxes();
         Ok(())
     }
