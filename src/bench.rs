@@ -51,10 +51,11 @@ use crate::cpu::CpuBackend;
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::options::{Accel, Cull, Mode, TraceOptions};
-use crate::picker::{Backend, PickMesh, Picker};
+use crate::picker::{Backend, PickMesh, Picker, PickerOptions};
 use crate::prepare::pack_mesh;
 use crate::scene::{self, Rng};
 use crate::types::{Hit, Ray};
+use crate::world::TraceRay;
 
 /// Seed of the [`RaySet::Random`] rays: the same count always gives the same rays.
 pub const RANDOM_RAYS_SEED: u64 = 0x0BEA_C4ED_5EED;
@@ -222,14 +223,13 @@ pub fn cpu_backend(threads: Option<usize>) -> Result<CpuBackend> {
 /// then the reason the GPU could not be opened (the error text). [`Backend::Gpu`]
 /// returns that error instead.
 pub fn open_picker(backend: Backend, threads: Option<usize>) -> Result<(Picker, Option<String>)> {
-    match backend {
-        Backend::Cpu => Ok((Picker::from_cpu(cpu_backend(threads)?), None)),
-        Backend::Gpu => Ok((Picker::from_gpu(GpuContext::new()?), None)),
-        Backend::Auto => match GpuContext::new() {
-            Ok(gpu) => Ok((Picker::from_gpu(gpu), None)),
-            Err(e) => Ok((Picker::from_cpu(cpu_backend(threads)?), Some(e.to_string()))),
-        },
-    }
+    let options = PickerOptions {
+        threads,
+        ..PickerOptions::default()
+    };
+    let picker = Picker::with_options(backend, options)?;
+    let fallback = picker.fallback_reason().map(str::to_string);
+    Ok((picker, fallback))
 }
 
 /// The number of threads [`cpu_backend`]`(threads)` traces on.
@@ -290,7 +290,7 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
                 .poll(wgpu::PollType::wait_indefinitely())
                 .map_err(|e| Error::Gpu(e.to_string()))?;
             Ok(Prepared {
-                mesh: PickMesh::Gpu(uploaded),
+                mesh: PickMesh::from_gpu(uploaded, mesh.origin()),
                 build_ms,
                 upload_ms: ms_since(start),
             })
@@ -322,22 +322,22 @@ pub struct Timed {
 ///
 /// Fails if a timed run's hits differ from the warm-up's (a backend must be
 /// deterministic).
-pub fn time_trace(
+pub fn time_trace<R: TraceRay>(
     picker: &Picker,
     mesh: &PickMesh,
-    rays: &[Ray],
+    rays: &[R],
     options: &TraceOptions,
     repeat: usize,
 ) -> Result<Timed> {
     let mut first = vec![Hit::MISS; rays.len()];
     let start = Instant::now();
-    picker.trace_into(mesh, rays, options, &mut first)?;
+    picker.trace_rays_into(mesh, rays, options, &mut first)?;
     let warmup_ms = ms_since(start);
     let mut hits = vec![Hit::MISS; rays.len()];
     let mut runs_ms = Vec::with_capacity(repeat.max(1));
     for _ in 0..repeat.max(1) {
         let start = Instant::now();
-        picker.trace_into(mesh, rays, options, &mut hits)?;
+        picker.trace_rays_into(mesh, rays, options, &mut hits)?;
         runs_ms.push(ms_since(start));
         if parity(&first, &hits).identical != rays.len() {
             return Err(Error::Unsupported(format!(
@@ -487,10 +487,10 @@ pub struct TraceReport {
 /// `cpu_threads` is the thread count the CPU backend was made with (`None`: rayon's
 /// global pool), `fallback` the reason [`open_picker`] gave for not using the GPU.
 #[allow(clippy::too_many_arguments)]
-pub fn run_trace(
+pub fn run_trace<R: TraceRay>(
     picker: &Picker,
     mesh: &Mesh,
-    rays: &[Ray],
+    rays: &[R],
     accel: Accel,
     options: &TraceOptions,
     repeat: usize,
@@ -510,7 +510,8 @@ pub fn run_trace(
         measured: Measurement::new(&prepared, &timed, rays.len(), triangles),
         repeat: timed.runs_ms.len(),
         threads: picker_threads(picker, cpu_threads),
-        fallback,
+        // A GPU lost or out of memory during the run also sends `Backend::Auto` to the CPU.
+        fallback: fallback.or_else(|| picker.fallback_reason().map(str::to_string)),
     };
     Ok((report, timed.hits))
 }

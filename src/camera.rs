@@ -24,6 +24,10 @@
 //! [`glam::camera::rh::view::look_at_mat4`], which compute the same matrices.
 //! [`Camera::view_matrix`] and [`Camera::projection_matrix`] return them.)
 //!
+//! A renderer that keeps only a view-projection matrix uses [`Unprojector`]: it
+//! inverts the matrix once (in f64) and gives the ray under a pixel, a cursor
+//! position or an NDC point, and projects world points back to the screen.
+//!
 //! ```
 //! use glam::Vec3;
 //! use raypick::camera::Camera;
@@ -35,7 +39,7 @@
 
 use std::fmt;
 
-use glam::{DMat4, DVec2, DVec4, Mat4, Vec2, Vec3};
+use glam::{DMat4, DVec2, DVec3, DVec4, Mat4, Vec2, Vec3};
 
 use crate::Ray;
 
@@ -72,6 +76,10 @@ pub enum CameraError {
     UpParallelToView,
     /// `fov_y` is not strictly between 0 and π radians.
     FieldOfView,
+    /// A view-projection matrix is singular or has a NaN or infinite entry.
+    Matrix,
+    /// An image side is zero.
+    ImageSize,
 }
 
 impl fmt::Display for CameraError {
@@ -85,6 +93,8 @@ impl fmt::Display for CameraError {
             CameraError::FieldOfView => {
                 "camera vertical field of view must be between 0 and 180 degrees"
             }
+            CameraError::Matrix => "view-projection matrix is singular or not finite",
+            CameraError::ImageSize => "image width and height must be at least 1 pixel",
         })
     }
 }
@@ -221,6 +231,40 @@ impl Camera {
     /// rounding in the matrices).
     pub fn view_projection(&self, aspect: f32, near: f32, far: f32) -> Mat4 {
         self.projection_matrix(aspect, near, far) * self.view_matrix()
+    }
+
+    /// The [`Unprojector`] of this camera's `perspective * look_at` matrix for a
+    /// `width × height` image with the depth range `[near, far]`, built and
+    /// inverted in f64 (so its rays agree with [`Camera::ray`] to f32 rounding).
+    ///
+    /// Fails when the camera is invalid ([`Camera::check`]), an image side is
+    /// zero, or `near`, `far` are not finite with `0 < near < far`.
+    pub fn unprojector(
+        &self,
+        width: u32,
+        height: u32,
+        near: f32,
+        far: f32,
+    ) -> Result<Unprojector, CameraError> {
+        self.check()?;
+        if width == 0 || height == 0 {
+            return Err(CameraError::ImageSize);
+        }
+        if !(near.is_finite() && far.is_finite() && 0.0 < near && near < far) {
+            return Err(CameraError::Matrix);
+        }
+        let projection = glam::dcamera::rh::proj::directx::perspective(
+            self.fov_y as f64,
+            width as f64 / height as f64,
+            near as f64,
+            far as f64,
+        );
+        let view = glam::dcamera::rh::view::look_at_mat4(
+            self.eye.as_dvec3(),
+            self.target.as_dvec3(),
+            self.up.as_dvec3().normalize(),
+        );
+        Unprojector::new_f64(projection * view, width, height)
     }
 
     /// A camera that sees the whole axis-aligned box `[lo, hi]` in a
@@ -399,4 +443,138 @@ pub fn ray_from_inverse_view_proj_f64(inv_view_proj: DMat4, ndc: DVec2) -> Ray {
         (n.truncate() / n.w, dir.normalize())
     };
     Ray::new(origin.as_vec3(), dir.as_vec3())
+}
+
+/// Screen → ray (and world → screen) for a camera given by its view-projection
+/// matrix, the form a renderer holds: perspective with any depth convention
+/// (including reversed-Z and an infinite far plane) or orthographic, NDC `y` up.
+///
+/// The matrix is inverted once, in f64; every ray is
+/// [`ray_from_inverse_view_proj_f64`] of the point's NDC, so the conventions of
+/// that function apply (perspective rays start at the eye, orthographic ones on
+/// the near plane; unit directions; `[0, +inf]`). Screen positions are in pixels
+/// from the top-left corner of the `width × height` image, `y` downward, pixel
+/// `(px, py)` covering `[px, px+1) × [py, py+1)`.
+///
+/// ```
+/// use glam::Vec3;
+/// use raypick::camera::{Camera, Unprojector};
+///
+/// let cam = Camera::new(Vec3::new(0.0, 1.0, 5.0), Vec3::ZERO, Vec3::Y, 50f32.to_radians());
+/// let (w, h) = (640, 400);
+/// let view_proj = cam.view_projection(w as f32 / h as f32, 0.1, 100.0);
+/// let screen = Unprojector::new(view_proj, w, h)?;
+/// let (a, b) = (screen.ray(100, 50), cam.ray(100, 50, w, h));
+/// assert!(a.dir.distance(b.dir) < 1e-5 && a.origin.distance(b.origin) < 1e-5);
+/// // A point on the ray projects back into that pixel.
+/// let p = screen.project(a.at(7.0)).unwrap();
+/// assert!((p.x - 100.5).abs() < 1e-3 && (p.y - 50.5).abs() < 1e-3);
+/// # Ok::<(), raypick::camera::CameraError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Unprojector {
+    view_proj: DMat4,
+    inverse: DMat4,
+    width: u32,
+    height: u32,
+}
+
+impl Unprojector {
+    /// From a view-projection matrix (`projection * view`) and the image size.
+    ///
+    /// Fails with [`CameraError::Matrix`] when the matrix is not finite or not
+    /// invertible, and [`CameraError::ImageSize`] when a side is zero.
+    pub fn new(view_proj: Mat4, width: u32, height: u32) -> Result<Self, CameraError> {
+        Self::new_f64(view_proj.as_dmat4(), width, height)
+    }
+
+    /// [`Unprojector::new`] with an f64 matrix (large worlds, exact inverses).
+    pub fn new_f64(view_proj: DMat4, width: u32, height: u32) -> Result<Self, CameraError> {
+        if width == 0 || height == 0 {
+            return Err(CameraError::ImageSize);
+        }
+        let inverse = view_proj.inverse();
+        let det = view_proj.determinant();
+        if !(view_proj.is_finite() && inverse.is_finite() && det != 0.0 && det.is_finite()) {
+            return Err(CameraError::Matrix);
+        }
+        Ok(Self {
+            view_proj,
+            inverse,
+            width,
+            height,
+        })
+    }
+
+    /// The view-projection matrix.
+    pub fn view_projection(&self) -> DMat4 {
+        self.view_proj
+    }
+
+    /// Its inverse, as [`ray_from_inverse_view_proj_f64`] takes it.
+    pub fn inverse_view_projection(&self) -> DMat4 {
+        self.inverse
+    }
+
+    /// The image size `(width, height)` in pixels.
+    pub fn size(&self) -> (u32, u32) {
+        (self.width, self.height)
+    }
+
+    /// The ray through the NDC point `ndc` (`x` right, `y` up, `[-1, 1]` across
+    /// the image).
+    pub fn ray_ndc(&self, ndc: DVec2) -> Ray {
+        ray_from_inverse_view_proj_f64(self.inverse, ndc)
+    }
+
+    /// The ray through the continuous screen position `(x, y)` (pixels from the
+    /// top-left corner, `y` down), e.g. a cursor. Positions outside the image are
+    /// extrapolated.
+    pub fn ray_at(&self, x: f64, y: f64) -> Ray {
+        self.ray_ndc(self.screen_to_ndc(DVec2::new(x, y)))
+    }
+
+    /// The ray through the centre of pixel `(px, py)`: `ray_at(px + 0.5, py + 0.5)`.
+    pub fn ray(&self, px: u32, py: u32) -> Ray {
+        self.ray_at(px as f64 + 0.5, py as f64 + 0.5)
+    }
+
+    /// The rays through every pixel centre, row-major with the top row first.
+    pub fn primary_rays(&self) -> Vec<Ray> {
+        (0..self.height)
+            .flat_map(|py| (0..self.width).map(move |px| (px, py)))
+            .map(|(px, py)| self.ray(px, py))
+            .collect()
+    }
+
+    /// NDC of a screen position: `(2*x/width - 1, 1 - 2*y/height)`.
+    pub fn screen_to_ndc(&self, screen: DVec2) -> DVec2 {
+        DVec2::new(
+            2.0 * screen.x / self.width as f64 - 1.0,
+            1.0 - 2.0 * screen.y / self.height as f64,
+        )
+    }
+
+    /// The screen position (pixels from the top-left corner, `y` down) of the
+    /// world point `p`, with the homogeneous divide; `None` when `p` is at or
+    /// behind the eye plane of a perspective projection (clip `w <= 0`) or the
+    /// result is not finite. Depth is not checked against the near and far planes.
+    pub fn project(&self, p: Vec3) -> Option<DVec2> {
+        self.project_f64(p.as_dvec3())
+    }
+
+    /// [`Unprojector::project`] for an f64 point.
+    pub fn project_f64(&self, p: DVec3) -> Option<DVec2> {
+        let clip = self.view_proj * DVec4::from((p, 1.0));
+        // `w <= 0` (at or behind the eye plane) or NaN.
+        if clip.w.is_nan() || clip.w <= 0.0 {
+            return None;
+        }
+        let ndc = clip.truncate().truncate() / clip.w;
+        let screen = DVec2::new(
+            0.5 * (ndc.x + 1.0) * self.width as f64,
+            0.5 * (1.0 - ndc.y) * self.height as f64,
+        );
+        screen.is_finite().then_some(screen)
+    }
 }

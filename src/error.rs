@@ -13,9 +13,19 @@ pub enum Error {
     /// The adapter refused to create a device with the limits raypick needs.
     #[error("could not create a GPU device: {0}")]
     Device(String),
-    /// The GPU reported an error (validation, out of memory, device lost).
+    /// The GPU reported an error other than device loss or lack of memory (for
+    /// example a validation error).
     #[error("GPU error: {0}")]
     Gpu(String),
+    /// The GPU device was lost (driver reset, device destroyed, GPU removed); the
+    /// context cannot be used any more. [`crate::Backend::Auto`] continues on the CPU.
+    #[error("GPU device lost: {0}")]
+    DeviceLost(String),
+    /// The GPU has not enough memory for a mesh or ray batch (or the mesh is larger
+    /// than [`crate::gpu::GpuOptions::max_mesh_bytes`]). [`crate::Backend::Auto`]
+    /// continues on the CPU.
+    #[error("GPU out of memory: {0}")]
+    OutOfMemory(String),
     /// Reading results back from the GPU failed.
     #[error("GPU readback failed: {0}")]
     Readback(String),
@@ -29,9 +39,20 @@ pub enum Error {
         /// Number of vertices in the mesh.
         vertices: usize,
     },
+    /// A flat index buffer whose length is not a multiple of 3.
+    #[error("an index buffer of {0} indices is not a whole number of triangles (3 indices each)")]
+    IndexCount(usize),
     /// A mesh has more triangles than a 32-bit triangle id can name.
     #[error("mesh has {0} triangles; at most 4294967294 are supported")]
     TooManyTriangles(usize),
+    /// A hit slice does not have one slot per ray.
+    #[error("{rays} rays but {hits} hit slots: the hit slice must have one slot per ray")]
+    OutputLength {
+        /// Number of rays.
+        rays: usize,
+        /// Length of the hit slice.
+        hits: usize,
+    },
     /// A mesh was used with a context or backend it was not created for.
     #[error("mesh belongs to a different backend or GPU context")]
     WrongBackend,

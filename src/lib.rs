@@ -53,13 +53,18 @@
 //!   vector unit its kernels use.
 //! - [`gpu`]: the wgpu context (own or shared device), uploaded meshes, dispatch and
 //!   readback; [`gpu::list_adapters`] lists what the machine offers.
-//! - [`picker`]: [`Picker`], one entry point over both backends.
+//! - [`picker`]: [`Picker`], one entry point over both backends; [`Backend::Auto`]
+//!   continues on the CPU when the GPU is missing, lost or out of memory.
+//! - [`world`]: f64 world coordinates ([`Ray64`], [`Mesh::from_f64`]): geometry far
+//!   from the origin is traced relative to a mesh-local origin, with the exact
+//!   translation guarantee spelled out there.
 //! - [`gather`]: meshes described as a renderer draws them (vertex stride and
 //!   offset, 16/32-bit indices, base vertex), read from its GPU buffers or CPU bytes.
 //! - [`service`]: asynchronous picks for render loops (submit in one frame, collect
 //!   in a later one, never wait).
 //! - [`camera`], [`scene`], [`reference`](mod@reference): screen-to-ray, generated
 //!   test scenes and an f64 reference intersector.
+//! - [`screen`]: screen picks (the triangle under a pixel or cursor, and where).
 //! - [`bench`](mod@bench): timing, parity and the `raypick bench` report; [`report`]: the
 //!   machine facts of `raypick info`, and the JSON and SVG files of
 //!   `raypick bench --report`.
@@ -93,9 +98,11 @@ pub mod reference;
 pub mod render;
 pub mod report;
 pub mod scene;
+pub mod screen;
 pub mod service;
 pub mod shaders;
 pub mod types;
+pub mod world;
 
 pub use error::{Error, Result};
 
@@ -106,5 +113,6 @@ struct ReadmeDoctests;
 
 pub use mesh::Mesh;
 pub use options::{Accel, Cull, Mode, TraceOptions};
-pub use picker::{Backend, PickMesh, Picker};
+pub use picker::{Backend, PickMesh, Picker, PickerOptions};
 pub use types::{Hit, MISS, Ray};
+pub use world::{Ray64, TraceRay};

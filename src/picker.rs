@@ -1,23 +1,41 @@
 //! The high-level entry point: one [`Picker`] over either backend.
 
+use std::sync::OnceLock;
+
+use glam::DVec3;
+
 use crate::Mesh;
 use crate::bvh::Refitted;
 use crate::cpu::{CpuBackend, CpuMesh};
 use crate::error::{Error, Result};
-use crate::gpu::{GpuContext, GpuMesh, MeshBuffers};
+use crate::gpu::{GpuContext, GpuMesh, GpuOptions, MeshBuffers};
 use crate::options::{Accel, TraceOptions};
 use crate::types::{Hit, Ray};
+use crate::world::{Ray64, TraceRay};
 
 /// Which backend traces rays.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Backend {
-    /// The GPU if an adapter can be opened, else the CPU (with a logged notice).
+    /// The GPU if an adapter can be opened, else the CPU (with a logged notice). A GPU
+    /// that is lost or runs out of memory later is replaced by the CPU as well.
     #[default]
     Auto,
     /// The CPU backend.
     Cpu,
-    /// The GPU backend; fails if no adapter can be opened.
+    /// The GPU backend; fails if no adapter can be opened, and returns GPU errors
+    /// (such as [`Error::DeviceLost`] and [`Error::OutOfMemory`]) as they come.
     Gpu,
+}
+
+/// Options for [`Picker::with_options`].
+#[derive(Clone, Debug, Default)]
+pub struct PickerOptions {
+    /// How the GPU context is created (also what makes the fallback paths testable:
+    /// `backends: Some(wgpu::Backends::empty())` finds no adapter, a small
+    /// `max_mesh_bytes` makes uploads run out of memory).
+    pub gpu: GpuOptions,
+    /// CPU threads (`None`: rayon's global pool, all cores).
+    pub threads: Option<usize>,
 }
 
 /// The backend a [`Picker`] runs on.
@@ -27,21 +45,83 @@ enum Engine {
     Gpu(Box<GpuContext>),
 }
 
-/// A mesh prepared for a [`Picker`]'s backend.
+/// What a [`PickMesh`] holds.
 #[derive(Debug)]
-pub enum PickMesh {
-    /// Prepared for the CPU.
+enum Content {
     Cpu(CpuMesh),
-    /// Uploaded to the GPU.
     Gpu(GpuMesh),
 }
 
+/// A mesh prepared for a [`Picker`]'s backend, with the mesh's f64 origin.
+#[derive(Debug)]
+pub struct PickMesh {
+    content: Content,
+    origin: DVec3,
+    /// The CPU copy of a GPU mesh, made when the picker falls back to the CPU.
+    on_cpu: OnceLock<CpuMesh>,
+}
+
 impl PickMesh {
+    /// A mesh prepared for the CPU; `origin` is the [`Mesh::origin`] it was made from.
+    pub fn from_cpu(mesh: CpuMesh, origin: DVec3) -> Self {
+        Self::with(Content::Cpu(mesh), origin)
+    }
+
+    /// A mesh uploaded to the GPU; `origin` is the [`Mesh::origin`] it was made from.
+    pub fn from_gpu(mesh: GpuMesh, origin: DVec3) -> Self {
+        Self::with(Content::Gpu(mesh), origin)
+    }
+
+    fn with(content: Content, origin: DVec3) -> Self {
+        Self {
+            content,
+            origin,
+            on_cpu: OnceLock::new(),
+        }
+    }
+
     /// Number of triangles.
     pub fn triangle_count(&self) -> usize {
-        match self {
-            PickMesh::Cpu(m) => m.triangle_count(),
-            PickMesh::Gpu(m) => m.triangle_count(),
+        match &self.content {
+            Content::Cpu(m) => m.triangle_count(),
+            Content::Gpu(m) => m.triangle_count(),
+        }
+    }
+
+    /// The acceleration structure.
+    pub fn accel(&self) -> Accel {
+        match &self.content {
+            Content::Cpu(m) => m.accel(),
+            Content::Gpu(m) => m.accel(),
+        }
+    }
+
+    /// The f64 origin of the mesh's local frame (see [`crate::world`]).
+    pub fn origin(&self) -> DVec3 {
+        self.origin
+    }
+
+    /// The CPU mesh, when prepared for the CPU.
+    pub fn cpu(&self) -> Option<&CpuMesh> {
+        match &self.content {
+            Content::Cpu(m) => Some(m),
+            Content::Gpu(_) => None,
+        }
+    }
+
+    /// The GPU mesh, when uploaded to the GPU.
+    pub fn gpu(&self) -> Option<&GpuMesh> {
+        match &self.content {
+            Content::Gpu(m) => Some(m),
+            Content::Cpu(_) => None,
+        }
+    }
+
+    /// The mesh as the CPU traces it: itself, or the CPU copy of a GPU mesh.
+    fn for_cpu(&self) -> &CpuMesh {
+        match &self.content {
+            Content::Cpu(m) => m,
+            Content::Gpu(m) => self.on_cpu.get_or_init(|| m.to_cpu_mesh()),
         }
     }
 }
@@ -61,10 +141,25 @@ impl PickMesh {
 /// assert_eq!(hits[0].t, 1.0);
 /// # Ok::<(), raypick::Error>(())
 /// ```
+///
+/// Far from the origin, give the mesh in f64 ([`Mesh::from_f64`]) and the rays as
+/// [`Ray64`] ([`Picker::trace64`]); f32 [`Ray`]s are moved into the mesh's frame in
+/// f64 too.
+///
+/// With [`Backend::Auto`], GPU trouble is not an error: no adapter at creation, and
+/// [`Error::DeviceLost`] or [`Error::OutOfMemory`] during an upload or a trace, switch
+/// the picker to the CPU for good (logged once with `log::warn!`; the reason stays in
+/// [`Picker::fallback_reason`]). Meshes already on the GPU are then traced from their
+/// host copies.
 #[derive(Debug)]
 pub struct Picker {
     engine: Engine,
-    fallback_reason: Option<String>,
+    /// Whether GPU trouble switches to the CPU ([`Backend::Auto`]).
+    auto: bool,
+    /// The CPU backend used after a fallback from the GPU.
+    fallback_cpu: OnceLock<CpuBackend>,
+    fallback_reason: OnceLock<String>,
+    threads: Option<usize>,
 }
 
 impl Picker {
@@ -72,28 +167,37 @@ impl Picker {
     /// when no GPU can be opened, logs why, and keeps the reason
     /// ([`Picker::fallback_reason`]); [`Backend::Gpu`] returns the error instead.
     pub fn new(backend: Backend) -> Result<Self> {
+        Self::with_options(backend, PickerOptions::default())
+    }
+
+    /// A picker on the requested backend with options (see [`Picker::new`]).
+    pub fn with_options(backend: Backend, options: PickerOptions) -> Result<Self> {
+        let cpu = || match options.threads {
+            Some(n) => CpuBackend::with_threads(n),
+            None => Ok(CpuBackend::new()),
+        };
         match backend {
-            Backend::Cpu => Ok(Self::from_cpu(CpuBackend::new())),
-            Backend::Gpu => Ok(Self::from_gpu(GpuContext::new()?)),
-            Backend::Auto => match GpuContext::new() {
-                Ok(gpu) => Ok(Self::from_gpu(gpu)),
-                Err(e) => {
-                    log::warn!("raypick: using the CPU backend: {e}");
-                    Ok(Self {
-                        engine: Engine::Cpu(CpuBackend::new()),
-                        fallback_reason: Some(e.to_string()),
-                    })
-                }
-            },
+            Backend::Cpu => Ok(Self::from_cpu(cpu()?)),
+            Backend::Gpu => Ok(Self::from_gpu(GpuContext::with_options(options.gpu)?)),
+            Backend::Auto => {
+                let mut picker = match GpuContext::with_options(options.gpu) {
+                    Ok(gpu) => Self::from_gpu(gpu),
+                    Err(e) => {
+                        let picker = Self::from_cpu(cpu()?);
+                        picker.fall_back(&e);
+                        picker
+                    }
+                };
+                picker.auto = true;
+                picker.threads = options.threads;
+                Ok(picker)
+            }
         }
     }
 
     /// A picker on a CPU backend (e.g. one with a given thread count).
     pub fn from_cpu(cpu: CpuBackend) -> Self {
-        Self {
-            engine: Engine::Cpu(cpu),
-            fallback_reason: None,
-        }
+        Self::on(Engine::Cpu(cpu))
     }
 
     /// A picker on a renderer's own device and queue (see [`GpuContext::from_device`]):
@@ -111,43 +215,95 @@ impl Picker {
     }
 
     /// A picker on a GPU context (e.g. one made from a renderer's device and queue).
+    /// GPU errors are returned as they come, as with [`Backend::Gpu`].
     pub fn from_gpu(gpu: GpuContext) -> Self {
+        Self::on(Engine::Gpu(Box::new(gpu)))
+    }
+
+    /// A picker on a GPU context that, like [`Backend::Auto`], switches to the CPU
+    /// when the device is lost or runs out of memory.
+    pub fn from_gpu_with_fallback(gpu: GpuContext) -> Self {
+        let mut picker = Self::from_gpu(gpu);
+        picker.auto = true;
+        picker
+    }
+
+    fn on(engine: Engine) -> Self {
         Self {
-            engine: Engine::Gpu(Box::new(gpu)),
-            fallback_reason: None,
+            engine,
+            auto: false,
+            fallback_cpu: OnceLock::new(),
+            fallback_reason: OnceLock::new(),
+            threads: None,
         }
     }
 
-    /// The backend in use: [`Backend::Cpu`] or [`Backend::Gpu`], never `Auto`.
+    /// Records a fallback to the CPU (logged once).
+    fn fall_back(&self, error: &Error) {
+        let mut first = false;
+        self.fallback_reason.get_or_init(|| {
+            first = true;
+            error.to_string()
+        });
+        if first {
+            log::warn!("raypick: using the CPU backend: {error}");
+        }
+    }
+
+    /// The backend in use: [`Backend::Cpu`] or [`Backend::Gpu`], never `Auto`. A
+    /// picker that fell back to the CPU during use says [`Backend::Cpu`].
     pub fn backend(&self) -> Backend {
-        match self.engine {
-            Engine::Cpu(_) => Backend::Cpu,
-            Engine::Gpu(_) => Backend::Gpu,
+        match self.live_gpu() {
+            Some(_) => Backend::Gpu,
+            None => Backend::Cpu,
         }
     }
 
-    /// Why [`Backend::Auto`] fell back to the CPU, if it did.
+    /// Why [`Backend::Auto`] fell back to the CPU, if it did (at creation or later).
     pub fn fallback_reason(&self) -> Option<&str> {
-        self.fallback_reason.as_deref()
+        self.fallback_reason.get().map(String::as_str)
     }
 
     /// A human-readable name of what traces: the GPU adapter, or the CPU and its thread count.
     pub fn device_name(&self) -> String {
-        match &self.engine {
-            Engine::Cpu(cpu) => format!("CPU ({} threads)", cpu.threads()),
-            Engine::Gpu(gpu) => {
+        match (&self.engine, self.live_gpu()) {
+            (_, Some(gpu)) => {
                 let a = gpu.adapter();
                 format!("{} ({}, {})", a.name, a.backend, a.device_type)
             }
+            (Engine::Cpu(cpu), None) => format!("CPU ({} threads)", cpu.threads()),
+            (Engine::Gpu(_), None) => format!("CPU ({} threads)", self.cpu().threads()),
         }
     }
 
-    /// The GPU context, when on the GPU.
+    /// The GPU context, when on the GPU (`None` after a fallback to the CPU).
     pub fn gpu(&self) -> Option<&GpuContext> {
+        self.live_gpu()
+    }
+
+    /// The GPU context when it is still what traces.
+    fn live_gpu(&self) -> Option<&GpuContext> {
         match &self.engine {
-            Engine::Gpu(gpu) => Some(gpu),
-            Engine::Cpu(_) => None,
+            Engine::Gpu(gpu) if !(self.auto && self.fallback_reason.get().is_some()) => Some(gpu),
+            _ => None,
         }
+    }
+
+    /// The CPU backend: the engine, or the one used after a fallback.
+    fn cpu(&self) -> &CpuBackend {
+        match &self.engine {
+            Engine::Cpu(cpu) => cpu,
+            Engine::Gpu(_) => self.fallback_cpu.get_or_init(|| {
+                self.threads
+                    .and_then(|n| CpuBackend::with_threads(n).ok())
+                    .unwrap_or_default()
+            }),
+        }
+    }
+
+    /// Whether `error` switches this picker to the CPU.
+    fn falls_back_on(&self, error: &Error) -> bool {
+        self.auto && matches!(error, Error::DeviceLost(_) | Error::OutOfMemory(_))
     }
 
     /// Prepares a mesh for this picker's backend with the default acceleration
@@ -158,45 +314,62 @@ impl Picker {
 
     /// Prepares a mesh for this picker's backend with the given acceleration structure.
     pub fn upload_with(&self, mesh: &Mesh, accel: Accel) -> Result<PickMesh> {
-        match &self.engine {
-            Engine::Cpu(_) => Ok(PickMesh::Cpu(CpuMesh::with_accel(mesh, accel))),
-            Engine::Gpu(gpu) => Ok(PickMesh::Gpu(gpu.upload_with(mesh, accel)?)),
+        let origin = mesh.origin();
+        if let Some(gpu) = self.live_gpu() {
+            match gpu.upload_with(mesh, accel) {
+                Ok(uploaded) => return Ok(PickMesh::from_gpu(uploaded, origin)),
+                Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
+                Err(e) => return Err(e),
+            }
         }
+        Ok(PickMesh::from_cpu(CpuMesh::with_accel(mesh, accel), origin))
     }
 
     /// Prepares a mesh whose vertices will move: like [`Picker::upload`], and on the
     /// CPU the binary tree is kept so that [`Picker::refit`] can follow the motion
     /// (the GPU keeps a CPU copy of every BVH anyway).
     pub fn upload_refittable(&self, mesh: &Mesh) -> Result<PickMesh> {
-        match &self.engine {
-            Engine::Cpu(_) => Ok(PickMesh::Cpu(CpuMesh::refittable(mesh))),
-            Engine::Gpu(gpu) => Ok(PickMesh::Gpu(gpu.upload(mesh)?)),
+        let origin = mesh.origin();
+        match self.live_gpu() {
+            Some(gpu) => Ok(PickMesh::from_gpu(gpu.upload(mesh)?, origin)),
+            None => Ok(PickMesh::from_cpu(CpuMesh::refittable(mesh), origin)),
         }
     }
 
     /// Moves a prepared mesh to `mesh`'s vertex positions: `mesh` has the
-    /// triangles (indices) the prepared mesh was made from, with any positions.
-    /// A BVH is refitted (same tree, boxes recomputed; see [`crate::bvh::refit`]),
-    /// not rebuilt, and answers exactly like a fresh build; it is built again only
-    /// when a triangle left out as degenerate can now be hit (the answer says
-    /// which). Fails with [`Error::Refit`] for another mesh's triangle count or a
-    /// CPU mesh made without [`Picker::upload_refittable`].
+    /// triangles (indices) and origin the prepared mesh was made from, with any
+    /// positions. A BVH is refitted (same tree, boxes recomputed; see
+    /// [`crate::bvh::refit`]), not rebuilt, and answers exactly like a fresh build;
+    /// it is built again only when a triangle left out as degenerate can now be hit
+    /// (the answer says which). Fails with [`Error::Refit`] for another mesh's
+    /// triangle count or a CPU mesh made without [`Picker::upload_refittable`].
     pub fn refit(&self, prepared: &mut PickMesh, mesh: &Mesh) -> Result<Refitted> {
-        match (&self.engine, prepared) {
-            (Engine::Cpu(_), PickMesh::Cpu(prepared)) => Ok(prepared.refit(mesh)?),
-            (Engine::Gpu(gpu), PickMesh::Gpu(prepared)) => gpu.refit(prepared, mesh),
-            _ => Err(Error::WrongBackend),
+        if mesh.origin() != prepared.origin {
+            return Err(Error::Unsupported(format!(
+                "refit to a mesh with origin {} (prepared with origin {})",
+                mesh.origin(),
+                prepared.origin
+            )));
+        }
+        prepared.on_cpu = OnceLock::new();
+        match (&mut prepared.content, self.live_gpu()) {
+            (Content::Cpu(cpu), _) => Ok(cpu.refit(mesh)?),
+            (Content::Gpu(uploaded), Some(gpu)) => gpu.refit(uploaded, mesh),
+            (Content::Gpu(_), None) => Err(Error::WrongBackend),
         }
     }
 
     /// A mesh read from a renderer's own vertex and index buffers, on the GPU (see
-    /// [`GpuContext::upload_buffers`] for the buffers' requirements); a CPU picker
-    /// answers [`Error::WrongBackend`] (read the bytes and use
-    /// [`crate::gather::mesh_from_slices`] there).
+    /// [`MeshBuffers`] for the buffers' requirements); a CPU picker answers
+    /// [`Error::WrongBackend`] (read the bytes and use
+    /// [`crate::gather::mesh_from_slices`] there). Its origin is zero.
     pub fn upload_buffers(&self, buffers: &MeshBuffers, accel: Accel) -> Result<PickMesh> {
-        match &self.engine {
-            Engine::Gpu(gpu) => Ok(PickMesh::Gpu(gpu.upload_buffers(buffers, accel)?)),
-            Engine::Cpu(_) => Err(Error::WrongBackend),
+        match self.live_gpu() {
+            Some(gpu) => Ok(PickMesh::from_gpu(
+                gpu.upload_buffers(buffers, accel)?,
+                DVec3::ZERO,
+            )),
+            None => Err(Error::WrongBackend),
         }
     }
 
@@ -204,20 +377,19 @@ impl Picker {
     /// renderer wrote new positions to its vertex buffer: gathered again and refitted
     /// on the GPU, with no readback ([`GpuContext::refit_gathered`]).
     pub fn refit_buffers(&self, prepared: &mut PickMesh) -> Result<()> {
-        match (&self.engine, prepared) {
-            (Engine::Gpu(gpu), PickMesh::Gpu(prepared)) => gpu.refit_gathered(prepared),
+        match (&mut prepared.content, self.live_gpu()) {
+            (Content::Gpu(uploaded), Some(gpu)) => gpu.refit_gathered(uploaded),
             _ => Err(Error::WrongBackend),
         }
     }
 
-    /// Traces `rays` and returns one hit per ray.
+    /// Traces `rays` and returns one hit per ray. Rays are moved into the mesh's
+    /// local frame in f64 when its origin is not zero.
     pub fn trace(&self, mesh: &PickMesh, rays: &[Ray], options: &TraceOptions) -> Result<Vec<Hit>> {
-        let mut hits = vec![Hit::MISS; rays.len()];
-        self.trace_into(mesh, rays, options, &mut hits)?;
-        Ok(hits)
+        self.trace_rays(mesh, rays, options)
     }
 
-    /// Traces `rays` into `hits` (one slot per ray).
+    /// Traces `rays` into `hits` (one slot per ray; [`Error::OutputLength`] otherwise).
     pub fn trace_into(
         &self,
         mesh: &PickMesh,
@@ -225,20 +397,95 @@ impl Picker {
         options: &TraceOptions,
         hits: &mut [Hit],
     ) -> Result<()> {
+        self.trace_rays_into(mesh, rays, options, hits)
+    }
+
+    /// Traces f64 rays: each is moved into the mesh's local frame in f64
+    /// ([`TraceRay::to_local`]) and then rounded to f32, so rays far from the world
+    /// origin keep their precision. `t` is in units of the direction, as always.
+    pub fn trace64(
+        &self,
+        mesh: &PickMesh,
+        rays: &[Ray64],
+        options: &TraceOptions,
+    ) -> Result<Vec<Hit>> {
+        self.trace_rays(mesh, rays, options)
+    }
+
+    /// [`Picker::trace64`] into `hits` (one slot per ray).
+    pub fn trace64_into(
+        &self,
+        mesh: &PickMesh,
+        rays: &[Ray64],
+        options: &TraceOptions,
+        hits: &mut [Hit],
+    ) -> Result<()> {
+        self.trace_rays_into(mesh, rays, options, hits)
+    }
+
+    /// Traces rays of either precision ([`Ray`] or [`Ray64`]).
+    pub fn trace_rays<R: TraceRay>(
+        &self,
+        mesh: &PickMesh,
+        rays: &[R],
+        options: &TraceOptions,
+    ) -> Result<Vec<Hit>> {
+        let mut hits = vec![Hit::MISS; rays.len()];
+        self.trace_rays_into(mesh, rays, options, &mut hits)?;
+        Ok(hits)
+    }
+
+    /// Traces rays of either precision into `hits` (one slot per ray).
+    ///
+    /// Never leaves NaN in `hits`: on an error every slot is a miss.
+    pub fn trace_rays_into<R: TraceRay>(
+        &self,
+        mesh: &PickMesh,
+        rays: &[R],
+        options: &TraceOptions,
+        hits: &mut [Hit],
+    ) -> Result<()> {
         if rays.len() != hits.len() {
-            return Err(Error::Unsupported(format!(
-                "{} rays but {} hit slots",
-                rays.len(),
-                hits.len()
-            )));
+            return Err(Error::OutputLength {
+                rays: rays.len(),
+                hits: hits.len(),
+            });
         }
-        match (&self.engine, mesh) {
-            (Engine::Cpu(cpu), PickMesh::Cpu(mesh)) => {
-                cpu.trace_into(mesh, rays, options, hits);
+        let local = R::all_to_local(rays, mesh.origin);
+        let result = self.trace_local(mesh, &local, options, hits);
+        if result.is_err() {
+            hits.fill(Hit::MISS);
+        }
+        result
+    }
+
+    /// Traces rays already in the mesh's local frame.
+    fn trace_local(
+        &self,
+        mesh: &PickMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+        hits: &mut [Hit],
+    ) -> Result<()> {
+        if let (Some(gpu), Content::Gpu(uploaded)) = (self.live_gpu(), &mesh.content) {
+            match gpu.trace_into(uploaded, rays, options, hits) {
+                Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
+                other => return other,
+            }
+        }
+        match (&self.engine, &mesh.content) {
+            (Engine::Gpu(_), Content::Cpu(_)) if !self.auto => Err(Error::WrongBackend),
+            (Engine::Cpu(_), Content::Gpu(_)) => Err(Error::WrongBackend),
+            (Engine::Gpu(gpu), Content::Gpu(m)) if m.context_id != gpu.id => {
+                Err(Error::WrongBackend)
+            }
+            (Engine::Gpu(_), Content::Cpu(_)) if self.live_gpu().is_some() => {
+                Err(Error::WrongBackend)
+            }
+            _ => {
+                self.cpu().trace_into(mesh.for_cpu(), rays, options, hits);
                 Ok(())
             }
-            (Engine::Gpu(gpu), PickMesh::Gpu(mesh)) => gpu.trace_into(mesh, rays, options, hits),
-            _ => Err(Error::WrongBackend),
         }
     }
 }

@@ -63,6 +63,7 @@ use crate::gpu::{CpuCopy, GpuContext, MeshContent, Scratch};
 use crate::picker::{PickMesh, Picker};
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, Ray};
+use crate::world::TraceRay;
 
 /// Ring slots (picks in flight on the GPU at once) of [`PickService::new`].
 pub const DEFAULT_SLOTS: usize = 3;
@@ -208,8 +209,9 @@ impl PickService {
     ) -> Result<Ticket> {
         let ticket = Ticket(self.next_ticket);
         let picker = self.picker.clone();
-        match (picker.gpu(), mesh) {
-            (None, PickMesh::Cpu(_)) => {
+        match (picker.gpu(), mesh.gpu()) {
+            // The CPU (or a picker that fell back to it): traced right away.
+            (None, _) => {
                 let hits = self.picker.trace(mesh, rays, options);
                 self.next_ticket += 1;
                 self.ready.push_back(PickResult {
@@ -219,8 +221,8 @@ impl PickService {
                     hits,
                 });
             }
-            (Some(gpu), PickMesh::Gpu(mesh)) => {
-                if mesh.context_id != gpu.id {
+            (Some(gpu), Some(uploaded)) => {
+                if uploaded.context_id != gpu.id {
                     return Err(Error::WrongBackend);
                 }
                 if rays.len() > gpu.max_rays_per_dispatch() {
@@ -234,14 +236,14 @@ impl PickService {
                 self.queued.push_back(Job {
                     ticket,
                     frame: self.frame,
-                    rays: rays.to_vec(),
+                    rays: Ray::all_to_local(rays, mesh.origin()).into_owned(),
                     options: *options,
-                    content: mesh.content.clone(),
-                    copy: mesh.gathered.as_ref().map(|g| g.copy.clone()),
+                    content: uploaded.content.clone(),
+                    copy: uploaded.gathered.as_ref().map(|g| g.copy.clone()),
                 });
                 self.start_queued(gpu);
             }
-            _ => return Err(Error::WrongBackend),
+            (Some(_), None) => return Err(Error::WrongBackend),
         }
         Ok(ticket)
     }

@@ -6,7 +6,7 @@ use glam::dcamera::rh::{proj::directx as ddirectx, view::look_at_mat4 as dlook_a
 use glam::{DVec2, DVec3, DVec4, Mat4, Vec2, Vec3, Vec4};
 use raypick::Ray;
 use raypick::camera::{
-    self, Camera, CameraError, pixel_center_ndc, ray_from_inverse_view_proj,
+    self, Camera, CameraError, Unprojector, pixel_center_ndc, ray_from_inverse_view_proj,
     ray_from_inverse_view_proj_f64, ray_from_inverse_view_proj_pixel, screen_to_ndc,
 };
 use raypick::scene::Rng;
@@ -411,5 +411,113 @@ fn framing_sees_the_whole_box() {
         }
         // Tight: the box reaches close to the image border.
         assert!(extent > 0.97, "box fills only {extent} of the image");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Unprojector: the view-projection matrix form, both ways
+// ---------------------------------------------------------------------------
+
+#[test]
+fn unprojector_of_a_camera_gives_its_rays() {
+    let mut rng = Rng::new(21);
+    for _ in 0..300 {
+        let (cam, w, h) = random_camera(&mut rng);
+        let near = rng.range(0.1, 1.0);
+        let far = near * rng.log_range(10.0, 1e4);
+        let screen = cam.unprojector(w, h, near, far).expect("valid camera");
+        assert_eq!(screen.size(), (w, h));
+        for _ in 0..10 {
+            let (px, py) = (rng.below(w as usize) as u32, rng.below(h as usize) as u32);
+            let (a, b) = (screen.ray(px, py), cam.ray(px, py, w, h));
+            assert_unit_interval(&a);
+            assert_dir_close(a.dir, b.dir, 1e-5, "Unprojector::ray vs Camera::ray");
+            assert!(a.origin.distance(cam.eye) < 1e-5 * (1.0 + cam.eye.length()));
+            // A continuous (cursor) position.
+            let (x, y) = (rng.range(0.0, w as f32), rng.range(0.0, h as f32));
+            let (a, b) = (screen.ray_at(x as f64, y as f64), cam.ray_at(x, y, w, h));
+            assert_dir_close(a.dir, b.dir, 1e-5, "Unprojector::ray_at vs Camera::ray_at");
+        }
+    }
+    // Every pixel, row-major with the top row first.
+    let cam = Camera::new(Vec3::new(1.0, 2.0, 3.0), Vec3::ZERO, Vec3::Y, 0.9);
+    let screen = cam.unprojector(7, 5, 0.5, 50.0).expect("valid camera");
+    let (all, expected) = (screen.primary_rays(), cam.primary_rays(7, 5));
+    assert_eq!(all.len(), 35);
+    for (a, b) in all.iter().zip(&expected) {
+        assert_dir_close(a.dir, b.dir, 1e-6, "primary_rays");
+    }
+}
+
+#[test]
+fn unprojector_projects_points_back_to_their_pixel() {
+    let mut rng = Rng::new(22);
+    for case in 0..300 {
+        let (cam, w, h) = random_camera(&mut rng);
+        let aspect = w as f32 / h as f32;
+        let near = rng.range(0.2, 1.0);
+        let proj = match case % 3 {
+            0 => directx::perspective(cam.fov_y, aspect, near, 1e3),
+            1 => directx::perspective_infinite_reverse(cam.fov_y, aspect, near),
+            _ => directx::orthographic(-aspect * 3.0, aspect * 3.0, -3.0, 3.0, near, 1e3),
+        };
+        let screen = Unprojector::new(proj * cam.view_matrix(), w, h).expect("invertible");
+        for _ in 0..10 {
+            let (px, py) = (rng.below(w as usize) as u32, rng.below(h as usize) as u32);
+            let ray = screen.ray(px, py);
+            let p = ray.at(rng.range(1.0, 50.0));
+            let back = screen.project(p).expect("in front of the camera");
+            let tol = 2e-3 * (1.0 + w.max(h) as f64 / 100.0);
+            assert!(
+                (back - DVec2::new(px as f64 + 0.5, py as f64 + 0.5))
+                    .abs()
+                    .max_element()
+                    < tol,
+                "case {case}: pixel ({px}, {py}) projected back to {back}"
+            );
+        }
+        // Points behind a perspective camera have no screen position.
+        if case % 3 != 2 {
+            let [f, _, _] = cam.basis();
+            assert_eq!(screen.project(cam.eye - f), None);
+        }
+    }
+}
+
+#[test]
+fn unprojector_rejects_unusable_matrices_and_sizes() {
+    let good = directx::perspective(1.0, 1.5, 0.1, 100.0);
+    assert!(Unprojector::new(good, 3, 2).is_ok());
+    let singular = Mat4::from_cols(Vec4::X, Vec4::X, Vec4::Z, Vec4::W);
+    let mut nan = good;
+    nan.w_axis.x = f32::NAN;
+    for (matrix, w, h, expected) in [
+        (Mat4::ZERO, 4, 4, CameraError::Matrix),
+        (singular, 4, 4, CameraError::Matrix),
+        (nan, 4, 4, CameraError::Matrix),
+        (good, 0, 4, CameraError::ImageSize),
+        (good, 4, 0, CameraError::ImageSize),
+    ] {
+        assert_eq!(Unprojector::new(matrix, w, h), Err(expected));
+    }
+    let cam = Camera::new(Vec3::Z, Vec3::ZERO, Vec3::Y, 1.0);
+    assert!(cam.unprojector(4, 4, 0.1, 10.0).is_ok());
+    assert_eq!(cam.unprojector(4, 4, 1.0, 1.0), Err(CameraError::Matrix));
+    assert_eq!(cam.unprojector(4, 4, 0.0, 1.0), Err(CameraError::Matrix));
+    assert_eq!(
+        cam.unprojector(4, 4, 0.1, f32::INFINITY),
+        Err(CameraError::Matrix)
+    );
+    assert_eq!(
+        cam.unprojector(0, 4, 0.1, 10.0),
+        Err(CameraError::ImageSize)
+    );
+    let bad = Camera { fov_y: 0.0, ..cam };
+    assert_eq!(
+        bad.unprojector(4, 4, 0.1, 10.0),
+        Err(CameraError::FieldOfView)
+    );
+    for e in [CameraError::Matrix, CameraError::ImageSize] {
+        assert!(!e.to_string().is_empty());
     }
 }

@@ -4,9 +4,11 @@
 
 mod common;
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use common::cli::{assert_error, raypick, stderr, success, trace};
 
 use glam::Vec3;
 use raypick::cpu::{CpuBackend, CpuMesh};
@@ -90,80 +92,6 @@ impl Fixture {
     fn trace(&self, out: &Path, extra: &[&str]) -> Output {
         trace(&self.mesh_path(), &self.rays_path(), out, extra, &[])
     }
-}
-
-/// `raypick trace --mesh <mesh> --rays <rays> --out <out> <extra..>` with extra
-/// environment variables.
-fn trace(mesh: &Path, rays: &Path, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut args: Vec<OsString> = vec![
-        "trace".into(),
-        "--mesh".into(),
-        mesh.into(),
-        "--rays".into(),
-        rays.into(),
-        "--out".into(),
-        out.into(),
-    ];
-    args.extend(extra.iter().map(OsString::from));
-    raypick(&args, env)
-}
-
-/// Runs the binary with `args` and extra environment variables.
-fn raypick<S: AsRef<OsStr>>(args: &[S], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_raypick"));
-    command.args(args).env("RUST_BACKTRACE", "1");
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    command.output().expect("run raypick")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("UTF-8 stdout")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).expect("UTF-8 stderr")
-}
-
-/// Asserts success and returns stdout.
-fn success(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "raypick failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        stdout(output),
-        stderr(output)
-    );
-    stdout(output)
-}
-
-/// Asserts a failure reported as exactly one `raypick: error:` line that contains
-/// every one of `needles`, with nothing on stdout.
-fn assert_error(output: &Output, needles: &[&str]) {
-    let err = stderr(output);
-    assert!(
-        !output.status.success(),
-        "expected a failure, got success; stderr:\n{err}"
-    );
-    assert_eq!(output.status.code(), Some(1), "exit status; stderr:\n{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "expected one error line, got:\n{err}");
-    assert!(
-        lines[0].starts_with("raypick: error: "),
-        "not an error line: {err}"
-    );
-    for needle in needles {
-        assert!(
-            lines[0].contains(needle),
-            "error line does not mention {needle:?}: {err}"
-        );
-    }
-    assert!(
-        !err.contains("panicked") && !err.contains("backtrace"),
-        "{err}"
-    );
-    assert_eq!(stdout(output), "", "stdout of a failed run");
 }
 
 fn parse_json(text: &str) -> Value {

@@ -3,9 +3,12 @@
 //! and OBJ loading.
 #![cfg(feature = "io")]
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use common::files::npy_bytes;
 use glam::Vec3;
 use raypick::io::{
     Precision, load_mesh, load_obj, ray_file_precision, read_hits, read_rays, read_rays_f64,
@@ -116,22 +119,6 @@ fn assert_same_hits(got: &[Hit], want: &[Hit], context: &str) {
             "{context}: hit {k}: got {g:?}, want {w:?}"
         );
     }
-}
-
-/// An `.npy` file built by hand (format version 1.0), independent of the crate's
-/// writer: magic, version, little-endian header length, header padded to 64 bytes.
-fn npy_bytes(descr: &str, fortran_order: bool, shape: &str, data: &[u8]) -> Vec<u8> {
-    let order = if fortran_order { "True" } else { "False" };
-    let mut header = format!("{{'descr': {descr}, 'fortran_order': {order}, 'shape': {shape}, }}");
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(header.as_bytes());
-    bytes.extend_from_slice(data);
-    bytes
 }
 
 fn write_file(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {

@@ -335,7 +335,7 @@ fn rays_finished_on_the_cpu_after_a_gpu_refit_see_the_moved_vertices() {
     assert!(hits == fresh, "blocking trace after a GPU refit");
 
     let picker = std::sync::Arc::new(Picker::from_gpu(gpu));
-    let mesh = PickMesh::Gpu(gathered);
+    let mesh = PickMesh::from_gpu(gathered, glam::DVec3::ZERO);
     let mut service = PickService::new(picker);
     let ticket = service
         .submit(&mesh, &rays[..64], &TraceOptions::default())

@@ -1,8 +1,9 @@
 //! `raypick`: trace ray files against meshes, benchmark the CPU and GPU backends,
-//! render what a camera's rays hit, and list the adapters.
+//! render what a camera's rays hit, pick the triangle under a pixel, and list the
+//! adapters.
 //!
 //! Thin: parses the command line, calls [`raypick::io`], [`raypick::bench`],
-//! [`raypick::render`] and [`raypick::report`], prints.
+//! [`raypick::render`], [`raypick::screen`] and [`raypick::report`], prints.
 //! Every failure is one line `raypick: error: <message>` on stderr and a non-zero exit
 //! status (clap's own usage errors keep clap's format and exit status 2).
 
@@ -34,6 +35,8 @@ enum Command {
     Bench(BenchArgs),
     /// Render what the primary rays of a camera hit, as a PNG image.
     Render(RenderArgs),
+    /// Pick the triangle under one pixel of a camera's image.
+    Pick(PickArgs),
     /// List the GPU adapters, their limits and the one `--backend auto` uses, and
     /// the CPU.
     Info(InfoArgs),
@@ -138,22 +141,8 @@ struct RenderArgs {
     /// PNG file to write.
     #[arg(long, value_name = "FILE.png")]
     out: PathBuf,
-    /// Eye position (default: framed to see the whole mesh).
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3)]
-    eye: Option<glam::Vec3>,
-    /// The point looked at (default: the mesh's centre when --eye is given, else
-    /// framed to see the whole mesh).
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3)]
-    target: Option<glam::Vec3>,
-    /// Up direction.
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_vec3, default_value = "0,1,0")]
-    up: glam::Vec3,
-    /// Vertical field of view in degrees.
-    #[arg(long, value_name = "DEG", default_value_t = 50.0)]
-    fov_y: f32,
-    /// Image size in pixels.
-    #[arg(long, value_name = "WxH", default_value = "640x400")]
-    size: String,
+    #[command(flatten)]
+    view: ViewArgs,
     /// Backend: auto uses the GPU when an adapter opens, else the CPU.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
@@ -166,6 +155,104 @@ struct RenderArgs {
     /// Ray-triangle test.
     #[arg(long, value_enum, default_value_t = ModeArg::from(Mode::default()))]
     mode: ModeArg,
+}
+
+/// The camera and image of `render` and `pick` (the same arguments give the same
+/// image, so a pixel of a rendered image can be picked). Vectors and the size are
+/// checked after parsing, so a bad value is one `raypick: error:` line.
+#[derive(Args)]
+struct ViewArgs {
+    /// Eye position (default: framed to see the whole mesh).
+    #[arg(long, value_name = "X,Y,Z")]
+    eye: Option<String>,
+    /// The point looked at (default: the mesh's centre when --eye is given, else
+    /// framed to see the whole mesh).
+    #[arg(long, value_name = "X,Y,Z")]
+    target: Option<String>,
+    /// Up direction.
+    #[arg(long, value_name = "X,Y,Z", default_value = "0,1,0")]
+    up: String,
+    /// Vertical field of view in degrees.
+    #[arg(long, value_name = "DEG", default_value_t = 50.0)]
+    fov_y: f32,
+    /// Image size in pixels.
+    #[arg(long, value_name = "WxH", default_value = "640x400")]
+    size: String,
+}
+
+impl ViewArgs {
+    /// The image size and the checked camera for `mesh` (named `name` in errors).
+    fn camera(
+        &self,
+        name: &str,
+        mesh: &raypick::Mesh,
+    ) -> Result<(raypick::camera::Camera, u32, u32), String> {
+        let (width, height) = parse_size(&self.size)?;
+        let vector = |flag: &str, value: &Option<String>| {
+            value
+                .as_deref()
+                .map(|v| parse_vec3(v).map_err(|e| format!("{flag} {v}: {e}")))
+                .transpose()
+        };
+        let (eye, target) = (
+            vector("--eye", &self.eye)?,
+            vector("--target", &self.target)?,
+        );
+        let up = parse_vec3(&self.up).map_err(|e| format!("--up {}: {e}", self.up))?;
+        let bounds = mesh
+            .bounds()
+            .ok_or_else(|| format!("{name}: the mesh has no triangles with finite vertices"))?;
+        let mut camera = raypick::camera::Camera::framing(
+            bounds.0,
+            bounds.1,
+            glam::Vec3::new(0.2, 1.0, 1.0),
+            self.fov_y.to_radians(),
+            raypick::camera::aspect(width, height),
+        );
+        if eye.is_some() || target.is_some() {
+            camera.eye = eye.unwrap_or(camera.eye);
+            camera.target = target.unwrap_or(0.5 * (bounds.0 + bounds.1));
+        }
+        camera.up = up;
+        camera.check().map_err(|e| format!("bad camera: {e}"))?;
+        Ok((camera, width, height))
+    }
+}
+
+#[derive(Args)]
+struct PickArgs {
+    /// Mesh file, or `builtin[:N]` for the generated scene of N triangles.
+    #[arg(long, value_name = "FILE|builtin[:N]")]
+    mesh: String,
+    #[command(flatten)]
+    view: ViewArgs,
+    /// The pixel to pick, counted from the top-left pixel (0,0); its centre is picked.
+    #[arg(long, value_name = "PX,PY")]
+    pixel: String,
+    /// Backend: auto uses the GPU when an adapter opens, else the CPU.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    /// Acceleration structure.
+    #[arg(long, value_enum, default_value_t = AccelArg::Bvh)]
+    accel: AccelArg,
+    /// Face culling.
+    #[arg(long, value_enum, default_value_t = CullArg::None)]
+    cull: CullArg,
+    /// Ray-triangle test.
+    #[arg(long, value_enum, default_value_t = ModeArg::from(Mode::default()))]
+    mode: ModeArg,
+    /// Print one JSON object on stdout instead of a line of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `PX,PY`: two non-negative integers.
+fn parse_pixel(s: &str) -> Result<(u32, u32), String> {
+    let parts: Vec<Option<u32>> = s.split(',').map(|p| p.trim().parse().ok()).collect();
+    match parts[..] {
+        [Some(x), Some(y)] => Ok((x, y)),
+        _ => Err("expected two whole numbers PX,PY (pixels from the top-left)".into()),
+    }
 }
 
 fn parse_vec3(s: &str) -> Result<glam::Vec3, String> {
@@ -325,6 +412,7 @@ fn main() -> ExitCode {
         Command::Trace(args) => trace(args),
         Command::Bench(args) => bench_command(args),
         Command::Render(args) => render_command(args),
+        Command::Pick(args) => pick_command(args),
         Command::Info(args) => info_command(args),
     };
     match result {
@@ -446,25 +534,10 @@ fn load_mesh_arg(arg: Option<&str>) -> Result<(String, raypick::Mesh), String> {
 }
 
 fn render_command(args: RenderArgs) -> Result<(), String> {
-    let (width, height) = parse_size(&args.size)?;
+    parse_size(&args.view.size)?;
     check_output_path(&args.out, &["png"], "image")?;
     let (name, mesh) = load_mesh_arg(args.mesh.as_deref())?;
-    let bounds = mesh
-        .bounds()
-        .ok_or_else(|| format!("{name}: the mesh has no triangles with finite vertices"))?;
-    let mut camera = raypick::camera::Camera::framing(
-        bounds.0,
-        bounds.1,
-        glam::Vec3::new(0.2, 1.0, 1.0),
-        args.fov_y.to_radians(),
-        raypick::camera::aspect(width, height),
-    );
-    if args.eye.is_some() || args.target.is_some() {
-        camera.eye = args.eye.unwrap_or(camera.eye);
-        camera.target = args.target.unwrap_or(0.5 * (bounds.0 + bounds.1));
-    }
-    camera.up = args.up;
-    camera.check().map_err(|e| format!("bad camera: {e}"))?;
+    let (camera, width, height) = args.view.camera(&name, &mesh)?;
     let (picker, _) = open_picker(args.backend.backend(), None)?;
     let options = TraceOptions {
         cull: args.cull.cull(),
@@ -491,12 +564,105 @@ fn render_command(args: RenderArgs) -> Result<(), String> {
     ))
 }
 
+/// What `raypick pick --json` prints: the hit fields are null on a miss.
+#[derive(serde::Serialize)]
+struct PickReport {
+    pixel: [u32; 2],
+    size: [u32; 2],
+    hit: bool,
+    prim: Option<u32>,
+    t: Option<f32>,
+    u: Option<f32>,
+    v: Option<f32>,
+    point: Option<[f64; 3]>,
+    ray: PickRay,
+    backend: &'static str,
+    device: String,
+    accel: &'static str,
+    mesh: String,
+    triangles: usize,
+}
+
+#[derive(serde::Serialize)]
+struct PickRay {
+    origin: [f32; 3],
+    dir: [f32; 3],
+}
+
+fn pick_command(args: PickArgs) -> Result<(), String> {
+    let (width, height) = parse_size(&args.view.size)?;
+    let (px, py) = parse_pixel(&args.pixel).map_err(|e| format!("--pixel {}: {e}", args.pixel))?;
+    if px >= width || py >= height {
+        return Err(format!(
+            "--pixel {px},{py} is outside the {width}x{height} image (0..{} x 0..{})",
+            width - 1,
+            height - 1
+        ));
+    }
+    let (name, mesh) = load_mesh_arg(Some(&args.mesh))?;
+    let (camera, width, height) = args.view.camera(&name, &mesh)?;
+    let (picker, _) = open_picker(args.backend.backend(), None)?;
+    let accel = args.accel.accel();
+    let options = TraceOptions {
+        cull: args.cull.cull(),
+        mode: args.mode.mode(),
+    };
+    let ray = camera.ray(px, py, width, height);
+    let prepared = picker
+        .upload_with(&mesh, accel)
+        .map_err(|e| format!("cannot prepare the mesh: {e}"))?;
+    let pick = raypick::screen::pick(&picker, &prepared, &mesh, &[ray], &options)
+        .map_err(|e| format!("pick failed: {e}"))?[0];
+    let hit = pick.hit.is_hit().then_some(pick.hit);
+    if args.json {
+        return emit(&to_json(&PickReport {
+            pixel: [px, py],
+            size: [width, height],
+            hit: hit.is_some(),
+            prim: hit.map(|h| h.prim),
+            t: hit.map(|h| h.t),
+            u: hit.map(|h| h.u),
+            v: hit.map(|h| h.v),
+            point: pick.point.map(|p| p.to_array()),
+            ray: PickRay {
+                origin: ray.origin.to_array(),
+                dir: ray.dir.to_array(),
+            },
+            backend: match picker.backend() {
+                Backend::Gpu => "gpu",
+                _ => "cpu",
+            },
+            device: picker.device_name(),
+            accel: match args.accel {
+                AccelArg::Bvh => "bvh",
+                AccelArg::Brute => "brute",
+            },
+            mesh: name,
+            triangles: mesh.triangle_count(),
+        })?);
+    }
+    let what = match (hit, pick.point) {
+        (Some(h), Some(p)) => format!(
+            "triangle {} at t {} (u {}, v {}), point ({}, {}, {})",
+            h.prim, h.t, h.u, h.v, p.x, p.y, p.z
+        ),
+        _ => "miss".to_string(),
+    };
+    emit(&format!(
+        "pixel {px},{py} of {width}x{height}: {what} [{}]\n",
+        picker.device_name()
+    ))
+}
+
 fn trace(args: TraceArgs) -> Result<(), String> {
     check_output_path(&args.out, &["hits", "npy", "csv"], "hit")?;
-    let mesh = io::load_mesh(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
-    let rays = io::read_rays(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
+    // f64 mesh and rays: far from the origin both are moved into the mesh's local
+    // frame before anything is rounded to f32.
+    let mesh = io::load_mesh_rebased(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
+    let rays = io::read_rays64(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
     let threads = args.common.threads();
     let (picker, fallback) = open_picker(args.backend.backend(), threads)?;
+    let fell_back_at_start = fallback.is_some();
     let (report, hits) = bench::run_trace(
         &picker,
         &mesh,
@@ -508,6 +674,12 @@ fn trace(args: TraceArgs) -> Result<(), String> {
         fallback,
     )
     .map_err(|e| format!("trace failed: {e}"))?;
+    if let (false, Some(reason)) = (fell_back_at_start, &report.fallback) {
+        eprintln!(
+            "raypick: notice: the GPU failed, traced on the CPU instead: {}",
+            one_line(reason)
+        );
+    }
     io::write_hits(&args.out, &hits).map_err(|e| format!("cannot write hits: {e}"))?;
     if args.common.json {
         emit(&to_json(&report)?)

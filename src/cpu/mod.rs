@@ -110,6 +110,10 @@ impl CpuBackend {
     }
 
     /// Traces `rays` and returns one hit per ray.
+    ///
+    /// Rays are in the mesh's local frame: for a [`Mesh`] with a non-zero
+    /// [`origin`](Mesh::origin) move them with [`crate::TraceRay::to_local`] first
+    /// ([`crate::Picker`] does this itself).
     pub fn trace(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions) -> Vec<Hit> {
         let mut hits = vec![Hit::MISS; rays.len()];
         self.trace_into(mesh, rays, options, &mut hits);

@@ -9,6 +9,13 @@ pub(crate) fn instance() -> wgpu::Instance {
     wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
 }
 
+/// A wgpu instance on the given graphics APIs only.
+pub(crate) fn instance_on(backends: wgpu::Backends) -> wgpu::Instance {
+    let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    descriptor.backends = backends;
+    wgpu::Instance::new(descriptor)
+}
+
 /// The device limits that bound raypick's batches and dispatches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(serde::Serialize))]

@@ -27,6 +27,15 @@ pub struct GpuOptions {
     /// on the GPU (`None`: [`DEFAULT_MAX_TRAVERSAL_STEPS`]); rays that need more are
     /// completed on the CPU.
     pub max_traversal_steps: Option<u32>,
+    /// Most bytes of GPU memory one mesh may take (`None`: no limit of raypick's own;
+    /// the device's memory still is one). A larger mesh fails to upload with
+    /// [`Error::OutOfMemory`], which [`Backend::Auto`](crate::Backend::Auto) answers by
+    /// tracing on the CPU.
+    pub max_mesh_bytes: Option<u64>,
+    /// The graphics APIs to look for adapters on (`None`: every API, as restricted by
+    /// the `WGPU_BACKEND` environment variable). `Some(wgpu::Backends::empty())` finds
+    /// no adapter at all.
+    pub backends: Option<wgpu::Backends>,
 }
 
 /// Default loop steps of one ray's BVH traversal. Mesa's llvmpipe ends a shader
@@ -71,21 +80,52 @@ impl AdapterSummary {
 
 /// Errors the device reported outside any call (uncaptured errors, device loss).
 #[derive(Debug, Default)]
-pub(crate) struct ErrorSink(Mutex<Option<String>>);
+pub(crate) struct ErrorSink(Mutex<Option<SinkError>>);
+
+/// What an [`ErrorSink`] recorded.
+#[derive(Clone, Debug)]
+enum SinkError {
+    Lost(String),
+    OutOfMemory(String),
+    Other(String),
+}
 
 impl ErrorSink {
-    fn record(&self, message: String) {
-        log::error!("raypick GPU error: {message}");
+    fn record(&self, error: SinkError) {
+        log::error!("raypick GPU error: {error:?}");
         let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        slot.get_or_insert(message);
+        // Device loss outranks anything recorded before: it is what stays true.
+        if slot.is_none() || matches!(error, SinkError::Lost(_)) {
+            *slot = Some(error);
+        }
+    }
+
+    /// Whether the device was lost.
+    pub(crate) fn lost(&self) -> bool {
+        matches!(
+            &*self.0.lock().unwrap_or_else(|p| p.into_inner()),
+            Some(SinkError::Lost(_))
+        )
     }
 
     /// The first recorded error, if any (it stays recorded: a lost device stays lost).
     pub(crate) fn check(&self) -> Result<()> {
         match &*self.0.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(message) => Err(Error::Gpu(message.clone())),
+            Some(SinkError::Lost(m)) => Err(Error::DeviceLost(m.clone())),
+            Some(SinkError::OutOfMemory(m)) => Err(Error::OutOfMemory(m.clone())),
+            Some(SinkError::Other(m)) => Err(Error::Gpu(m.clone())),
             None => Ok(()),
         }
+    }
+}
+
+/// The crate error for a wgpu error: out of memory stays out of memory, anything
+/// else on a lost device is device loss, the rest is [`Error::Gpu`].
+pub(crate) fn classify(error: &wgpu::Error, lost: bool) -> Error {
+    match error {
+        wgpu::Error::OutOfMemory { .. } => Error::OutOfMemory(error.to_string()),
+        _ if lost => Error::DeviceLost(error.to_string()),
+        _ => Error::Gpu(error.to_string()),
     }
 }
 
@@ -107,6 +147,7 @@ pub struct GpuContext {
     max_rays_per_dispatch: usize,
     max_triangles_per_dispatch: u32,
     max_traversal_steps: u32,
+    max_mesh_bytes: Option<u64>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -139,7 +180,10 @@ impl GpuContext {
     /// Creates a device on the best adapter found. Backends can be restricted with
     /// the `WGPU_BACKEND` environment variable (e.g. `vulkan`).
     pub async fn new_async(options: GpuOptions) -> Result<Self> {
-        let instance = super::adapters::instance();
+        let instance = match options.backends {
+            Some(backends) => super::adapters::instance_on(backends),
+            None => super::adapters::instance(),
+        };
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: options.power_preference,
@@ -158,12 +202,15 @@ impl GpuContext {
             .map_err(|e| Error::Device(e.to_string()))?;
         let errors = Arc::new(ErrorSink::default());
         let sink = errors.clone();
-        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| sink.record(e.to_string())));
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            sink.record(match e {
+                wgpu::Error::OutOfMemory { .. } => SinkError::OutOfMemory(e.to_string()),
+                _ => SinkError::Other(e.to_string()),
+            })
+        }));
         let sink = errors.clone();
         device.set_device_lost_callback(move |reason, message| {
-            if reason != wgpu::DeviceLostReason::Destroyed {
-                sink.record(format!("device lost: {message}"));
-            }
+            sink.record(SinkError::Lost(format!("{reason:?}: {message}")));
         });
         Self::build(
             device,
@@ -176,6 +223,11 @@ impl GpuContext {
 
     /// Uses a device and queue the caller already has (a renderer's). raypick leaves
     /// the device's error handlers alone; `adapter` is only used for reporting.
+    ///
+    /// Without its own device-lost handler raypick cannot tell a lost device from
+    /// other failures: on a shared device they come back as [`Error::Gpu`] or
+    /// [`Error::Readback`] (never a panic), and out-of-memory errors inside raypick's
+    /// calls still as [`Error::OutOfMemory`].
     pub fn from_device(
         device: wgpu::Device,
         queue: wgpu::Queue,
@@ -234,6 +286,7 @@ impl GpuContext {
                 .max_traversal_steps
                 .unwrap_or(DEFAULT_MAX_TRAVERSAL_STEPS)
                 .max(1),
+            max_mesh_bytes: options.max_mesh_bytes,
         })
     }
 
@@ -272,16 +325,44 @@ impl GpuContext {
         self.max_traversal_steps
     }
 
+    /// Most bytes of GPU memory one mesh may take, if limited
+    /// ([`GpuOptions::max_mesh_bytes`]).
+    pub fn max_mesh_bytes(&self) -> Option<u64> {
+        self.max_mesh_bytes
+    }
+
+    /// Fails with [`Error::OutOfMemory`] when a mesh of `bytes` bytes exceeds
+    /// [`GpuContext::max_mesh_bytes`].
+    pub(crate) fn check_mesh_bytes(&self, bytes: u64) -> Result<()> {
+        match self.max_mesh_bytes {
+            Some(max) if bytes > max => Err(Error::OutOfMemory(format!(
+                "the mesh needs {bytes} bytes of GPU memory, more than the {max} bytes allowed"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// `error`, or [`Error::DeviceLost`] in its place when the device was lost (a
+    /// failed readback or poll on a lost device is device loss).
+    pub(crate) fn lost_or(&self, error: Error) -> Error {
+        match error {
+            Error::DeviceLost(_) | Error::OutOfMemory(_) => error,
+            _ if self.errors.lost() => Error::DeviceLost(error.to_string()),
+            _ => error,
+        }
+    }
+
     /// Runs `f` inside validation and out-of-memory error scopes and turns a captured
-    /// error into [`Error::Gpu`].
+    /// error into [`Error::OutOfMemory`], [`Error::DeviceLost`] or [`Error::Gpu`].
     pub(crate) fn scoped<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let out = f();
         let validation = pollster::block_on(validation.pop());
         let oom = pollster::block_on(oom.pop());
-        match validation.or(oom) {
-            Some(e) => Err(Error::Gpu(e.to_string())),
+        self.errors.check()?;
+        match oom.or(validation) {
+            Some(e) => Err(classify(&e, self.errors.lost())),
             None => Ok(out),
         }
     }

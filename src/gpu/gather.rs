@@ -89,6 +89,10 @@ impl GpuContext {
     /// Brute force never copies the mesh to the CPU. A BVH reads the gathered
     /// triangles back once to build the tree on the CPU (blocking). Refit it after
     /// the vertices move with [`GpuContext::refit_gathered`].
+    ///
+    /// The mesh lives in the renderer's buffers, so its host copy
+    /// ([`GpuMesh::to_cpu_mesh`], what a picker falling back to the CPU after a
+    /// device loss traces) is the BVH as created, and empty for brute force.
     pub fn upload_buffers(&self, buffers: &MeshBuffers, accel: Accel) -> Result<GpuMesh> {
         self.errors.check()?;
         for (buffer, name) in [(buffers.vertices, "vertex"), (buffers.indices, "index")] {
@@ -131,6 +135,7 @@ impl GpuContext {
                 ),
                 context_id: self.id,
                 triangle_count: n as usize,
+                host_triangles: None,
                 gathered: Some(Box::new(Gathered {
                     gather,
                     levels: Vec::new(),
@@ -181,7 +186,8 @@ impl GpuContext {
                 cpu: Arc::new(bvh),
             },
             context_id: self.id,
-            triangle_count: (buffers.layout.triangle_count()),
+            triangle_count: buffers.layout.triangle_count(),
+            host_triangles: None,
             gathered: Some(Box::new(Gathered {
                 gather,
                 levels,

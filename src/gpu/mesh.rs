@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
-use wgpu::util::DeviceExt;
-
 use super::GpuContext;
 use crate::Mesh;
 use crate::bvh::Bvh;
+use crate::cpu::CpuMesh;
+use crate::cpu::brute_force::TriangleBlocks;
+use crate::cpu::wide_bvh::WideBvh;
 use crate::error::Result;
 use crate::options::Accel;
 use crate::prepare::pack_mesh;
@@ -43,11 +44,17 @@ pub(crate) enum Content {
 }
 
 /// A mesh in GPU memory: the packed triangles for brute force, or a BVH.
+///
+/// It also keeps a host copy (the packed triangles, or the BVH the CPU finishes long
+/// traversals with), so that the mesh can still be traced on the CPU after the device
+/// is lost ([`GpuMesh::to_cpu_mesh`]).
 #[derive(Debug)]
 pub struct GpuMesh {
     pub(crate) content: Content,
     pub(crate) context_id: u64,
     pub(crate) triangle_count: usize,
+    /// Brute force: the packed triangles in id order (a BVH keeps its own copy).
+    pub(crate) host_triangles: Option<Arc<[PackedTriangle]>>,
     /// Set for a mesh read from a renderer's buffers (what a GPU refit needs).
     pub(crate) gathered: Option<Box<super::gather::Gathered>>,
 }
@@ -77,6 +84,15 @@ impl GpuMesh {
         }
     }
 
+    /// The same mesh prepared for the CPU backend, from the host copy (no GPU access).
+    pub fn to_cpu_mesh(&self) -> CpuMesh {
+        match (&self.content, &self.host_triangles) {
+            (Content::Bvh { cpu, .. }, _) => CpuMesh::Bvh(WideBvh::from_bvh(cpu)),
+            (Content::Brute(_), Some(triangles)) => CpuMesh::Brute(TriangleBlocks::new(triangles)),
+            (Content::Brute(_), None) => CpuMesh::Brute(TriangleBlocks::new(&[])),
+        }
+    }
+
     /// Number of pieces the mesh is split into so that each fits one storage binding.
     pub fn buffer_count(&self) -> usize {
         match &self.content {
@@ -103,6 +119,7 @@ impl GpuContext {
     /// Uploads already packed triangles for brute force (see [`crate::prepare::pack_mesh`]).
     pub fn upload_packed(&self, triangles: &[PackedTriangle]) -> Result<GpuMesh> {
         self.errors.check()?;
+        self.check_mesh_bytes(std::mem::size_of_val(triangles) as u64)?;
         let per_chunk = self.triangles_per_chunk();
         let chunks = self.scoped(|| {
             triangles
@@ -119,6 +136,7 @@ impl GpuContext {
             content: Content::Brute(chunks),
             context_id: self.id,
             triangle_count: triangles.len(),
+            host_triangles: Some(triangles.into()),
             gathered: None,
         })
     }
@@ -128,6 +146,14 @@ impl GpuContext {
     pub fn upload_bvh(&self, bvh: Arc<Bvh>) -> Result<GpuMesh> {
         self.errors.check()?;
         let pieces = self.split_bvh(&bvh);
+        self.check_mesh_bytes(
+            pieces
+                .iter()
+                .map(|p| {
+                    std::mem::size_of_val(&p.nodes[..]) + std::mem::size_of_val(&p.triangles[..])
+                })
+                .sum::<usize>() as u64,
+        )?;
         let chunks = self.scoped(|| {
             pieces
                 .iter()
@@ -147,6 +173,7 @@ impl GpuContext {
             },
             context_id: self.id,
             triangle_count: bvh.mesh_triangle_count(),
+            host_triangles: None,
             gathered: None,
         })
     }
@@ -167,6 +194,10 @@ impl GpuContext {
 
     /// A read-only storage buffer holding `contents` (at least one 64-byte element:
     /// a binding smaller than the shader's array element is invalid).
+    ///
+    /// The buffer is filled through the queue rather than mapped at creation: a
+    /// buffer that could not be created (out of memory, lost device) is then an error
+    /// the surrounding error scope reports, not a panic inside wgpu.
     fn storage(&self, label: &str, contents: &[u8]) -> wgpu::Buffer {
         let padding = [0u8; 64];
         let contents = if contents.is_empty() {
@@ -174,11 +205,13 @@ impl GpuContext {
         } else {
             contents
         };
-        self.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-            })
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: contents.len() as u64,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        self.queue.write_buffer(&buffer, 0, contents);
+        buffer
     }
 }

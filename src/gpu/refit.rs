@@ -46,6 +46,7 @@ impl GpuContext {
                     self.queue
                         .write_buffer(&chunk.buffer, 0, bytemuck::cast_slice(tris));
                 }
+                uploaded.host_triangles = Some(packed.into());
             }
             Content::Bvh { chunks, cpu } => {
                 match Arc::make_mut(cpu).refit(mesh) {

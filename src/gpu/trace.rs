@@ -63,6 +63,10 @@ impl Scratch {
 
 impl GpuContext {
     /// Traces `rays` against `mesh` and returns one hit per ray (blocking).
+    ///
+    /// Rays are in the mesh's local frame: for a [`crate::Mesh`] with a non-zero
+    /// [`origin`](crate::Mesh::origin) move them with [`crate::TraceRay::to_local`]
+    /// first ([`crate::Picker`] does this itself).
     pub fn trace(&self, mesh: &GpuMesh, rays: &[Ray], options: &TraceOptions) -> Result<Vec<Hit>> {
         let mut hits = vec![Hit::MISS; rays.len()];
         self.trace_into(mesh, rays, options, &mut hits)?;
@@ -78,6 +82,7 @@ impl GpuContext {
         hits: &mut [Hit],
     ) -> Result<()> {
         pollster::block_on(self.trace_with(mesh, rays, options, hits, Wait::Block))
+            .map_err(|e| self.lost_or(e))
     }
 
     /// Traces `rays` without blocking the thread: the device is polled without
@@ -91,7 +96,8 @@ impl GpuContext {
     ) -> Result<Vec<Hit>> {
         let mut hits = vec![Hit::MISS; rays.len()];
         self.trace_with(mesh, rays, options, &mut hits, Wait::Yield)
-            .await?;
+            .await
+            .map_err(|e| self.lost_or(e))?;
         Ok(hits)
     }
 
@@ -104,11 +110,10 @@ impl GpuContext {
         wait: Wait,
     ) -> Result<()> {
         if rays.len() != hits.len() {
-            return Err(Error::Unsupported(format!(
-                "{} rays but {} hit slots",
-                rays.len(),
-                hits.len()
-            )));
+            return Err(Error::OutputLength {
+                rays: rays.len(),
+                hits: hits.len(),
+            });
         }
         if mesh.context_id != self.id {
             return Err(Error::WrongBackend);

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use glam::Vec3;
+use glam::{DVec3, Vec3};
 
 use super::errors::format_error;
 use crate::error::Result;
@@ -50,6 +50,15 @@ impl LoadedMesh {
             .map(|p| Vec3::new(p[0] as f32, p[1] as f32, p[2] as f32))
             .collect();
         Mesh::new(positions, self.indices)
+    }
+
+    /// The mesh the pickers take, stored relative to a mesh-local f64 origin
+    /// ([`Mesh::from_f64`]): coordinates far from the world origin keep their
+    /// precision. Meshes whose bounds contain the origin get origin zero and equal
+    /// [`LoadedMesh::into_mesh`].
+    pub fn into_rebased_mesh(self) -> Result<Mesh> {
+        let positions: Vec<DVec3> = self.positions.iter().map(|&p| DVec3::from(p)).collect();
+        Mesh::from_f64(&positions, self.indices)
     }
 
     /// The index the next pushed vertex gets, or a format error naming `path` when

@@ -29,6 +29,15 @@ pub fn load_mesh(path: impl AsRef<Path>) -> Result<Mesh> {
         .map_err(|e| format_error(path, e.to_string()))
 }
 
+/// Loads a mesh file with f64 coordinates into a [`Mesh`] with a local origin
+/// ([`LoadedMesh::into_rebased_mesh`]): the way to load geometry far from the origin.
+pub fn load_mesh_rebased(path: impl AsRef<Path>) -> Result<Mesh> {
+    let path = path.as_ref();
+    load_mesh_f64(path)?
+        .into_rebased_mesh()
+        .map_err(|e| format_error(path, e.to_string()))
+}
+
 /// Like [`load_mesh`], but keeps the coordinates at the precision the file holds them
 /// (f64 for PLY `double` and OBJ text).
 pub fn load_mesh_f64(path: impl AsRef<Path>) -> Result<LoadedMesh> {

@@ -5,9 +5,9 @@
 //!
 //! | kind | extensions | read | write |
 //! | --- | --- | --- | --- |
-//! | rays | `.rays` `.npy` `.csv` | [`read_rays`], [`read_rays_f64`] | [`write_rays`] |
+//! | rays | `.rays` `.npy` `.csv` | [`read_rays`], [`read_rays_f64`], [`read_rays64`] | [`write_rays`] |
 //! | hits | `.hits` `.npy` `.csv` | [`read_hits`] | [`write_hits`] |
-//! | meshes | `.obj` `.gltf` `.glb` `.ply` `.stl` | [`load_mesh`], [`load_mesh_f64`] | — |
+//! | meshes | `.obj` `.gltf` `.glb` `.ply` `.stl` | [`load_mesh`], [`load_mesh_f64`], [`load_mesh_rebased`] | — |
 //!
 //! - `.rays`: 8 little-endian `f32` per ray, `ox oy oz tmin dx dy dz tmax` (32 bytes).
 //! - `.hits`: per ray `t f32, u f32, v f32, prim u32`, little-endian (16 bytes).
@@ -22,7 +22,9 @@
 //! Meshes: every triangle of the file, in file order, polygons fan-triangulated from
 //! their first corner, triangle id = index in that concatenation (`DESIGN.md`
 //! section 3). Coordinates are read as f64 into a [`LoadedMesh`], then rounded to f32
-//! by [`LoadedMesh::into_mesh`].
+//! by [`LoadedMesh::into_mesh`], or stored relative to a mesh-local f64 origin by
+//! [`LoadedMesh::into_rebased_mesh`] (what `raypick trace` does, together with f64 rays
+//! from [`read_rays64`], so geometry far from the origin keeps its precision).
 //!
 //! | mesh format | variants | what is read |
 //! | --- | --- | --- |
@@ -58,6 +60,6 @@ mod text;
 pub use atomic_write::write_atomic;
 pub use hits::{read_hits, write_hits};
 pub use loaded_mesh::LoadedMesh;
-pub use mesh_loader::{SUPPORTED_MESH_EXTENSIONS, load_mesh, load_mesh_f64};
+pub use mesh_loader::{SUPPORTED_MESH_EXTENSIONS, load_mesh, load_mesh_f64, load_mesh_rebased};
 pub use obj::load_obj;
-pub use rays::{Precision, ray_file_precision, read_rays, read_rays_f64, write_rays};
+pub use rays::{Precision, ray_file_precision, read_rays, read_rays_f64, read_rays64, write_rays};

@@ -16,6 +16,7 @@ use super::extension::{Encoding, encoding_of};
 use super::npy::{self, NpyFile};
 use crate::error::Result;
 use crate::types::Ray;
+use crate::world::Ray64;
 
 /// Numbers per ray: `ox oy oz tmin dx dy dz tmax`.
 const RAY_VALUES: usize = 8;
@@ -50,6 +51,14 @@ pub fn read_rays(path: impl AsRef<Path>) -> Result<Vec<Ray>> {
 /// from the origin); float32 sources are widened exactly.
 pub fn read_rays_f64(path: impl AsRef<Path>) -> Result<Vec<[f64; 8]>> {
     read_rows::<f64>(path.as_ref())
+}
+
+/// Reads a ray file (`.rays`, `.npy` or `.csv`, chosen by extension) as f64 rays
+/// ([`Ray64`]), keeping float64 `.npy` and `.csv` values exact (see
+/// [`read_rays_f64`]). Trace them with [`crate::Picker::trace64`].
+pub fn read_rays64(path: impl AsRef<Path>) -> Result<Vec<Ray64>> {
+    let rows = read_rows::<f64>(path.as_ref())?;
+    Ok(rows.into_iter().map(Ray64::from_row).collect())
 }
 
 /// The precision the ray file at `path` stores its numbers in.

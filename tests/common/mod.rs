@@ -3,6 +3,10 @@
 //! that tells agreements from explained edge cases and real disagreements.
 #![allow(dead_code)]
 
+#[cfg(feature = "cli")]
+pub mod cli;
+pub mod files;
+
 use std::sync::OnceLock;
 
 use glam::Vec3;
