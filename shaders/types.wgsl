@@ -95,6 +95,26 @@ struct InstanceHitRecord {
     _pad2: u32,
 }
 
+// Parameters of the gather stage (uniform, 32 bytes); offsets and strides in words.
+struct GatherParams {
+    vertex_offset: u32,
+    vertex_stride: u32,
+    vertex_count: u32,
+    index_u16: u32,
+    index_first: u32,
+    slot_count: u32,
+    base_vertex: i32,
+    use_order: u32,
+}
+
+// Parameters of one refit dispatch: the nodes of one tree level (uniform, 16 bytes).
+struct RefitParams {
+    first: u32,
+    count: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
 const MISS: u32 = 0xffffffffu;
 const EMPTY_CHILD: u32 = 0xffffffffu;
 const CULL_NONE: u32 = 0u;

@@ -72,6 +72,15 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// A renderer's buffer lacks `wgpu::BufferUsages::STORAGE`, which raypick's
+    /// compute shaders need to read it (add it where the buffer is created).
+    #[error(
+        "the {0} buffer needs wgpu::BufferUsages::STORAGE to be read by raypick's compute shaders"
+    )]
+    MissingStorageUsage(&'static str),
+    /// A mesh could not follow its vertices' motion; rebuild it instead.
+    #[error("refit failed: {0}")]
+    Refit(#[from] crate::bvh::RefitError),
     /// A request that raypick does not support (for example an unknown file extension).
     #[error("{0}")]
     Unsupported(String),

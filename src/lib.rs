@@ -43,6 +43,8 @@
 //! | every ray × every triangle | `shaders/brute_force.wgsl` | [`cpu::brute_force`] |
 //! | BVH traversal | `shaders/bvh_traverse.wgsl` | [`cpu::bvh_traverse`] (plus the 8-wide SIMD fast path [`cpu::wide_traverse`]) |
 //! | two-level (instance) traversal | `shaders/instance_traverse.wgsl` | [`instances::instance_traverse`] |
+//! | triangles from a renderer's buffers | `shaders/gather.wgsl` | [`cpu::gather`] |
+//! | BVH refit (one level per dispatch) | `shaders/refit.wgsl` | [`bvh::refit`] |
 //!
 //! Around them:
 //! - [`prepare`]: triangle packing and ray sanitising, shared by both backends.
@@ -59,6 +61,10 @@
 //!   translation guarantee spelled out there.
 //! - [`instances`]: many meshes placed by transforms in one scene, picked together
 //!   (a top-level BVH over per-mesh BVHs; `shaders/instance_traverse.wgsl`).
+//! - [`gather`]: meshes described as a renderer draws them (vertex stride and
+//!   offset, 16/32-bit indices, base vertex), read from its GPU buffers or CPU bytes.
+//! - [`service`]: asynchronous picks for render loops (submit in one frame, collect
+//!   in a later one, never wait).
 //! - [`camera`], [`scene`], [`reference`](mod@reference): screen-to-ray, generated
 //!   test scenes and an f64 reference intersector.
 //! - [`screen`]: screen picks (the triangle under a pixel or cursor, and where).
@@ -83,6 +89,7 @@ pub mod bvh;
 pub mod camera;
 pub mod cpu;
 pub mod error;
+pub mod gather;
 pub mod gpu;
 pub mod instances;
 #[cfg(feature = "io")]
@@ -96,6 +103,7 @@ pub mod render;
 pub mod report;
 pub mod scene;
 pub mod screen;
+pub mod service;
 pub mod shaders;
 pub mod types;
 pub mod world;

@@ -5,9 +5,10 @@ use std::sync::OnceLock;
 use glam::DVec3;
 
 use crate::Mesh;
+use crate::bvh::Refitted;
 use crate::cpu::{CpuBackend, CpuMesh};
 use crate::error::{Error, Result};
-use crate::gpu::{GpuContext, GpuMesh, GpuOptions};
+use crate::gpu::{GpuContext, GpuMesh, GpuOptions, MeshBuffers};
 use crate::options::{Accel, TraceOptions};
 use crate::types::{Hit, Ray};
 use crate::world::{Ray64, TraceRay};
@@ -199,6 +200,20 @@ impl Picker {
         Self::on(Engine::Cpu(cpu))
     }
 
+    /// A picker on a renderer's own device and queue (see [`GpuContext::from_device`]):
+    /// meshes, pipelines and ray batches then live on the renderer's device, so
+    /// meshes can be made straight from its vertex and index buffers
+    /// ([`GpuContext::upload_buffers`]). `adapter` is used for reporting only.
+    pub fn from_device(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter: &wgpu::AdapterInfo,
+    ) -> Result<Self> {
+        Ok(Self::from_gpu(GpuContext::from_device(
+            device, queue, adapter,
+        )?))
+    }
+
     /// A picker on a GPU context (e.g. one made from a renderer's device and queue).
     /// GPU errors are returned as they come, as with [`Backend::Gpu`].
     pub fn from_gpu(gpu: GpuContext) -> Self {
@@ -313,6 +328,64 @@ impl Picker {
             }
         }
         Ok(PickMesh::from_cpu(CpuMesh::with_accel(mesh, accel), origin))
+    }
+
+    /// Prepares a mesh whose vertices will move: like [`Picker::upload`], and on the
+    /// CPU the binary tree is kept so that [`Picker::refit`] can follow the motion
+    /// (the GPU keeps a CPU copy of every BVH anyway).
+    pub fn upload_refittable(&self, mesh: &Mesh) -> Result<PickMesh> {
+        let origin = mesh.origin();
+        match self.live_gpu() {
+            Some(gpu) => Ok(PickMesh::from_gpu(gpu.upload(mesh)?, origin)),
+            None => Ok(PickMesh::from_cpu(CpuMesh::refittable(mesh), origin)),
+        }
+    }
+
+    /// Moves a prepared mesh to `mesh`'s vertex positions: `mesh` has the
+    /// triangles (indices) and origin the prepared mesh was made from, with any
+    /// positions. A BVH is refitted (same tree, boxes recomputed; see
+    /// [`crate::bvh::refit`]), not rebuilt, and answers exactly like a fresh build;
+    /// it is built again only when a triangle left out as degenerate can now be hit
+    /// (the answer says which). Fails with [`Error::Refit`] for another mesh's
+    /// triangle count or a CPU mesh made without [`Picker::upload_refittable`].
+    pub fn refit(&self, prepared: &mut PickMesh, mesh: &Mesh) -> Result<Refitted> {
+        if mesh.origin() != prepared.origin {
+            return Err(Error::Unsupported(format!(
+                "refit to a mesh with origin {} (prepared with origin {})",
+                mesh.origin(),
+                prepared.origin
+            )));
+        }
+        prepared.on_cpu = OnceLock::new();
+        match (&mut prepared.content, self.live_gpu()) {
+            (Content::Cpu(cpu), _) => Ok(cpu.refit(mesh)?),
+            (Content::Gpu(uploaded), Some(gpu)) => gpu.refit(uploaded, mesh),
+            (Content::Gpu(_), None) => Err(Error::WrongBackend),
+        }
+    }
+
+    /// A mesh read from a renderer's own vertex and index buffers, on the GPU (see
+    /// [`MeshBuffers`] for the buffers' requirements); a CPU picker answers
+    /// [`Error::WrongBackend`] (read the bytes and use
+    /// [`crate::gather::mesh_from_slices`] there). Its origin is zero.
+    pub fn upload_buffers(&self, buffers: &MeshBuffers, accel: Accel) -> Result<PickMesh> {
+        match self.live_gpu() {
+            Some(gpu) => Ok(PickMesh::from_gpu(
+                gpu.upload_buffers(buffers, accel)?,
+                DVec3::ZERO,
+            )),
+            None => Err(Error::WrongBackend),
+        }
+    }
+
+    /// Follows the vertices of a mesh made by [`Picker::upload_buffers`] after the
+    /// renderer wrote new positions to its vertex buffer: gathered again and refitted
+    /// on the GPU, with no readback ([`GpuContext::refit_gathered`]).
+    pub fn refit_buffers(&self, prepared: &mut PickMesh) -> Result<()> {
+        match (&mut prepared.content, self.live_gpu()) {
+            (Content::Gpu(uploaded), Some(gpu)) => gpu.refit_gathered(uploaded),
+            _ => Err(Error::WrongBackend),
+        }
     }
 
     /// Traces `rays` and returns one hit per ray. Rays are moved into the mesh's

@@ -934,3 +934,28 @@ fn corrupt(rng: &mut Rng, kind: AdversarialKind, base: Ray, t_hit: f32) -> Ray {
     }
     ray
 }
+
+/// `mesh` with every vertex displaced by a smooth wave (same triangles): a
+/// deforming mesh for refit tests and benches. The displacement is at most 5% of
+/// the bounding-box diagonal along each axis and depends on the position and
+/// `phase` only, so shared vertices stay shared.
+pub fn waved(mesh: &Mesh, phase: f32) -> Mesh {
+    let Some(bounds) = mesh.bounds() else {
+        return mesh.clone();
+    };
+    let (_, diag) = box_metrics(bounds);
+    let k = std::f32::consts::TAU / diag.max(f32::MIN_POSITIVE);
+    let positions = mesh
+        .positions()
+        .iter()
+        .map(|&p| {
+            let w = Vec3::new(
+                (k * p.y + phase).sin(),
+                (k * p.z + 2.0 * phase).sin(),
+                (k * p.x - phase).sin(),
+            );
+            p + 0.05 * diag * w
+        })
+        .collect();
+    Mesh::new(positions, mesh.indices().to_vec()).expect("same indices as a valid mesh")
+}

@@ -18,6 +18,22 @@ pub const BRUTE_FORCE: &str = include_str!("../shaders/brute_force.wgsl");
 /// The BVH traversal stage (mirrored by `src/cpu/bvh_traverse.rs`).
 pub const BVH_TRAVERSE: &str = include_str!("../shaders/bvh_traverse.wgsl");
 
+/// The gather stage: triangles from a renderer's buffers (mirrored by
+/// `src/cpu/gather.rs`).
+pub const GATHER: &str = include_str!("../shaders/gather.wgsl");
+/// Entry point of the gather stage.
+pub const GATHER_ENTRY: &str = "gather";
+/// Workgroup size of the gather stage (`GATHER_WORKGROUP` in the WGSL).
+pub const GATHER_WORKGROUP: u32 = 64;
+
+/// The refit stage: BVH boxes, one level per dispatch (mirrored by
+/// `Bvh::refit_boxes` in `src/bvh/refit.rs`).
+pub const REFIT: &str = include_str!("../shaders/refit.wgsl");
+/// Entry point of the refit stage.
+pub const REFIT_ENTRY: &str = "refit";
+/// Workgroup size of the refit stage (`REFIT_WORKGROUP` in the WGSL).
+pub const REFIT_WORKGROUP: u32 = 64;
+
 /// Entry point of the BVH traversal stage.
 pub const BVH_TRAVERSE_ENTRY: &str = "bvh_traverse";
 /// Workgroup size of the BVH traversal stage (`WORKGROUP_SIZE` in the WGSL).
@@ -60,11 +76,23 @@ pub fn instance_traverse_module() -> String {
     .join("\n")
 }
 
+/// The complete WGSL module of the gather stage.
+pub fn gather_module() -> String {
+    [TYPES, GATHER].join("\n")
+}
+
+/// The complete WGSL module of the refit stage.
+pub fn refit_module() -> String {
+    [TYPES, REFIT].join("\n")
+}
+
 /// Every complete module, by name (used by the naga validation test).
 pub fn all_modules() -> Vec<(&'static str, String)> {
     vec![
         ("brute_force", brute_force_module()),
         ("bvh_traverse", bvh_traverse_module()),
         ("instance_traverse", instance_traverse_module()),
+        ("gather", gather_module()),
+        ("refit", refit_module()),
     ]
 }

@@ -283,3 +283,46 @@ const _: () = assert!(std::mem::size_of::<TraceParams>() == 48);
 const _: () = assert!(std::mem::align_of::<Ray>() == 4);
 const _: () = assert!(std::mem::size_of::<PackedInstance>() == 64);
 const _: () = assert!(std::mem::size_of::<InstanceHitRecord>() == 32);
+
+/// Parameters of the gather stage (`shaders/gather.wgsl`, a uniform buffer): how to
+/// read triangles from a renderer's vertex and index buffers (see
+/// [`crate::gather::MeshLayout`]). Offsets and strides are in 4-byte words.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GatherParams {
+    /// Word of the first vertex's position in the vertex buffer.
+    pub vertex_offset: u32,
+    /// Words from one vertex's position to the next.
+    pub vertex_stride: u32,
+    /// Vertices that may be referenced (an index + base vertex at or past this is
+    /// out of range).
+    pub vertex_count: u32,
+    /// 1 for 16-bit indices, 0 for 32-bit.
+    pub index_u16: u32,
+    /// Position (in indices, not bytes) of the first index in the index buffer.
+    pub index_first: u32,
+    /// Output slots (triangles written) of this dispatch.
+    pub slot_count: u32,
+    /// Added to every index (may be negative), as in an indexed draw.
+    pub base_vertex: i32,
+    /// 1: slot `j` takes triangle `order[j]`; 0: slot `j` takes triangle `j`.
+    pub use_order: u32,
+}
+
+/// Parameters of one refit dispatch (`shaders/refit.wgsl`, a uniform buffer): the
+/// nodes of one tree level.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct RefitParams {
+    /// First entry of this level in the level node list.
+    pub first: u32,
+    /// Nodes in this level.
+    pub count: u32,
+    /// Padding to 16 bytes.
+    pub _pad0: u32,
+    /// Padding to 16 bytes.
+    pub _pad1: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<GatherParams>() == 32);
+const _: () = assert!(std::mem::size_of::<RefitParams>() == 16);

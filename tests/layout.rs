@@ -5,8 +5,8 @@ use std::mem::{offset_of, size_of};
 
 use raypick::shaders;
 use raypick::types::{
-    BvhChild, BvhNode, Hit, InstanceHitRecord, PackedInstance, PackedTriangle, Ray, TraceParams,
-    TraverseParams,
+    BvhChild, BvhNode, GatherParams, Hit, InstanceHitRecord, PackedInstance, PackedTriangle, Ray,
+    RefitParams, TraceParams, TraverseParams,
 };
 
 fn parse(source: &str, name: &str) -> naga::Module {
@@ -60,6 +60,21 @@ fn shared_structs_match_rust() {
         ]
     );
     assert_layout!(&module, BvhChild, [lo, index, hi, count]);
+    assert_layout!(
+        &module,
+        GatherParams,
+        [
+            vertex_offset,
+            vertex_stride,
+            vertex_count,
+            index_u16,
+            index_first,
+            slot_count,
+            base_vertex,
+            use_order
+        ]
+    );
+    assert_layout!(&module, RefitParams, [first, count, _pad0, _pad1]);
     assert_layout!(&module, BvhNode, [children]);
     assert_layout!(
         &module,
@@ -169,5 +184,24 @@ fn instance_traversal_constants_match_rust() {
     assert_eq!(
         constant("WORKGROUP_SIZE"),
         U32(shaders::INSTANCE_TRAVERSE_WORKGROUP)
+    );
+}
+
+#[test]
+fn gather_and_refit_constants_match_rust() {
+    use naga::Literal::U32;
+    let gather = parse(&shaders::gather_module(), "gather");
+    assert_eq!(
+        literal(&gather, "GATHER_WORKGROUP"),
+        U32(shaders::GATHER_WORKGROUP)
+    );
+    assert_eq!(
+        literal(&gather, "NO_VERTEX"),
+        U32(raypick::cpu::gather::NO_VERTEX)
+    );
+    let refit = parse(&shaders::refit_module(), "refit");
+    assert_eq!(
+        literal(&refit, "REFIT_WORKGROUP"),
+        U32(shaders::REFIT_WORKGROUP)
     );
 }

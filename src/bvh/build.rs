@@ -129,7 +129,7 @@ impl Aabb {
 
 /// The box of a packed triangle (its three vertices),
 /// padded outward so that rounding in box tests can never cull a hit.
-fn triangle_box(tri: &PackedTriangle) -> (Vec3, Vec3) {
+pub(crate) fn triangle_box(tri: &PackedTriangle) -> (Vec3, Vec3) {
     let (a, b, c) = (tri.v0, tri.v1, tri.v2);
     pad(a.min(b).min(c), a.max(b).max(c))
 }

@@ -15,10 +15,12 @@
 pub mod build;
 mod morton;
 mod nodes;
+pub mod refit;
 mod split;
 mod validate;
 
 pub use build::BuildOptions;
+pub use refit::{RefitError, Refitted};
 pub use split::BvhChunk;
 pub use validate::BvhError;
 

@@ -6,8 +6,10 @@
 
 pub mod brute_force;
 pub mod bvh_traverse;
+pub mod gather;
 pub mod intersect;
 pub mod moller_trumbore;
+mod refit;
 mod simd;
 pub mod watertight;
 pub mod wide_bvh;

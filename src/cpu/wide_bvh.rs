@@ -55,6 +55,8 @@ pub struct WideBvh {
     pub(crate) nodes: Vec<WideNode>,
     pub(crate) blocks: Vec<LeafBlock>,
     pub(crate) mesh_triangles: usize,
+    /// The binary tree it was collapsed from, kept only by [`WideBvh::refittable`].
+    pub(crate) binary: Option<std::sync::Arc<Bvh>>,
 }
 
 impl WideBvh {

@@ -14,7 +14,7 @@ use crate::prepare::pack_mesh;
 use crate::types::{BvhNode, PackedTriangle};
 
 /// A run of consecutive triangles in one storage buffer (brute force).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct TriangleChunk {
     pub(crate) buffer: wgpu::Buffer,
     /// Id of the first triangle.
@@ -24,14 +24,14 @@ pub(crate) struct TriangleChunk {
 }
 
 /// One self-contained piece of a BVH in GPU memory.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct BvhBuffers {
     pub(crate) nodes: wgpu::Buffer,
     pub(crate) triangles: wgpu::Buffer,
 }
 
 /// What a mesh holds on the GPU.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Content {
     /// Triangles in id order, split across buffers of at most one binding.
     Brute(Vec<TriangleChunk>),
@@ -52,9 +52,11 @@ pub(crate) enum Content {
 pub struct GpuMesh {
     pub(crate) content: Content,
     pub(crate) context_id: u64,
-    triangle_count: usize,
+    pub(crate) triangle_count: usize,
     /// Brute force: the packed triangles in id order (a BVH keeps its own copy).
-    host_triangles: Option<Arc<[PackedTriangle]>>,
+    pub(crate) host_triangles: Option<Arc<[PackedTriangle]>>,
+    /// Set for a mesh read from a renderer's buffers (what a GPU refit needs).
+    pub(crate) gathered: Option<Box<super::gather::Gathered>>,
 }
 
 impl GpuMesh {
@@ -118,8 +120,7 @@ impl GpuContext {
     pub fn upload_packed(&self, triangles: &[PackedTriangle]) -> Result<GpuMesh> {
         self.errors.check()?;
         self.check_mesh_bytes(std::mem::size_of_val(triangles) as u64)?;
-        let per_chunk =
-            (self.max_binding_bytes() as usize / std::mem::size_of::<PackedTriangle>()).max(1);
+        let per_chunk = self.triangles_per_chunk();
         let chunks = self.scoped(|| {
             triangles
                 .chunks(per_chunk)
@@ -136,6 +137,7 @@ impl GpuContext {
             context_id: self.id,
             triangle_count: triangles.len(),
             host_triangles: Some(triangles.into()),
+            gathered: None,
         })
     }
 
@@ -143,11 +145,7 @@ impl GpuContext {
     /// the CPU too). A BVH larger than one storage binding is split into subtrees.
     pub fn upload_bvh(&self, bvh: Arc<Bvh>) -> Result<GpuMesh> {
         self.errors.check()?;
-        let bytes = self.max_binding_bytes() as usize;
-        let pieces = bvh.split(
-            (bytes / std::mem::size_of::<BvhNode>()).max(1),
-            (bytes / std::mem::size_of::<PackedTriangle>()).max(1),
-        );
+        let pieces = self.split_bvh(&bvh);
         self.check_mesh_bytes(
             pieces
                 .iter()
@@ -176,7 +174,22 @@ impl GpuContext {
             context_id: self.id,
             triangle_count: bvh.mesh_triangle_count(),
             host_triangles: None,
+            gathered: None,
         })
+    }
+
+    /// The BVH in pieces of at most one storage binding each.
+    pub(crate) fn split_bvh(&self, bvh: &Bvh) -> Vec<crate::bvh::BvhChunk> {
+        let bytes = self.max_binding_bytes() as usize;
+        bvh.split(
+            (bytes / std::mem::size_of::<BvhNode>()).max(1),
+            (bytes / std::mem::size_of::<PackedTriangle>()).max(1),
+        )
+    }
+
+    /// Triangles per brute-force chunk (one storage binding).
+    pub(crate) fn triangles_per_chunk(&self) -> usize {
+        (self.max_binding_bytes() as usize / std::mem::size_of::<PackedTriangle>()).max(1)
     }
 
     /// A read-only storage buffer holding `contents` (at least one 64-byte element:

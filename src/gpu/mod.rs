@@ -7,9 +7,11 @@
 
 mod adapters;
 mod context;
+mod gather;
 mod mesh;
 mod pipelines;
 pub(crate) mod readback;
+mod refit;
 mod trace;
 
 pub use adapters::{AdapterReport, AutoChoice, ComputeLimits, auto_choice, list_adapters};
@@ -17,4 +19,8 @@ pub use context::{
     AdapterSummary, DEFAULT_MAX_TRAVERSAL_STEPS, DEFAULT_MAX_TRIANGLES_PER_DISPATCH, GpuContext,
     GpuOptions,
 };
+pub(crate) use gather::CpuCopy;
+pub use gather::MeshBuffers;
+pub(crate) use mesh::Content as MeshContent;
 pub use mesh::GpuMesh;
+pub(crate) use trace::{Scratch, finish_on_cpu};

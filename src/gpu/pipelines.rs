@@ -15,6 +15,10 @@ pub(crate) struct Pipelines {
     /// `shaders/instance_traverse.wgsl`, compiled on first use (see
     /// [`Pipelines::instance_traverse`]).
     instance_traverse: std::sync::OnceLock<wgpu::ComputePipeline>,
+    /// `shaders/gather.wgsl`.
+    pub(crate) gather: wgpu::ComputePipeline,
+    /// `shaders/refit.wgsl`.
+    pub(crate) refit: wgpu::ComputePipeline,
 }
 
 impl Pipelines {
@@ -33,6 +37,18 @@ impl Pipelines {
                 shaders::BVH_TRAVERSE_ENTRY,
             )?,
             instance_traverse: Default::default(),
+            gather: pipeline(
+                device,
+                "gather",
+                shaders::gather_module(),
+                shaders::GATHER_ENTRY,
+            )?,
+            refit: pipeline(
+                device,
+                "refit",
+                shaders::refit_module(),
+                shaders::REFIT_ENTRY,
+            )?,
         })
     }
 

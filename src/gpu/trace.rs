@@ -22,16 +22,16 @@ const HIT_BYTES: u64 = std::mem::size_of::<Hit>() as u64;
 /// Buffers reused across trace calls, sized for `capacity` rays per dispatch.
 #[derive(Debug)]
 pub(crate) struct Scratch {
-    capacity: usize,
+    pub(crate) capacity: usize,
     params: wgpu::Buffer,
-    rays: wgpu::Buffer,
+    pub(crate) rays: wgpu::Buffer,
     hits: wgpu::Buffer,
-    staging: wgpu::Buffer,
-    sanitized: Vec<Ray>,
+    pub(crate) staging: wgpu::Buffer,
+    pub(crate) sanitized: Vec<Ray>,
 }
 
 impl Scratch {
-    fn new(device: &wgpu::Device, capacity: usize) -> Self {
+    pub(crate) fn new(device: &wgpu::Device, capacity: usize) -> Self {
         let buffer = |label, size, usage| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -159,8 +159,10 @@ impl GpuContext {
                 hits.copy_from_slice(bytemuck::cast_slice(&view));
             }
             scratch.staging.unmap();
-            if let Content::Bvh { cpu, .. } = &mesh.content {
-                finish_on_cpu(cpu, &scratch.sanitized, hits, options);
+            if let Content::Bvh { cpu, chunks } = &mesh.content {
+                let copy = mesh.gathered.as_ref().map(|g| g.copy.as_ref());
+                let tree = self.finishing_tree(cpu, chunks, copy, hits)?;
+                finish_on_cpu(&tree, &scratch.sanitized, hits, options);
             }
         }
         self.errors.check()
@@ -168,7 +170,7 @@ impl GpuContext {
 
     /// Brute force over the ray batch in `scratch`: one dispatch per range of at
     /// most `max_triangles_per_dispatch` triangles, in id order.
-    fn dispatch_brute_force(
+    pub(crate) fn dispatch_brute_force(
         &self,
         chunks: &[TriangleChunk],
         ray_count: usize,
@@ -210,7 +212,7 @@ impl GpuContext {
     }
 
     /// BVH traversal over the ray batch in `scratch`: one dispatch per BVH chunk.
-    fn dispatch_bvh(
+    pub(crate) fn dispatch_bvh(
         &self,
         chunks: &[BvhBuffers],
         ray_count: usize,
@@ -307,7 +309,7 @@ impl GpuContext {
 
 /// Completes on the CPU the rays the GPU reported as [`UNFINISHED`] (out of loop
 /// steps), with the same traversal.
-fn finish_on_cpu(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) {
+pub(crate) fn finish_on_cpu(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) {
     let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
     hits.par_iter_mut()
         .zip(rays)

@@ -270,3 +270,31 @@ pub fn decode_png(bytes: &[u8]) -> raypick::render::Image {
         pixels,
     }
 }
+
+/// A device and queue opened the way a renderer opens its own (default limits), or
+/// `None` when there is no adapter (a failure with `RAYPICK_REQUIRE_GPU=1`).
+pub struct Renderer {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub adapter: wgpu::AdapterInfo,
+}
+
+pub fn renderer() -> Option<&'static Renderer> {
+    static RENDERER: OnceLock<Option<Renderer>> = OnceLock::new();
+    let renderer = RENDERER.get_or_init(|| {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(instance.request_adapter(&Default::default())).ok()?;
+        let (device, queue) =
+            pollster::block_on(adapter.request_device(&Default::default())).ok()?;
+        Some(Renderer {
+            device,
+            queue,
+            adapter: adapter.get_info(),
+        })
+    });
+    if renderer.is_none() && std::env::var("RAYPICK_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("RAYPICK_REQUIRE_GPU=1 but no GPU adapter could be opened");
+    }
+    renderer.as_ref()
+}

@@ -1,0 +1,81 @@
+//! Following vertex motion on the GPU.
+//!
+//! For a mesh uploaded from the CPU ([`GpuContext::upload`]) the refit runs on the
+//! CPU ([`Bvh::refit`](crate::bvh::Bvh::refit) on the kept copy) and the new nodes
+//! and triangles are written over the old buffers (no new allocation, no readback).
+//! A mesh gathered from a renderer's buffers is refitted on the GPU instead (see
+//! [`GpuContext::refit_gathered`]).
+
+use std::sync::Arc;
+
+use super::mesh::Content;
+use super::{GpuContext, GpuMesh};
+use crate::Mesh;
+use crate::bvh::{Bvh, RefitError, Refitted};
+use crate::error::{Error, Result};
+use crate::prepare::pack_mesh;
+
+impl GpuContext {
+    /// Moves an uploaded mesh to `mesh`'s vertex positions (same triangles): brute
+    /// force writes the packed triangles again; a BVH is refitted on the CPU copy
+    /// and its buffers are overwritten in place (or, when a triangle left out as
+    /// degenerate can now be hit, built and uploaded again: [`Refitted::Rebuilt`]).
+    /// The next trace sees the new positions (writes are queued before any later
+    /// submission).
+    pub fn refit(&self, uploaded: &mut GpuMesh, mesh: &Mesh) -> Result<Refitted> {
+        if uploaded.context_id != self.id {
+            return Err(Error::WrongBackend);
+        }
+        if mesh.triangle_count() != uploaded.triangle_count() {
+            return Err(RefitError::TriangleCount {
+                mesh: mesh.triangle_count(),
+                tree: uploaded.triangle_count(),
+            }
+            .into());
+        }
+        self.errors.check()?;
+        if uploaded.gathered.is_some() {
+            return Err(Error::Unsupported(
+                "a mesh gathered from GPU buffers is refitted with refit_gathered".into(),
+            ));
+        }
+        match &mut uploaded.content {
+            Content::Brute(chunks) => {
+                let packed = pack_mesh(mesh);
+                for (chunk, tris) in chunks.iter().zip(packed.chunks(self.triangles_per_chunk())) {
+                    self.queue
+                        .write_buffer(&chunk.buffer, 0, bytemuck::cast_slice(tris));
+                }
+                uploaded.host_triangles = Some(packed.into());
+            }
+            Content::Bvh { chunks, cpu } => {
+                match Arc::make_mut(cpu).refit(mesh) {
+                    Ok(()) => {}
+                    Err(RefitError::NoLeafFor(_)) => {
+                        *uploaded = self.upload_bvh(Arc::new(Bvh::build(mesh)))?;
+                        return Ok(Refitted::Rebuilt);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+                for (buffers, piece) in chunks.iter().zip(self.split_bvh(cpu)) {
+                    if !piece.nodes.is_empty() {
+                        self.queue.write_buffer(
+                            &buffers.nodes,
+                            0,
+                            bytemuck::cast_slice(&piece.nodes),
+                        );
+                    }
+                    if !piece.triangles.is_empty() {
+                        self.queue.write_buffer(
+                            &buffers.triangles,
+                            0,
+                            bytemuck::cast_slice(&piece.triangles),
+                        );
+                    }
+                }
+            }
+        }
+        self.errors.check()?;
+        Ok(Refitted::Refit)
+    }
+}
