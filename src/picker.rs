@@ -1,6 +1,7 @@
 //! The high-level entry point: one [`Picker`] over either backend.
 
 use crate::Mesh;
+use crate::all_hits::AllHits;
 use crate::cpu::{CpuBackend, CpuMesh};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuContext, GpuMesh};
@@ -177,6 +178,57 @@ impl Picker {
                 Ok(())
             }
             (Engine::Gpu(gpu), PickMesh::Gpu(mesh)) => gpu.trace_into(mesh, rays, options, hits),
+            _ => Err(Error::WrongBackend),
+        }
+    }
+
+    /// Whether each ray hits anything: `occluded(..)[i] == trace(..)[i].is_hit()`
+    /// for every ray, found faster (each ray stops at its first accepted hit) — the
+    /// query for shadow and visibility rays. Culling and test as in `options`.
+    pub fn occluded(
+        &self,
+        mesh: &PickMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+    ) -> Result<Vec<bool>> {
+        match (&self.engine, mesh) {
+            (Engine::Cpu(cpu), PickMesh::Cpu(mesh)) => Ok(cpu.occluded(mesh, rays, options)),
+            (Engine::Gpu(gpu), PickMesh::Gpu(mesh)) => gpu.occluded(mesh, rays, options),
+            _ => Err(Error::WrongBackend),
+        }
+    }
+
+    /// The `max_hits` nearest hits of each ray, sorted by `(t, id)`, and whether
+    /// there were more (see [`AllHits`]); the first is the ray's closest hit. Fails
+    /// when `max_hits` is 0 or (GPU) `max_hits` hits of one ray do not fit one
+    /// storage binding.
+    ///
+    /// ```
+    /// use raypick::{Backend, Mesh, Picker, Ray, TraceOptions};
+    /// use glam::Vec3;
+    ///
+    /// // Three parallel triangles at z = 0, 1, 2, crossed by one ray from above.
+    /// let tri = |z: f32| [Vec3::new(0.0, 0.0, z), Vec3::new(1.0, 0.0, z), Vec3::new(0.0, 1.0, z)];
+    /// let mesh = Mesh::from_triangles(&[tri(0.0), tri(1.0), tri(2.0)]);
+    /// let picker = Picker::new(Backend::Cpu)?;
+    /// let uploaded = picker.upload(&mesh)?;
+    /// let ray = Ray::new(Vec3::new(0.25, 0.25, 5.0), Vec3::NEG_Z);
+    /// let all = picker.trace_all(&uploaded, &[ray], 2, &TraceOptions::default())?;
+    /// let prims: Vec<u32> = all.hits_of(0).iter().map(|h| h.prim).collect();
+    /// assert_eq!(prims, [2, 1]); // the nearest two
+    /// assert!(all.is_truncated(0)); // triangle 0 was left out
+    /// # Ok::<(), raypick::Error>(())
+    /// ```
+    pub fn trace_all(
+        &self,
+        mesh: &PickMesh,
+        rays: &[Ray],
+        max_hits: usize,
+        options: &TraceOptions,
+    ) -> Result<AllHits> {
+        match (&self.engine, mesh) {
+            (Engine::Cpu(cpu), PickMesh::Cpu(mesh)) => cpu.trace_all(mesh, rays, max_hits, options),
+            (Engine::Gpu(gpu), PickMesh::Gpu(mesh)) => gpu.trace_all(mesh, rays, max_hits, options),
             _ => Err(Error::WrongBackend),
         }
     }
