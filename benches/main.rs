@@ -12,6 +12,7 @@
 //! cargo bench --bench main -- pick_latency
 //! cargo bench --bench main -- brute_force
 //! cargo bench --bench main -- mode_cost           # watertight vs fast test
+//! cargo bench --bench main -- queries             # closest vs any hit vs all hits
 //! ```
 //!
 //! Groups:
@@ -23,6 +24,8 @@
 //! * `brute_force/...`: ~10k triangles × 64k rays, CPU 1 and 2 threads, GPU.
 //! * `mode_cost/...`: watertight vs fast test, CPU BVH (1M triangles, both ray sets)
 //!   and brute force (10k triangles, CPU and GPU).
+//! * `queries/shadow_100k_tris`: closest hit, any hit and the 4 nearest hits of
+//!   shadow rays on the built-in scene, CPU BVH (2 threads) and GPU BVH.
 //! * `scale_build/{1k,10k,100k,1M}_tris`, `scale_trace/{1k,10k,100k,1M}_tris`:
 //!   preparation time and trace rate of brute force and the BVH on the CPU and the
 //!   GPU across mesh sizes (`scaling`).
@@ -36,6 +39,7 @@ mod brute_force;
 mod bvh;
 mod compare;
 mod modes;
+mod queries;
 mod scaling;
 mod support;
 
@@ -48,6 +52,7 @@ criterion_group!(
     bvh::pick,
     brute_force::brute_force,
     modes::mode_cost,
+    queries::queries,
     scaling::build,
     scaling::trace
 );

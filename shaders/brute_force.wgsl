@@ -18,9 +18,10 @@
 // QUERY_ANY: the first accepted hit, in `hits` (which one is not defined; the host
 // reads only whether there is one); a ray stops testing once it has one.
 // QUERY_ALL: the `max_hits` nearest hits in the ray's slots of `all_hits` (see
-// hit_list.wgsl) and the list state in `hits[ray].prim`. Each triangle can move up to
-// `max_hits - 1` listed hits, so the host gives such a dispatch proportionally fewer
-// triangles to stay under the loop limit above.
+// hit_list.wgsl) and the list state in `hits[ray].prim`. Each accepted triangle
+// enters the list's loop and can move up to `max_hits - 1` listed hits, so the host
+// gives such a dispatch `max_hits + 1` times fewer triangles, to stay under the loop
+// limit above.
 
 @group(0) @binding(0) var<uniform> params: TraceParams;
 @group(0) @binding(1) var<storage, read> triangles: array<PackedTriangle>;
@@ -62,19 +63,23 @@ fn brute_force(
         }
         workgroupBarrier();
         let count = min(WORKGROUP_SIZE, params.tri_count - base);
-        if !done {
+        // One loop per kind of query: a driver that runs both sides of a branch
+        // under a mask then enters the list's loop once per tile, not per triangle.
+        if !done && params.query == QUERY_ALL {
             for (var j = 0u; j < count; j++) {
                 let c = intersect(ray, frame, tile[j], params.cull, best.t, params.one, params.mode);
                 if c.accepted {
-                    let hit = Hit(c.t, c.u, c.v, params.tri_base + base + j);
-                    if params.query == QUERY_ALL {
-                        list_insert(first, params.max_hits, &state, hit);
-                    } else {
-                        best = hit;
-                        if params.query == QUERY_ANY {
-                            done = true;
-                            break;
-                        }
+                    list_insert(first, params.max_hits, &state, Hit(c.t, c.u, c.v, params.tri_base + base + j));
+                }
+            }
+        } else if !done {
+            for (var j = 0u; j < count; j++) {
+                let c = intersect(ray, frame, tile[j], params.cull, best.t, params.one, params.mode);
+                if c.accepted {
+                    best = Hit(c.t, c.u, c.v, params.tri_base + base + j);
+                    if params.query == QUERY_ANY {
+                        done = true;
+                        break;
                     }
                 }
             }

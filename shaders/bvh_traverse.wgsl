@@ -144,23 +144,32 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 if t_entry - abs(t_entry) * BOX_MARGIN > bound {
                     continue; // a nearer leaf already beat this one
                 }
-                for (var i = child.index; i < child.index + child.count; i++) {
-                    steps += 1u;
-                    let tri = triangles[i];
-                    let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
-                    if !cand.accepted {
-                        continue;
+                // One loop per kind of query: a driver that runs both sides of a
+                // branch under a mask then enters the list's loop once per leaf, not
+                // per triangle. Entering it and each hit it moves count as steps.
+                if listing {
+                    for (var i = child.index; i < child.index + child.count; i++) {
+                        steps += 1u;
+                        let tri = triangles[i];
+                        let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
+                        if cand.accepted {
+                            let hit = Hit(cand.t, cand.u, cand.v, tri.id);
+                            steps += 1u + list_insert(first, params.max_hits, &state, hit);
+                            bound = list_bound(first, params.max_hits, state, params.miss_t);
+                        }
                     }
-                    let hit = Hit(cand.t, cand.u, cand.v, tri.id);
-                    if listing {
-                        steps += list_insert(first, params.max_hits, &state, hit);
-                        bound = list_bound(first, params.max_hits, state, params.miss_t);
-                    } else if nearer(cand.t, tri.id, best) {
-                        best = hit;
-                        bound = best.t;
-                        if params.query == QUERY_ANY {
-                            done = true;
-                            break;
+                } else {
+                    for (var i = child.index; i < child.index + child.count; i++) {
+                        steps += 1u;
+                        let tri = triangles[i];
+                        let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
+                        if cand.accepted && nearer(cand.t, tri.id, best) {
+                            best = Hit(cand.t, cand.u, cand.v, tri.id);
+                            bound = best.t;
+                            if params.query == QUERY_ANY {
+                                done = true;
+                                break;
+                            }
                         }
                     }
                 }

@@ -344,3 +344,31 @@ fn split_batches_give_the_same_answers() {
         }
     }
 }
+
+/// Some drivers stop a shader loop after 65,535 iterations in total: lists over
+/// meshes past that are still complete (every triangle offered, the highest ids too).
+#[test]
+fn lists_over_meshes_beyond_65536_triangles_are_complete() {
+    if gpu().is_none() {
+        return;
+    }
+    let grid = scene::grid(130, 130, 4.0); // 33,800 triangles, twice: ties everywhere
+    let mesh = scene::concat(&[grid.clone(), grid]);
+    assert!(mesh.triangle_count() > 65_536);
+    let rays = scene::camera_rays(mesh.bounds().unwrap(), 32, 24);
+    let options = TraceOptions::default();
+    for max_hits in [1, 4] {
+        let expected = trace_all(CPU_BRUTE, &mesh, &rays, max_hits, &options);
+        let highest = (0..rays.len())
+            .flat_map(|i| expected.hits_of(i).iter().map(|h| h.prim))
+            .max()
+            .unwrap();
+        assert!(highest > 65_536 || max_hits == 1, "max id {highest}");
+        for engine in engines().into_iter().filter(|&e| e != CPU_BRUTE) {
+            let got = trace_all(engine, &mesh, &rays, max_hits, &options);
+            assert_eq!(got, expected, "{engine:?} K={max_hits}");
+        }
+        let listed: usize = (0..rays.len()).map(|i| expected.count(i)).sum();
+        assert!(listed > rays.len() / 4, "{listed} hits listed");
+    }
+}
