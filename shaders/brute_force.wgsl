@@ -14,8 +14,8 @@
 // llvmpipe) stop a loop after 65,535 iterations in total, which would silently skip
 // triangles.
 //
-// `query` selects what is kept. QUERY_CLOSEST: the nearest hit, in `hits`.
-// QUERY_ANY: the first accepted hit, in `hits` (which one is not defined; the host
+// QUERY (a pipeline constant) selects what is kept. QUERY_CLOSEST: the nearest hit,
+// in `hits`. QUERY_ANY: the first accepted hit, in `hits` (which one is not defined; the host
 // reads only whether there is one); a ray stops testing once it has one.
 // QUERY_ALL: the `max_hits` nearest hits in the ray's slots of `all_hits` (see
 // hit_list.wgsl) and the list state in `hits[ray].prim`. Each accepted triangle
@@ -47,14 +47,14 @@ fn brute_force(
         ray = rays[ray_index];
         if params.accumulate != 0u {
             best = hits[ray_index];
-            if params.query == QUERY_ALL {
+            if QUERY == QUERY_ALL {
                 state = best.prim;
                 best.prim = MISS;
             }
         }
     }
     // No more tests for this ray: out of range, or a hit found for QUERY_ANY.
-    var done = !in_range || (params.query == QUERY_ANY && best.prim != MISS);
+    var done = !in_range || (QUERY == QUERY_ANY && best.prim != MISS);
     let first = ray_index * params.max_hits;
     let frame = ray_frame(ray);
     for (var base = 0u; base < params.tri_count; base += WORKGROUP_SIZE) {
@@ -63,9 +63,9 @@ fn brute_force(
         }
         workgroupBarrier();
         let count = min(WORKGROUP_SIZE, params.tri_count - base);
-        // One loop per kind of query: a driver that runs both sides of a branch
-        // under a mask then enters the list's loop once per tile, not per triangle.
-        if !done && params.query == QUERY_ALL {
+        // One loop per kind of query (QUERY is fixed when the pipeline is built, so
+        // only one remains).
+        if !done && QUERY == QUERY_ALL {
             for (var j = 0u; j < count; j++) {
                 let c = intersect(ray, frame, tile[j], params.cull, best.t, params.one, params.mode);
                 if c.accepted {
@@ -77,7 +77,7 @@ fn brute_force(
                 let c = intersect(ray, frame, tile[j], params.cull, best.t, params.one, params.mode);
                 if c.accepted {
                     best = Hit(c.t, c.u, c.v, params.tri_base + base + j);
-                    if params.query == QUERY_ANY {
+                    if QUERY == QUERY_ANY {
                         done = true;
                         break;
                     }
@@ -87,7 +87,7 @@ fn brute_force(
         workgroupBarrier();
     }
     if in_range {
-        if params.query == QUERY_ALL {
+        if QUERY == QUERY_ALL {
             best = Hit(params.miss_t, 0.0, 0.0, state);
         }
         hits[ray_index] = best;

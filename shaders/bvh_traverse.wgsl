@@ -14,7 +14,8 @@
 // best hit so far comes from the hit buffer (earlier chunks of a BVH too large for
 // one binding).
 //
-// `query` selects what is kept (see brute_force.wgsl): the nearest hit, any hit (the
+// QUERY (a pipeline constant) selects what is kept (see brute_force.wgsl): the
+// nearest hit, any hit (the
 // traversal ends at the first accepted one), or the `max_hits` nearest in `all_hits`
 // with the list state in `hits[ray].prim` (moves of listed hits count as loop steps).
 // Subtrees are skipped when entered beyond `bound`: the nearest hit's t, +inf for
@@ -62,7 +63,7 @@ fn nearer(t: f32, id: u32, best: Hit) -> bool {
 // Writes a ray's result: `best`, or for QUERY_ALL the list state (UNFINISHED when
 // `best` says so).
 fn finish(ray_index: u32, best: Hit, state: u32) {
-    if params.query == QUERY_ALL && best.prim != UNFINISHED {
+    if QUERY == QUERY_ALL && best.prim != UNFINISHED {
         hits[ray_index] = Hit(params.miss_t, 0.0, 0.0, state);
     } else {
         hits[ray_index] = best;
@@ -76,7 +77,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let ray = rays[ray_index];
-    let listing = params.query == QUERY_ALL;
+    let listing = QUERY == QUERY_ALL;
     let first = ray_index * params.max_hits;
     var best = Hit(params.miss_t, 0.0, 0.0, MISS);
     var state = 0u; // the list state of QUERY_ALL
@@ -85,7 +86,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         if best.prim == UNFINISHED {
             return;
         }
-        if params.query == QUERY_ANY && best.prim != MISS {
+        if QUERY == QUERY_ANY && best.prim != MISS {
             return; // an earlier chunk found a hit
         }
         if listing {
@@ -144,9 +145,9 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 if t_entry - abs(t_entry) * BOX_MARGIN > bound {
                     continue; // a nearer leaf already beat this one
                 }
-                // One loop per kind of query: a driver that runs both sides of a
-                // branch under a mask then enters the list's loop once per leaf, not
-                // per triangle. Entering it and each hit it moves count as steps.
+                // One loop per kind of query (QUERY is fixed when the pipeline is
+                // built, so only one remains). Entering the list's loop and each hit
+                // it moves count as steps.
                 if listing {
                     for (var i = child.index; i < child.index + child.count; i++) {
                         steps += 1u;
@@ -166,7 +167,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                         if cand.accepted && nearer(cand.t, tri.id, best) {
                             best = Hit(cand.t, cand.u, cand.v, tri.id);
                             bound = best.t;
-                            if params.query == QUERY_ANY {
+                            if QUERY == QUERY_ANY {
                                 done = true;
                                 break;
                             }

@@ -131,19 +131,19 @@ pub struct TraceParams {
     pub tri_first: u32,
     /// Triangle test: 0 fast, 1 watertight (see [`crate::Mode`]).
     pub mode: u32,
-    /// What is sought: [`QUERY_CLOSEST`], [`QUERY_ANY`] or [`QUERY_ALL`].
-    pub query: u32,
     /// Slots per ray of the all-hits list ([`QUERY_ALL`]).
     pub max_hits: u32,
+    /// Padding to 16 bytes.
+    pub _pad1: u32,
     /// Padding to 16 bytes.
     pub _pad2: u32,
 }
 
-/// `query` of a dispatch: the nearest hit per ray.
+/// `QUERY` (a pipeline constant of both stages): the nearest hit per ray.
 pub const QUERY_CLOSEST: u32 = 0;
-/// `query` of a dispatch: whether a ray hits anything (stops at the first accepted hit).
+/// `QUERY`: whether a ray hits anything (stops at the first accepted hit).
 pub const QUERY_ANY: u32 = 1;
-/// `query` of a dispatch: the `max_hits` nearest hits per ray, sorted by `(t, id)`.
+/// `QUERY`: the `max_hits` nearest hits per ray, sorted by `(t, id)`.
 pub const QUERY_ALL: u32 = 2;
 
 /// Flag in the per-ray state of the all-hits query: more hits exist than the list
@@ -220,22 +220,14 @@ pub struct TraverseParams {
     pub max_steps: u32,
     /// Triangle test: 0 fast, 1 watertight (see [`crate::Mode`]).
     pub mode: u32,
-    /// What is sought: [`QUERY_CLOSEST`], [`QUERY_ANY`] or [`QUERY_ALL`].
-    pub query: u32,
     /// Slots per ray of the all-hits list ([`QUERY_ALL`]).
     pub max_hits: u32,
-    /// Padding to 16 bytes.
-    pub _pad1: u32,
-    /// Padding to 16 bytes.
-    pub _pad2: u32,
-    /// Padding to 16 bytes.
-    pub _pad3: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Ray>() == 32);
 const _: () = assert!(std::mem::size_of::<BvhChild>() == 32);
 const _: () = assert!(std::mem::size_of::<BvhNode>() == 64);
-const _: () = assert!(std::mem::size_of::<TraverseParams>() == 48);
+const _: () = assert!(std::mem::size_of::<TraverseParams>() == 32);
 const _: () = assert!(std::mem::size_of::<Hit>() == 16);
 const _: () = assert!(std::mem::size_of::<PackedTriangle>() == 48);
 const _: () = assert!(std::mem::size_of::<TraceParams>() == 48);

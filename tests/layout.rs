@@ -52,8 +52,8 @@ fn shared_structs_match_rust() {
         &module,
         TraceParams,
         [
-            ray_count, tri_count, tri_base, cull, accumulate, miss_t, one, tri_first, mode, query,
-            max_hits, _pad2
+            ray_count, tri_count, tri_base, cull, accumulate, miss_t, one, tri_first, mode,
+            max_hits, _pad1, _pad2
         ]
     );
     assert_layout!(&module, BvhChild, [lo, index, hi, count]);
@@ -62,8 +62,7 @@ fn shared_structs_match_rust() {
         &module,
         TraverseParams,
         [
-            ray_count, cull, accumulate, miss_t, one, max_steps, mode, query, max_hits, _pad1,
-            _pad2, _pad3
+            ray_count, cull, accumulate, miss_t, one, max_steps, mode, max_hits
         ]
     );
 }

@@ -264,10 +264,10 @@ impl GpuContext {
             let query = (output.query(), max_hits as u32);
             match &mesh.content {
                 Content::Brute(chunks) => {
-                    self.dispatch_brute_force(chunks, rays.len(), options, query, scratch)
+                    self.dispatch_brute_force(chunks, rays.len(), options, query, scratch)?
                 }
                 Content::Bvh { chunks, .. } => {
-                    self.dispatch_bvh(chunks, rays.len(), options, query, scratch)
+                    self.dispatch_bvh(chunks, rays.len(), options, query, scratch)?
                 }
             }
             let bytes = rays.len() as u64 * HIT_BYTES;
@@ -328,13 +328,14 @@ impl GpuContext {
         options: &TraceOptions,
         (query, max_hits): (u32, u32),
         scratch: &Scratch,
-    ) {
+    ) -> Result<()> {
         let step = if query == QUERY_ALL {
             (self.max_triangles_per_dispatch() / max_hits.saturating_add(1)).max(1)
         } else {
             self.max_triangles_per_dispatch()
         };
-        let layout = self.pipelines.brute_force.get_bind_group_layout(0);
+        let pipeline = self.pipelines.brute_force(&self.device, query)?;
+        let layout = pipeline.get_bind_group_layout(0);
         let mut passes = Vec::new();
         for chunk in chunks {
             let bind_group = self.bind_group(
@@ -358,7 +359,6 @@ impl GpuContext {
                     one: 1.0,
                     tri_first,
                     mode: options.mode.to_u32(),
-                    query,
                     max_hits,
                     ..Default::default()
                 };
@@ -368,12 +368,13 @@ impl GpuContext {
         let workgroups = (ray_count as u32).div_ceil(BRUTE_FORCE_WORKGROUP);
         let lists = query == QUERY_ALL;
         self.submit_passes(
-            &self.pipelines.brute_force,
+            pipeline,
             passes,
             workgroups,
             (ray_count, lists.then_some(max_hits)),
             scratch,
         );
+        Ok(())
     }
 
     /// BVH traversal over the ray batch in `scratch`: one dispatch per BVH chunk.
@@ -384,8 +385,9 @@ impl GpuContext {
         options: &TraceOptions,
         (query, max_hits): (u32, u32),
         scratch: &Scratch,
-    ) {
-        let layout = self.pipelines.bvh_traverse.get_bind_group_layout(0);
+    ) -> Result<()> {
+        let pipeline = self.pipelines.bvh_traverse(&self.device, query)?;
+        let layout = pipeline.get_bind_group_layout(0);
         let passes = chunks
             .iter()
             .enumerate()
@@ -398,7 +400,6 @@ impl GpuContext {
                     one: 1.0,
                     max_steps: self.max_traversal_steps(),
                     mode: options.mode.to_u32(),
-                    query,
                     max_hits,
                     ..Default::default()
                 };
@@ -419,12 +420,13 @@ impl GpuContext {
         let workgroups = (ray_count as u32).div_ceil(BVH_TRAVERSE_WORKGROUP);
         let lists = query == QUERY_ALL;
         self.submit_passes(
-            &self.pipelines.bvh_traverse,
+            pipeline,
             passes,
             workgroups,
             (ray_count, lists.then_some(max_hits)),
             scratch,
         );
+        Ok(())
     }
 
     fn bind_group(
