@@ -13,6 +13,7 @@
 //! cargo bench --bench main -- brute_force
 //! cargo bench --bench main -- mode_cost           # watertight vs fast test
 //! cargo bench --bench main -- refit               # refit vs rebuild, CPU and GPU
+//! cargo bench --bench main -- queries             # closest vs any hit vs all hits
 //! ```
 //!
 //! Groups:
@@ -25,6 +26,8 @@
 //! * `mode_cost/...`: watertight vs fast test, CPU BVH (1M triangles, both ray sets)
 //!   and brute force (10k triangles, CPU and GPU).
 //! * `refit/1M_tris`: refit vs rebuild after the vertices move, CPU and GPU (`refit`).
+//! * `queries/shadow_100k_tris`: closest hit, any hit and the 4 nearest hits of
+//!   shadow rays on the built-in scene, CPU BVH (2 threads) and GPU BVH.
 //! * `scale_build/{1k,10k,100k,1M}_tris`, `scale_trace/{1k,10k,100k,1M}_tris`:
 //!   preparation time and trace rate of brute force and the BVH on the CPU and the
 //!   GPU across mesh sizes (`scaling`).
@@ -38,6 +41,7 @@ mod brute_force;
 mod bvh;
 mod compare;
 mod modes;
+mod queries;
 mod refit;
 mod scaling;
 mod support;
@@ -52,6 +56,7 @@ criterion_group!(
     brute_force::brute_force,
     modes::mode_cost,
     refit::refit,
+    queries::queries,
     scaling::build,
     scaling::trace
 );

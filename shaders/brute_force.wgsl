@@ -1,5 +1,6 @@
 // Brute force: every ray against every triangle, nearest hit kept.
-// Mirrored by src/cpu/brute_force.rs. Prepended with types.wgsl and the intersection files.
+// Mirrored by src/cpu/brute_force.rs. Prepended with types.wgsl, the intersection
+// files and hit_list.wgsl.
 //
 // One invocation per ray. The workgroup loads triangles into workgroup memory one
 // tile at a time, and every invocation tests its ray against the whole tile.
@@ -12,11 +13,21 @@
 // (`tri_first .. tri_first + tri_count` of the bound buffer): some drivers (Mesa's
 // llvmpipe) stop a loop after 65,535 iterations in total, which would silently skip
 // triangles.
+//
+// QUERY (a pipeline constant) selects what is kept. QUERY_CLOSEST: the nearest hit,
+// in `hits`. QUERY_ANY: the first accepted hit, in `hits` (which one is not defined; the host
+// reads only whether there is one); a ray stops testing once it has one.
+// QUERY_ALL: the `max_hits` nearest hits in the ray's slots of `all_hits` (see
+// hit_list.wgsl) and the list state in `hits[ray].prim`. Each accepted triangle
+// enters the list's loop and can move up to `max_hits - 1` listed hits, so the host
+// gives such a dispatch `max_hits + 1` times fewer triangles, to stay under the loop
+// limit above.
 
 @group(0) @binding(0) var<uniform> params: TraceParams;
 @group(0) @binding(1) var<storage, read> triangles: array<PackedTriangle>;
 @group(0) @binding(2) var<storage, read> rays: array<Ray>;
 @group(0) @binding(3) var<storage, read_write> hits: array<Hit>;
+@group(0) @binding(4) var<storage, read_write> all_hits: array<Hit>;
 
 const WORKGROUP_SIZE: u32 = 64u;
 
@@ -31,12 +42,20 @@ fn brute_force(
     let in_range = ray_index < params.ray_count;
     var ray: Ray;
     var best = Hit(params.miss_t, 0.0, 0.0, MISS);
+    var state = 0u; // the list state of QUERY_ALL
     if in_range {
         ray = rays[ray_index];
         if params.accumulate != 0u {
             best = hits[ray_index];
+            if QUERY == QUERY_ALL {
+                state = best.prim;
+                best.prim = MISS;
+            }
         }
     }
+    // No more tests for this ray: out of range, or a hit found for QUERY_ANY.
+    var done = !in_range || (QUERY == QUERY_ANY && best.prim != MISS);
+    let first = ray_index * params.max_hits;
     let frame = ray_frame(ray);
     for (var base = 0u; base < params.tri_count; base += WORKGROUP_SIZE) {
         if base + lane < params.tri_count {
@@ -44,17 +63,33 @@ fn brute_force(
         }
         workgroupBarrier();
         let count = min(WORKGROUP_SIZE, params.tri_count - base);
-        if in_range {
+        // One loop per kind of query (QUERY is fixed when the pipeline is built, so
+        // only one remains).
+        if !done && QUERY == QUERY_ALL {
+            for (var j = 0u; j < count; j++) {
+                let c = intersect(ray, frame, tile[j], params.cull, best.t, params.one, params.mode);
+                if c.accepted {
+                    list_insert(first, params.max_hits, &state, Hit(c.t, c.u, c.v, params.tri_base + base + j));
+                }
+            }
+        } else if !done {
             for (var j = 0u; j < count; j++) {
                 let c = intersect(ray, frame, tile[j], params.cull, best.t, params.one, params.mode);
                 if c.accepted {
                     best = Hit(c.t, c.u, c.v, params.tri_base + base + j);
+                    if QUERY == QUERY_ANY {
+                        done = true;
+                        break;
+                    }
                 }
             }
         }
         workgroupBarrier();
     }
     if in_range {
+        if QUERY == QUERY_ALL {
+            best = Hit(params.miss_t, 0.0, 0.0, state);
+        }
         hits[ray_index] = best;
     }
 }

@@ -1,5 +1,6 @@
 // BVH traversal: one invocation per ray, nearest hit kept.
-// Mirrored by src/cpu/bvh_traverse.rs. Prepended with types.wgsl and the intersection files.
+// Mirrored by src/cpu/bvh_traverse.rs. Prepended with types.wgsl, the intersection
+// files and hit_list.wgsl.
 //
 // A fixed private stack of MAX_DEPTH entries (the builder bounds the depth), both
 // child boxes of a node tested together, the nearer child visited first, leaves
@@ -12,12 +13,22 @@
 // as UNFINISHED and the host completes it on the CPU. When `accumulate` is set, the
 // best hit so far comes from the hit buffer (earlier chunks of a BVH too large for
 // one binding).
+//
+// QUERY (a pipeline constant) selects what is kept (see brute_force.wgsl): the
+// nearest hit, any hit (the
+// traversal ends at the first accepted one), or the `max_hits` nearest in `all_hits`
+// with the list state in `hits[ray].prim` (moves of listed hits count as loop steps).
+// Subtrees are skipped when entered beyond `bound`: the nearest hit's t, +inf for
+// any hit, and for the list the t of its last hit once it is full and more hits are
+// known to exist (list_bound), so a subtree that could still change the answer is
+// always visited.
 
 @group(0) @binding(0) var<uniform> params: TraverseParams;
 @group(0) @binding(1) var<storage, read> nodes: array<BvhNode>;
 @group(0) @binding(2) var<storage, read> triangles: array<PackedTriangle>;
 @group(0) @binding(3) var<storage, read> rays: array<Ray>;
 @group(0) @binding(4) var<storage, read_write> hits: array<Hit>;
+@group(0) @binding(5) var<storage, read_write> all_hits: array<Hit>;
 
 const WORKGROUP_SIZE: u32 = 64u;
 const MAX_DEPTH: u32 = 64u;
@@ -51,6 +62,16 @@ fn nearer(t: f32, id: u32, best: Hit) -> bool {
     return t < best.t || (t == best.t && id < best.prim);
 }
 
+// Writes a ray's result: `best`, or for QUERY_ALL the list state (UNFINISHED when
+// `best` says so).
+fn finish(ray_index: u32, best: Hit, state: u32) {
+    if QUERY == QUERY_ALL && best.prim != UNFINISHED {
+        hits[ray_index] = Hit(params.miss_t, 0.0, 0.0, state);
+    } else {
+        hits[ray_index] = best;
+    }
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     let ray_index = gid.x;
@@ -58,16 +79,30 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let ray = rays[ray_index];
+    let listing = QUERY == QUERY_ALL;
+    let first = ray_index * params.max_hits;
     var best = Hit(params.miss_t, 0.0, 0.0, MISS);
+    var state = 0u; // the list state of QUERY_ALL
     if params.accumulate != 0u {
         best = hits[ray_index];
         if best.prim == UNFINISHED {
             return;
         }
+        if QUERY == QUERY_ANY && best.prim != MISS {
+            return; // an earlier chunk found a hit
+        }
+        if listing {
+            state = best.prim;
+            best.prim = MISS;
+        }
     }
     if all(ray.dir == vec3<f32>(0.0)) {
-        hits[ray_index] = best; // an invalid ray
+        finish(ray_index, best, state); // an invalid ray
         return;
+    }
+    var bound = best.t;
+    if listing {
+        bound = list_bound(first, params.max_hits, state, params.miss_t);
     }
     let frame = ray_frame(ray);
     let inv_dir = select(1.0 / frame.dir, vec3<f32>(BIG), frame.dir == vec3<f32>(0.0));
@@ -78,6 +113,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var depth = 0u;
     var node_index = 0u;
     var steps = 0u;
+    var done = false; // QUERY_ANY found a hit
     loop {
         steps += 1u;
         if steps > params.max_steps {
@@ -86,7 +122,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         let a = nodes[node_index].children[0];
         let b = nodes[node_index].children[1];
-        let limit = min(best.t, ray.tmax) * to_frame;
+        let limit = min(bound, ray.tmax) * to_frame;
         let entry_a = enter(a, ray.origin, inv_dir, tmin, limit, frame.t_scale);
         let entry_b = enter(b, ray.origin, inv_dir, tmin, limit, frame.t_scale);
         // Visit the nearer child first.
@@ -110,16 +146,40 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 continue;
             }
             if child.count > 0u {
-                if t_entry - abs(t_entry) * BOX_MARGIN > best.t {
+                if t_entry - abs(t_entry) * BOX_MARGIN > bound {
                     continue; // a nearer leaf already beat this one
                 }
-                for (var i = child.index; i < child.index + child.count; i++) {
-                    steps += 1u;
-                    let tri = triangles[i];
-                    let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
-                    if cand.accepted && nearer(cand.t, tri.id, best) {
-                        best = Hit(cand.t, cand.u, cand.v, tri.id);
+                // One loop per kind of query (QUERY is fixed when the pipeline is
+                // built, so only one remains). Entering the list's loop and each hit
+                // it moves count as steps.
+                if listing {
+                    for (var i = child.index; i < child.index + child.count; i++) {
+                        steps += 1u;
+                        let tri = triangles[i];
+                        let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
+                        if cand.accepted {
+                            let hit = Hit(cand.t, cand.u, cand.v, tri.id);
+                            steps += 1u + list_insert(first, params.max_hits, &state, hit);
+                            bound = list_bound(first, params.max_hits, state, params.miss_t);
+                        }
                     }
+                } else {
+                    for (var i = child.index; i < child.index + child.count; i++) {
+                        steps += 1u;
+                        let tri = triangles[i];
+                        let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
+                        if cand.accepted && nearer(cand.t, tri.id, best) {
+                            best = Hit(cand.t, cand.u, cand.v, tri.id);
+                            bound = best.t;
+                            if QUERY == QUERY_ANY {
+                                done = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+                if done {
+                    break;
                 }
             } else if next == EMPTY_CHILD {
                 next = child.index;
@@ -128,8 +188,11 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 depth += 1u;
             }
         }
+        if done {
+            break;
+        }
         if next == EMPTY_CHILD {
-            // Pop the nearest pending subtree that can still hold a nearer hit.
+            // Pop the nearest pending subtree that can still change the answer.
             loop {
                 if depth == 0u {
                     break;
@@ -137,7 +200,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 depth -= 1u;
                 let pending = stack[depth];
                 let t_entry = bitcast<f32>(pending.y);
-                if t_entry - abs(t_entry) * BOX_MARGIN <= best.t {
+                if t_entry - abs(t_entry) * BOX_MARGIN <= bound {
                     next = pending.x;
                     break;
                 }
@@ -148,5 +211,5 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         node_index = next;
     }
-    hits[ray_index] = best;
+    finish(ray_index, best, state);
 }

@@ -39,7 +39,7 @@ struct TraceParams {
     one: f32,
     tri_first: u32,
     mode: u32,
-    _pad0: u32,
+    max_hits: u32,
     _pad1: u32,
     _pad2: u32,
 }
@@ -67,7 +67,7 @@ struct TraverseParams {
     one: f32,
     max_steps: u32,
     mode: u32,
-    _pad1: u32,
+    max_hits: u32,
 }
 
 // One instance of the two-level traversal (64 bytes): rows of the inverse affine
@@ -122,3 +122,14 @@ const CULL_BACK: u32 = 1u;
 const CULL_FRONT: u32 = 2u;
 const MODE_FAST: u32 = 0u;
 const MODE_WATERTIGHT: u32 = 1u;
+// What a pipeline seeks (QUERY): the nearest hit, any hit, or the `max_hits` nearest
+// hits sorted by (t, id). A pipeline constant, so each pipeline compiles only its own
+// query's code (a driver that runs both sides of a branch under a mask would pay
+// for all three).
+const QUERY_CLOSEST: u32 = 0u;
+const QUERY_ANY: u32 = 1u;
+const QUERY_ALL: u32 = 2u;
+override QUERY: u32 = QUERY_CLOSEST;
+// Per-ray state of the all-hits query: number of listed hits, plus this flag when
+// more hits exist than the list holds.
+const LIST_TRUNCATED: u32 = 0x80000000u;

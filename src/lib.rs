@@ -84,6 +84,7 @@
 //!   `report::write_bench_report`; implies `image`.
 #![warn(missing_docs)]
 
+pub mod all_hits;
 pub mod bench;
 pub mod bvh;
 pub mod camera;
@@ -108,6 +109,7 @@ pub mod shaders;
 pub mod types;
 pub mod world;
 
+pub use all_hits::AllHits;
 pub use error::{Error, Result};
 
 /// The README's example compiles and runs as a doctest.

@@ -5,6 +5,7 @@ use std::sync::OnceLock;
 use glam::DVec3;
 
 use crate::Mesh;
+use crate::all_hits::AllHits;
 use crate::bvh::Refitted;
 use crate::cpu::{CpuBackend, CpuMesh};
 use crate::error::{Error, Result};
@@ -478,6 +479,15 @@ impl Picker {
                 other => return other,
             }
         }
+        self.check_cpu_mesh(mesh)?;
+        self.cpu_backend()
+            .trace_into(mesh.for_cpu(), rays, options, hits);
+        Ok(())
+    }
+
+    /// Whether `mesh` may be traced on this picker's CPU path: a CPU mesh on a CPU
+    /// picker, or any mesh of this picker after `Backend::Auto` fell back.
+    fn check_cpu_mesh(&self, mesh: &PickMesh) -> Result<()> {
         match (&self.engine, &mesh.content) {
             (Engine::Gpu(_), Content::Cpu(_)) if !self.auto => Err(Error::WrongBackend),
             (Engine::Cpu(_), Content::Gpu(_)) => Err(Error::WrongBackend),
@@ -487,11 +497,67 @@ impl Picker {
             (Engine::Gpu(_), Content::Cpu(_)) if self.live_gpu().is_some() => {
                 Err(Error::WrongBackend)
             }
-            _ => {
-                self.cpu_backend()
-                    .trace_into(mesh.for_cpu(), rays, options, hits);
-                Ok(())
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether each ray hits anything: `occluded(..)[i] == trace(..)[i].is_hit()`
+    /// for every ray, found faster (each ray stops at its first accepted hit) — the
+    /// query for shadow and visibility rays. Culling and test as in `options`.
+    pub fn occluded(
+        &self,
+        mesh: &PickMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+    ) -> Result<Vec<bool>> {
+        let local = Ray::all_to_local(rays, mesh.origin);
+        if let (Some(gpu), Content::Gpu(uploaded)) = (self.live_gpu(), &mesh.content) {
+            match gpu.occluded(uploaded, &local, options) {
+                Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
+                other => return other,
             }
         }
+        self.check_cpu_mesh(mesh)?;
+        Ok(self.cpu_backend().occluded(mesh.for_cpu(), &local, options))
+    }
+
+    /// The `max_hits` nearest hits of each ray, sorted by `(t, id)`, and whether
+    /// there were more (see [`AllHits`]); the first is the ray's closest hit. Fails
+    /// when `max_hits` is 0 or (GPU) `max_hits` hits of one ray do not fit one
+    /// storage binding.
+    ///
+    /// ```
+    /// use raypick::{Backend, Mesh, Picker, Ray, TraceOptions};
+    /// use glam::Vec3;
+    ///
+    /// // Three parallel triangles at z = 0, 1, 2, crossed by one ray from above.
+    /// let tri = |z: f32| [Vec3::new(0.0, 0.0, z), Vec3::new(1.0, 0.0, z), Vec3::new(0.0, 1.0, z)];
+    /// let mesh = Mesh::from_triangles(&[tri(0.0), tri(1.0), tri(2.0)]);
+    /// let picker = Picker::new(Backend::Cpu)?;
+    /// let uploaded = picker.upload(&mesh)?;
+    /// let ray = Ray::new(Vec3::new(0.25, 0.25, 5.0), Vec3::NEG_Z);
+    /// let all = picker.trace_all(&uploaded, &[ray], 2, &TraceOptions::default())?;
+    /// let prims: Vec<u32> = all.hits_of(0).iter().map(|h| h.prim).collect();
+    /// assert_eq!(prims, [2, 1]); // the nearest two
+    /// assert!(all.is_truncated(0)); // triangle 0 was left out
+    /// # Ok::<(), raypick::Error>(())
+    /// ```
+    pub fn trace_all(
+        &self,
+        mesh: &PickMesh,
+        rays: &[Ray],
+        max_hits: usize,
+        options: &TraceOptions,
+    ) -> Result<AllHits> {
+        let local = Ray::all_to_local(rays, mesh.origin);
+        if let (Some(gpu), Content::Gpu(uploaded)) = (self.live_gpu(), &mesh.content) {
+            match gpu.trace_all(uploaded, &local, max_hits, options) {
+                Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
+                other => return other,
+            }
+        }
+        self.check_cpu_mesh(mesh)?;
+        self.cpu_backend()
+            .trace_all(mesh.for_cpu(), &local, max_hits, options)
     }
 }

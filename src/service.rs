@@ -62,6 +62,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{CpuCopy, GpuContext, MeshContent, Scratch};
 use crate::picker::{PickMesh, Picker};
 use crate::prepare::sanitize_ray;
+use crate::types::QUERY_CLOSEST;
 use crate::types::{Hit, Ray};
 use crate::world::TraceRay;
 
@@ -155,7 +156,7 @@ impl PickService {
         let slots = match picker.gpu() {
             Some(gpu) => (0..slots.max(1))
                 .map(|_| Slot {
-                    scratch: Scratch::new(gpu.device(), SLOT_RAYS),
+                    scratch: Scratch::new(gpu.device(), SLOT_RAYS, 0),
                     state: Arc::new(AtomicU8::new(MAPPING)),
                     job: None,
                 })
@@ -297,7 +298,7 @@ impl PickService {
             let job = self.queued.pop_front().expect("not empty");
             let slot = &mut self.slots[index];
             if slot.scratch.capacity < job.rays.len() {
-                slot.scratch = Scratch::new(gpu.device(), job.rays.len());
+                slot.scratch = Scratch::new(gpu.device(), job.rays.len(), 0);
             }
             let n = job.rays.len();
             let state = slot.state.clone();
@@ -314,23 +315,29 @@ impl PickService {
                     0,
                     bytemuck::cast_slice(&scratch.sanitized),
                 );
-                match &job.content {
+                let closest = (QUERY_CLOSEST, 0);
+                let dispatched = match &job.content {
                     MeshContent::Brute(chunks) => {
-                        gpu.dispatch_brute_force(chunks, n, &job.options, scratch)
+                        gpu.dispatch_brute_force(chunks, n, &job.options, closest, scratch)
                     }
                     MeshContent::Bvh { chunks, .. } => {
-                        gpu.dispatch_bvh(chunks, n, &job.options, scratch)
+                        gpu.dispatch_bvh(chunks, n, &job.options, closest, scratch)
                     }
+                };
+                if let Err(e) = dispatched {
+                    log::error!("raypick pick service: {e}");
+                    state.store(MAP_FAILED, Ordering::Release);
+                } else {
+                    state.store(MAPPING, Ordering::Release);
+                    let bytes = (n * std::mem::size_of::<Hit>()) as u64;
+                    scratch
+                        .staging
+                        .slice(..bytes)
+                        .map_async(wgpu::MapMode::Read, move |result| {
+                            let value = if result.is_ok() { MAPPED } else { MAP_FAILED };
+                            state.store(value, Ordering::Release);
+                        });
                 }
-                state.store(MAPPING, Ordering::Release);
-                let bytes = (n * std::mem::size_of::<Hit>()) as u64;
-                scratch
-                    .staging
-                    .slice(..bytes)
-                    .map_async(wgpu::MapMode::Read, move |result| {
-                        let value = if result.is_ok() { MAPPED } else { MAP_FAILED };
-                        state.store(value, Ordering::Release);
-                    });
             }
             slot.job = Some(job);
             self.in_flight.push_back(index);

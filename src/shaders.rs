@@ -12,6 +12,8 @@ pub const INTERSECT: &str = include_str!("../shaders/intersect.wgsl");
 pub const MOLLER_TRUMBORE: &str = include_str!("../shaders/moller_trumbore.wgsl");
 /// The watertight test (mirrored by `src/cpu/watertight.rs`).
 pub const WATERTIGHT: &str = include_str!("../shaders/watertight.wgsl");
+/// The sorted hit list of the all-hits query (mirrored by `src/cpu/hit_list.rs`).
+pub const HIT_LIST: &str = include_str!("../shaders/hit_list.wgsl");
 /// The brute-force stage (mirrored by `src/cpu/brute_force.rs`).
 pub const BRUTE_FORCE: &str = include_str!("../shaders/brute_force.wgsl");
 
@@ -56,12 +58,28 @@ pub const BRUTE_FORCE_WORKGROUP: u32 = 64;
 
 /// The complete WGSL module of the brute-force stage.
 pub fn brute_force_module() -> String {
-    [TYPES, INTERSECT, MOLLER_TRUMBORE, WATERTIGHT, BRUTE_FORCE].join("\n")
+    [
+        TYPES,
+        INTERSECT,
+        MOLLER_TRUMBORE,
+        WATERTIGHT,
+        HIT_LIST,
+        BRUTE_FORCE,
+    ]
+    .join("\n")
 }
 
 /// The complete WGSL module of the BVH traversal stage.
 pub fn bvh_traverse_module() -> String {
-    [TYPES, INTERSECT, MOLLER_TRUMBORE, WATERTIGHT, BVH_TRAVERSE].join("\n")
+    [
+        TYPES,
+        INTERSECT,
+        MOLLER_TRUMBORE,
+        WATERTIGHT,
+        HIT_LIST,
+        BVH_TRAVERSE,
+    ]
+    .join("\n")
 }
 
 /// The complete WGSL module of the instance traversal stage.

@@ -131,13 +131,24 @@ pub struct TraceParams {
     pub tri_first: u32,
     /// Triangle test: 0 fast, 1 watertight (see [`crate::Mode`]).
     pub mode: u32,
-    /// Padding to 16 bytes.
-    pub _pad0: u32,
+    /// Slots per ray of the all-hits list ([`QUERY_ALL`]).
+    pub max_hits: u32,
     /// Padding to 16 bytes.
     pub _pad1: u32,
     /// Padding to 16 bytes.
     pub _pad2: u32,
 }
+
+/// `QUERY` (a pipeline constant of both stages): the nearest hit per ray.
+pub const QUERY_CLOSEST: u32 = 0;
+/// `QUERY`: whether a ray hits anything (stops at the first accepted hit).
+pub const QUERY_ANY: u32 = 1;
+/// `QUERY`: the `max_hits` nearest hits per ray, sorted by `(t, id)`.
+pub const QUERY_ALL: u32 = 2;
+
+/// Flag in the per-ray state of the all-hits query: more hits exist than the list
+/// holds. The rest of the state is the number of hits in the list.
+pub const LIST_TRUNCATED: u32 = 0x8000_0000;
 
 /// Marks an empty [`BvhChild`] slot.
 pub const EMPTY_CHILD: u32 = u32::MAX;
@@ -209,8 +220,8 @@ pub struct TraverseParams {
     pub max_steps: u32,
     /// Triangle test: 0 fast, 1 watertight (see [`crate::Mode`]).
     pub mode: u32,
-    /// Padding to 16 bytes.
-    pub _pad1: u32,
+    /// Slots per ray of the all-hits list ([`QUERY_ALL`]).
+    pub max_hits: u32,
 }
 
 /// One instance as the two-level traversal reads it (64 bytes): the rows of its

@@ -55,8 +55,8 @@ fn shared_structs_match_rust() {
         &module,
         TraceParams,
         [
-            ray_count, tri_count, tri_base, cull, accumulate, miss_t, one, tri_first, mode, _pad0,
-            _pad1, _pad2
+            ray_count, tri_count, tri_base, cull, accumulate, miss_t, one, tri_first, mode,
+            max_hits, _pad1, _pad2
         ]
     );
     assert_layout!(&module, BvhChild, [lo, index, hi, count]);
@@ -90,7 +90,7 @@ fn shared_structs_match_rust() {
         &module,
         TraverseParams,
         [
-            ray_count, cull, accumulate, miss_t, one, max_steps, mode, _pad1
+            ray_count, cull, accumulate, miss_t, one, max_steps, mode, max_hits
         ]
     );
 }
@@ -139,6 +139,10 @@ fn shader_constants_match_rust() {
         raypick::Mode::Watertight.to_u32()
     );
     assert_eq!(constant("WORKGROUP_SIZE"), shaders::BRUTE_FORCE_WORKGROUP);
+    assert_eq!(constant("QUERY_CLOSEST"), raypick::types::QUERY_CLOSEST);
+    assert_eq!(constant("QUERY_ANY"), raypick::types::QUERY_ANY);
+    assert_eq!(constant("QUERY_ALL"), raypick::types::QUERY_ALL);
+    assert_eq!(constant("LIST_TRUNCATED"), raypick::types::LIST_TRUNCATED);
     let entry = module
         .entry_points
         .iter()

@@ -6,8 +6,14 @@
 //! own best hit (strictly nearer wins, so the lowest id wins ties within a lane) and
 //! the lanes are reduced at the end by (t, id) — the same answer as the shader's
 //! sequential walk.
+//!
+//! The other queries of the shader ([`occluded_rays`], [`collect_rays`]) walk the same
+//! blocks in id order and offer each block's accepted triangles in lane (= id) order
+//! to a [`Collect`]or, stopping when it says so.
 
+use super::hit_list::HitList;
 use super::intersect::{MODE_WATERTIGHT, RayFrame, SoaTriangles, accept};
+use super::query::{AnyHit, Collect};
 use super::simd::simd_dispatch;
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, PackedTriangle, Ray};
@@ -45,6 +51,20 @@ impl TriangleBlocks {
     pub fn size_bytes(&self) -> usize {
         std::mem::size_of_val(self.blocks.as_slice())
     }
+}
+
+/// Calls `$run::<CULL, WATERTIGHT>($args)` with the constants for `cull` and `mode`.
+macro_rules! with_consts {
+    ($run:ident, $cull:expr, $mode:expr, ($($args:expr),*)) => {
+        match ($cull, $mode == MODE_WATERTIGHT) {
+            (1, false) => $run::<1, false>($($args),*),
+            (2, false) => $run::<2, false>($($args),*),
+            (_, false) => $run::<0, false>($($args),*),
+            (1, true) => $run::<1, true>($($args),*),
+            (2, true) => $run::<2, true>($($args),*),
+            (_, true) => $run::<0, true>($($args),*),
+        }
+    };
 }
 
 /// Nearest hit of one (already sanitised) ray; `CULL` is `crate::Cull::to_u32`,
@@ -106,14 +126,7 @@ fn trace_rays_portable(
     mode: u32,
 ) {
     let blocks = blocks.blocks.as_slice();
-    match (cull, mode == MODE_WATERTIGHT) {
-        (1, false) => trace_rays_with::<1, false>(blocks, rays, hits),
-        (2, false) => trace_rays_with::<2, false>(blocks, rays, hits),
-        (_, false) => trace_rays_with::<0, false>(blocks, rays, hits),
-        (1, true) => trace_rays_with::<1, true>(blocks, rays, hits),
-        (2, true) => trace_rays_with::<2, true>(blocks, rays, hits),
-        (_, true) => trace_rays_with::<0, true>(blocks, rays, hits),
-    }
+    with_consts!(trace_rays_with, cull, mode, (blocks, rays, hits));
 }
 
 simd_dispatch! {
@@ -122,4 +135,107 @@ simd_dispatch! {
     /// `mode` is `crate::Mode::to_u32`. Picks the widest vector unit the CPU has at
     /// run time; results are the same on every path.
     pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) => trace_rays_portable
+}
+
+/// Offers the accepted triangles of one (already sanitised) ray to `collect` in id
+/// order, until it says stop.
+#[inline(always)]
+fn collect_ray<const CULL: u32, const WATERTIGHT: bool>(
+    blocks: &[TriangleBlock],
+    ray: &Ray,
+    collect: &mut impl Collect,
+) {
+    let frame = RayFrame::new(ray);
+    for (index, block) in blocks.iter().enumerate() {
+        let base = (index * LANES) as u32;
+        let lanes = block.test::<WATERTIGHT>(&frame);
+        let mut t = [0.0f32; LANES];
+        let mut u = [0.0f32; LANES];
+        let mut v = [0.0f32; LANES];
+        let mut ok = [false; LANES];
+        for lane in 0..LANES {
+            (t[lane], u[lane], v[lane], ok[lane]) =
+                accept(lanes.get(lane), ray, &frame, CULL, f32::INFINITY);
+        }
+        if !ok.iter().any(|&b| b) {
+            continue;
+        }
+        for lane in 0..LANES {
+            let hit = Hit {
+                t: t[lane],
+                u: u[lane],
+                v: v[lane],
+                prim: base + lane as u32,
+            };
+            if ok[lane] && collect.offer(hit) {
+                return;
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn occluded_rays_with<const CULL: u32, const WATERTIGHT: bool>(
+    blocks: &[TriangleBlock],
+    rays: &[Ray],
+    occluded: &mut [bool],
+) {
+    for (ray, out) in rays.iter().zip(occluded) {
+        let mut any = AnyHit::default();
+        collect_ray::<CULL, WATERTIGHT>(blocks, &sanitize_ray(ray), &mut any);
+        *out = any.0;
+    }
+}
+
+#[inline(always)]
+fn occluded_rays_portable(
+    blocks: &TriangleBlocks,
+    rays: &[Ray],
+    occluded: &mut [bool],
+    cull: u32,
+    mode: u32,
+) {
+    let blocks = blocks.blocks.as_slice();
+    with_consts!(occluded_rays_with, cull, mode, (blocks, rays, occluded));
+}
+
+simd_dispatch! {
+    /// Writes whether each ray hits any triangle (`occluded.len()` must equal
+    /// `rays.len()`); each ray stops at its first accepted hit.
+    pub fn occluded_rays(blocks: &TriangleBlocks, rays: &[Ray], occluded: &mut [bool], cull: u32, mode: u32) => occluded_rays_portable
+}
+
+#[inline(always)]
+fn collect_rays_with<const CULL: u32, const WATERTIGHT: bool>(
+    blocks: &[TriangleBlock],
+    rays: &[Ray],
+    slots: &mut [Hit],
+    states: &mut [u32],
+) {
+    let k = (slots.len() / rays.len().max(1)).max(1);
+    for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
+        let mut list = HitList::new(slots, 0);
+        collect_ray::<CULL, WATERTIGHT>(blocks, &sanitize_ray(ray), &mut list);
+        *state = list.state();
+    }
+}
+
+#[inline(always)]
+fn collect_rays_portable(
+    blocks: &TriangleBlocks,
+    rays: &[Ray],
+    slots: &mut [Hit],
+    states: &mut [u32],
+    cull: u32,
+    mode: u32,
+) {
+    let blocks = blocks.blocks.as_slice();
+    with_consts!(collect_rays_with, cull, mode, (blocks, rays, slots, states));
+}
+
+simd_dispatch! {
+    /// Lists each ray's nearest hits: `slots` holds `k >= 1` MISS-filled slots per ray
+    /// (`slots.len() == k * rays.len()`), `states` one list state per ray (see
+    /// [`HitList`]).
+    pub fn collect_rays(blocks: &TriangleBlocks, rays: &[Ray], slots: &mut [Hit], states: &mut [u32], cull: u32, mode: u32) => collect_rays_portable
 }

@@ -9,7 +9,9 @@
 //! when it is nearer or equally near with a lower triangle id — so the answer is
 //! brute force's, bit for bit.
 
+use super::hit_list::HitList;
 use super::intersect::{RayFrame, intersect};
+use super::query::{AnyHit, Closest, Collect};
 use crate::bvh::{Bvh, MAX_DEPTH};
 use crate::prepare::sanitize_ray;
 use crate::types::{BvhChild, Hit, Ray};
@@ -81,9 +83,28 @@ pub fn nearer(t: f32, id: u32, best: &Hit) -> bool {
 /// Nearest hit of one ray (already sanitised); `cull` is `crate::Cull::to_u32`,
 /// `mode` is `crate::Mode::to_u32`.
 pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> Hit {
-    let mut best = Hit::MISS;
+    let mut closest = Closest::default();
+    traverse(bvh, ray, cull, mode, &mut closest);
+    closest.0
+}
+
+/// Whether one ray (already sanitised) hits anything.
+pub fn occluded_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> bool {
+    let mut any = AnyHit::default();
+    traverse(bvh, ray, cull, mode, &mut any);
+    any.0
+}
+
+/// Adds the hits of one ray (already sanitised) to `list`.
+pub fn collect_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, list: &mut HitList) {
+    traverse(bvh, ray, cull, mode, list);
+}
+
+/// Offers every accepted hit of one ray (already sanitised) that can change
+/// `collect`'s result, until it says stop.
+pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl Collect) {
     let Some(root) = bvh.nodes.first() else {
-        return best;
+        return;
     };
     let frame = RayFrame::new(ray);
     let boxes = RayBoxes::new(ray, &frame);
@@ -91,7 +112,7 @@ pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> Hit {
     let mut depth = 0;
     let mut node = root;
     loop {
-        let limit = best.t.min(ray.tmax);
+        let limit = collect.bound().min(ray.tmax);
         let [a, b] = &node.children;
         let (ea, eb) = (boxes.enter(a, limit), boxes.enter(b, limit));
         // Visit the nearer child first.
@@ -103,19 +124,20 @@ pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> Hit {
         for (child, entry) in order {
             let Some(entry) = entry else { continue };
             if child.is_leaf() {
-                if entry - entry.abs() * BOX_MARGIN > best.t {
+                if entry - entry.abs() * BOX_MARGIN > collect.bound() {
                     continue; // a nearer leaf already beat this one
                 }
                 let first = child.index as usize;
                 for tri in &bvh.triangles[first..first + child.count as usize] {
                     let c = intersect(ray, &frame, tri, cull, f32::INFINITY, mode);
-                    if c.accepted && nearer(c.t, tri.id, &best) {
-                        best = Hit {
-                            t: c.t,
-                            u: c.u,
-                            v: c.v,
-                            prim: tri.id,
-                        };
+                    let hit = Hit {
+                        t: c.t,
+                        u: c.u,
+                        v: c.v,
+                        prim: tri.id,
+                    };
+                    if c.accepted && collect.offer(hit) {
+                        return;
                     }
                 }
             } else if next.is_none() {
@@ -129,11 +151,11 @@ pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> Hit {
             Some(index) => index,
             None => loop {
                 if depth == 0 {
-                    return best;
+                    return;
                 }
                 depth -= 1;
                 let (index, entry) = stack[depth];
-                if entry - entry.abs() * BOX_MARGIN <= best.t {
+                if entry - entry.abs() * BOX_MARGIN <= collect.bound() {
                     break index;
                 }
             },
@@ -145,11 +167,6 @@ pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> Hit {
 /// Traces `rays` into `hits` on the calling thread.
 pub fn trace_rays(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) {
     for (ray, hit) in rays.iter().zip(hits) {
-        let ray = sanitize_ray(ray);
-        *hit = if ray.dir == glam::Vec3::ZERO {
-            Hit::MISS // an invalid ray
-        } else {
-            trace_ray(bvh, &ray, cull, mode)
-        };
+        *hit = trace_ray(bvh, &sanitize_ray(ray), cull, mode);
     }
 }

@@ -2,13 +2,17 @@
 //! tested against. One module per shader stage, with the same names and loop order:
 //! [`intersect`], [`moller_trumbore`] and [`watertight`] mirror the shader files of the
 //! same names, [`brute_force`] mirrors
-//! `shaders/brute_force.wgsl`. Rays are traced in parallel on a rayon thread pool.
+//! `shaders/brute_force.wgsl`, [`bvh_traverse`] `shaders/bvh_traverse.wgsl` and
+//! [`hit_list`] `shaders/hit_list.wgsl`; [`query`] is what the kernels keep of the
+//! hits they find. Rays are traced in parallel on a rayon thread pool.
 
 pub mod brute_force;
 pub mod bvh_traverse;
 pub mod gather;
+pub mod hit_list;
 pub mod intersect;
 pub mod moller_trumbore;
+pub mod query;
 mod refit;
 mod simd;
 pub mod watertight;
@@ -20,6 +24,7 @@ pub use simd::simd_level;
 use rayon::prelude::*;
 
 use crate::Mesh;
+use crate::all_hits::AllHits;
 use crate::bvh::Bvh;
 use crate::error::{Error, Result};
 use crate::options::{Accel, TraceOptions};
@@ -143,6 +148,50 @@ impl CpuBackend {
                 .for_each(|(rays, hits)| wide_traverse::trace_rays(bvh, rays, hits, cull, mode)),
         };
         self.install(run)
+    }
+
+    /// Whether each ray hits anything (the same as `trace(..)[i].is_hit()`, found
+    /// faster: each ray stops at its first accepted hit).
+    pub fn occluded(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions) -> Vec<bool> {
+        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let mut occluded = vec![false; rays.len()];
+        let tasks = rays
+            .par_chunks(RAYS_PER_TASK)
+            .zip(occluded.par_chunks_mut(RAYS_PER_TASK));
+        self.install(|| match mesh {
+            CpuMesh::Brute(blocks) => tasks
+                .for_each(|(rays, out)| brute_force::occluded_rays(blocks, rays, out, cull, mode)),
+            CpuMesh::Bvh(bvh) => tasks
+                .for_each(|(rays, out)| wide_traverse::occluded_rays(bvh, rays, out, cull, mode)),
+        });
+        occluded
+    }
+
+    /// The `max_hits` nearest hits of each ray, sorted by `(t, id)` (see [`AllHits`]).
+    /// Fails when `max_hits` is 0 or the result would not fit in memory.
+    pub fn trace_all(
+        &self,
+        mesh: &CpuMesh,
+        rays: &[Ray],
+        max_hits: usize,
+        options: &TraceOptions,
+    ) -> Result<AllHits> {
+        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let mut all = AllHits::new(rays.len(), max_hits)?;
+        let (slots, states) = all.parts_mut();
+        let tasks = rays
+            .par_chunks(RAYS_PER_TASK)
+            .zip(slots.par_chunks_mut(RAYS_PER_TASK * max_hits))
+            .zip(states.par_chunks_mut(RAYS_PER_TASK));
+        self.install(|| match mesh {
+            CpuMesh::Brute(blocks) => tasks.for_each(|((rays, slots), states)| {
+                brute_force::collect_rays(blocks, rays, slots, states, cull, mode)
+            }),
+            CpuMesh::Bvh(bvh) => tasks.for_each(|((rays, slots), states)| {
+                wide_traverse::collect_rays(bvh, rays, slots, states, cull, mode)
+            }),
+        });
+        Ok(all)
     }
 
     /// Runs `f` on this backend's thread pool (rayon's global pool when it has none

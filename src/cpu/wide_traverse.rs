@@ -6,9 +6,15 @@
 //! brute force: the boxes are the binary BVH's (padded), the box margin is the same
 //! [`BOX_MARGIN`], and a hit replaces the best one when nearer or equally near with
 //! a lower triangle id.
+//!
+//! Generic over what is kept ([`Collect`]), like [`super::bvh_traverse`]: the
+//! nearest hit ([`trace_rays`]), any hit ([`occluded_rays`]) or the sorted list of
+//! the nearest hits ([`collect_rays`]).
 
 use super::bvh_traverse::{BIG, BOX_MARGIN};
+use super::hit_list::HitList;
 use super::intersect::{MODE_WATERTIGHT, RayFrame, accept};
+use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
@@ -38,16 +44,16 @@ struct Pending {
     entry: f32,
 }
 
-/// Tests one leaf block; updates `best` with the nearest accepted triangle (ties to
-/// the lowest id).
+/// Tests one leaf block and offers its accepted triangles in lane order; returns
+/// `true` when `collect` says stop.
 #[inline(always)]
 fn test_block<const WATERTIGHT: bool>(
     block: &LeafBlock,
     ray: &Ray,
     frame: &RayFrame,
     cull: u32,
-    best: &mut Hit,
-) {
+    collect: &mut impl Collect,
+) -> bool {
     let lanes = block.triangles.test::<WATERTIGHT>(frame);
     let mut t = [0.0f32; WIDTH];
     let mut u = [0.0f32; WIDTH];
@@ -61,27 +67,33 @@ fn test_block<const WATERTIGHT: bool>(
         ok[lane] = accepted;
     }
     if !ok.iter().any(|&b| b) {
-        return;
+        return false;
     }
     for lane in 0..WIDTH {
-        let id = block.id[lane];
-        if ok[lane] && (t[lane] < best.t || (t[lane] == best.t && id < best.prim)) {
-            *best = Hit {
-                t: t[lane],
-                u: u[lane],
-                v: v[lane],
-                prim: id,
-            };
+        let hit = Hit {
+            t: t[lane],
+            u: u[lane],
+            v: v[lane],
+            prim: block.id[lane],
+        };
+        if ok[lane] && collect.offer(hit) {
+            return true;
         }
     }
+    false
 }
 
-/// Nearest hit of one valid (sanitised, non-zero direction) ray.
+/// Offers the hits of one valid (sanitised, non-zero direction) ray to `collect`
+/// until it says stop.
 #[inline(always)]
-fn trace_ray<const WATERTIGHT: bool>(wide: &WideBvh, ray: &Ray, cull: u32) -> Hit {
-    let mut best = Hit::MISS;
+fn traverse<const WATERTIGHT: bool>(
+    wide: &WideBvh,
+    ray: &Ray,
+    cull: u32,
+    collect: &mut impl Collect,
+) {
     if wide.nodes.is_empty() {
-        return best;
+        return;
     }
     let o = ray.origin;
     // Box distances in units of the scaled direction, as in `bvh_traverse`.
@@ -107,18 +119,20 @@ fn trace_ray<const WATERTIGHT: bool>(wide: &WideBvh, ray: &Ray, cull: u32) -> Hi
     while depth > 0 {
         depth -= 1;
         let top = stack[depth];
-        if top.entry - top.entry.abs() * BOX_MARGIN > best.t {
+        if top.entry - top.entry.abs() * BOX_MARGIN > collect.bound() {
             continue; // a nearer hit is known
         }
         if top.blocks > 0 {
             let first = top.child as usize;
             for block in &wide.blocks[first..first + top.blocks as usize] {
-                test_block::<WATERTIGHT>(block, ray, &frame, cull, &mut best);
+                if test_block::<WATERTIGHT>(block, ray, &frame, cull, collect) {
+                    return;
+                }
             }
             continue;
         }
         let node = &wide.nodes[top.child as usize];
-        let limit = fmin(best.t, ray.tmax) * to_frame;
+        let limit = fmin(collect.bound(), ray.tmax) * to_frame;
         let mut near = [0.0f32; WIDTH];
         let mut enter = [false; WIDTH];
         let planes = |axis: usize| {
@@ -164,7 +178,14 @@ fn trace_ray<const WATERTIGHT: bool>(wide: &WideBvh, ray: &Ray, cull: u32) -> Hi
             depth += 1;
         }
     }
-    best
+}
+
+/// Nearest hit of one valid ray.
+#[inline(always)]
+fn trace_ray<const WATERTIGHT: bool>(wide: &WideBvh, ray: &Ray, cull: u32) -> Hit {
+    let mut closest = Closest::default();
+    traverse::<WATERTIGHT>(wide, ray, cull, &mut closest);
+    closest.0
 }
 
 #[inline(always)]
@@ -198,6 +219,86 @@ simd_dispatch! {
     /// widest vector unit the CPU has; `cull` is `crate::Cull::to_u32`, `mode` is
     /// `crate::Mode::to_u32`.
     pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) => trace_rays_portable
+}
+
+#[inline(always)]
+fn occluded_rays_with<const WATERTIGHT: bool>(
+    wide: &WideBvh,
+    rays: &[Ray],
+    occluded: &mut [bool],
+    cull: u32,
+) {
+    for (ray, out) in rays.iter().zip(occluded) {
+        let ray = sanitize_ray(ray);
+        let mut any = AnyHit::default();
+        if ray.dir != glam::Vec3::ZERO {
+            traverse::<WATERTIGHT>(wide, &ray, cull, &mut any);
+        }
+        *out = any.0;
+    }
+}
+
+#[inline(always)]
+fn occluded_rays_portable(
+    wide: &WideBvh,
+    rays: &[Ray],
+    occluded: &mut [bool],
+    cull: u32,
+    mode: u32,
+) {
+    if mode == MODE_WATERTIGHT {
+        occluded_rays_with::<true>(wide, rays, occluded, cull);
+    } else {
+        occluded_rays_with::<false>(wide, rays, occluded, cull);
+    }
+}
+
+simd_dispatch! {
+    /// Writes whether each ray hits anything (`occluded.len()` must equal
+    /// `rays.len()`); each ray stops at its first accepted hit.
+    pub fn occluded_rays(wide: &WideBvh, rays: &[Ray], occluded: &mut [bool], cull: u32, mode: u32) => occluded_rays_portable
+}
+
+#[inline(always)]
+fn collect_rays_with<const WATERTIGHT: bool>(
+    wide: &WideBvh,
+    rays: &[Ray],
+    slots: &mut [Hit],
+    states: &mut [u32],
+    cull: u32,
+) {
+    let k = (slots.len() / rays.len().max(1)).max(1);
+    for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
+        let ray = sanitize_ray(ray);
+        let mut list = HitList::new(slots, 0);
+        if ray.dir != glam::Vec3::ZERO {
+            traverse::<WATERTIGHT>(wide, &ray, cull, &mut list);
+        }
+        *state = list.state();
+    }
+}
+
+#[inline(always)]
+fn collect_rays_portable(
+    wide: &WideBvh,
+    rays: &[Ray],
+    slots: &mut [Hit],
+    states: &mut [u32],
+    cull: u32,
+    mode: u32,
+) {
+    if mode == MODE_WATERTIGHT {
+        collect_rays_with::<true>(wide, rays, slots, states, cull);
+    } else {
+        collect_rays_with::<false>(wide, rays, slots, states, cull);
+    }
+}
+
+simd_dispatch! {
+    /// Lists each ray's nearest hits: `slots` holds `k >= 1` MISS-filled slots per ray
+    /// (`slots.len() == k * rays.len()`), `states` one list state per ray (see
+    /// [`HitList`]).
+    pub fn collect_rays(wide: &WideBvh, rays: &[Ray], slots: &mut [Hit], states: &mut [u32], cull: u32, mode: u32) => collect_rays_portable
 }
 
 const _: () = assert!(MISS == u32::MAX);

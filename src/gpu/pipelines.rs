@@ -2,16 +2,21 @@
 
 use std::borrow::Cow;
 
+use std::sync::OnceLock;
+
 use crate::error::{Error, Result};
 use crate::shaders;
+use crate::types::{QUERY_ALL, QUERY_ANY, QUERY_CLOSEST};
 
-/// Every compute pipeline raypick uses.
+/// Every compute pipeline raypick uses: each stage once per query (the `QUERY`
+/// pipeline constant). The closest-hit pipelines are built with the context, the
+/// others on first use.
 #[derive(Debug)]
 pub(crate) struct Pipelines {
     /// `shaders/brute_force.wgsl`.
-    pub(crate) brute_force: wgpu::ComputePipeline,
+    brute_force: Stage,
     /// `shaders/bvh_traverse.wgsl`.
-    pub(crate) bvh_traverse: wgpu::ComputePipeline,
+    bvh_traverse: Stage,
     /// `shaders/instance_traverse.wgsl`, compiled on first use (see
     /// [`Pipelines::instance_traverse`]).
     instance_traverse: std::sync::OnceLock<wgpu::ComputePipeline>,
@@ -21,16 +26,26 @@ pub(crate) struct Pipelines {
     pub(crate) refit: wgpu::ComputePipeline,
 }
 
+/// One compute stage: its module and a pipeline per query.
+#[derive(Debug)]
+struct Stage {
+    name: &'static str,
+    entry: &'static str,
+    module: wgpu::ShaderModule,
+    /// Indexed by query ([`QUERY_CLOSEST`], [`QUERY_ANY`], [`QUERY_ALL`]).
+    pipelines: [OnceLock<wgpu::ComputePipeline>; 3],
+}
+
 impl Pipelines {
     pub(crate) fn new(device: &wgpu::Device) -> Result<Self> {
-        Ok(Self {
-            brute_force: pipeline(
+        let pipelines = Self {
+            brute_force: Stage::new(
                 device,
                 "brute_force",
                 shaders::brute_force_module(),
                 shaders::BRUTE_FORCE_ENTRY,
             )?,
-            bvh_traverse: pipeline(
+            bvh_traverse: Stage::new(
                 device,
                 "bvh_traverse",
                 shaders::bvh_traverse_module(),
@@ -49,7 +64,28 @@ impl Pipelines {
                 shaders::refit_module(),
                 shaders::REFIT_ENTRY,
             )?,
-        })
+        };
+        pipelines.brute_force(device, QUERY_CLOSEST)?;
+        pipelines.bvh_traverse(device, QUERY_CLOSEST)?;
+        Ok(pipelines)
+    }
+
+    /// The brute-force pipeline of `query`.
+    pub(crate) fn brute_force(
+        &self,
+        device: &wgpu::Device,
+        query: u32,
+    ) -> Result<&wgpu::ComputePipeline> {
+        self.brute_force.pipeline(device, query)
+    }
+
+    /// The BVH traversal pipeline of `query`.
+    pub(crate) fn bvh_traverse(
+        &self,
+        device: &wgpu::Device,
+        query: u32,
+    ) -> Result<&wgpu::ComputePipeline> {
+        self.bvh_traverse.pipeline(device, query)
     }
 
     /// The instance traversal pipeline, compiled the first time an instance scene
@@ -68,6 +104,60 @@ impl Pipelines {
             shaders::INSTANCE_TRAVERSE_ENTRY,
         )?;
         Ok(self.instance_traverse.get_or_init(|| built))
+    }
+}
+
+impl Stage {
+    /// Compiles the module, turning a validation error into [`Error::Gpu`].
+    fn new(
+        device: &wgpu::Device,
+        name: &'static str,
+        source: String,
+        entry: &'static str,
+    ) -> Result<Self> {
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(name),
+            source: wgpu::ShaderSource::Wgsl(Cow::Owned(source)),
+        });
+        match pollster::block_on(scope.pop()) {
+            Some(e) => Err(Error::Gpu(format!("building the {name} module: {e}"))),
+            None => Ok(Self {
+                name,
+                entry,
+                module,
+                pipelines: Default::default(),
+            }),
+        }
+    }
+
+    /// The pipeline with `QUERY = query`, built on first use.
+    fn pipeline(&self, device: &wgpu::Device, query: u32) -> Result<&wgpu::ComputePipeline> {
+        debug_assert!([QUERY_CLOSEST, QUERY_ANY, QUERY_ALL].contains(&query));
+        let slot = &self.pipelines[query as usize];
+        if let Some(pipeline) = slot.get() {
+            return Ok(pipeline);
+        }
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let constants = [("QUERY", f64::from(query))];
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(self.name),
+            layout: None,
+            module: &self.module,
+            entry_point: Some(self.entry),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &constants,
+                ..Default::default()
+            },
+            cache: None,
+        });
+        match pollster::block_on(scope.pop()) {
+            Some(e) => Err(Error::Gpu(format!(
+                "building the {} pipeline (query {query}): {e}",
+                self.name
+            ))),
+            None => Ok(slot.get_or_init(|| pipeline)),
+        }
     }
 }
 

@@ -2,24 +2,82 @@
 //! [`GpuContext::max_rays_per_dispatch`] rays, each traced against every chunk of the
 //! mesh (triangle ranges for brute force, subtrees for a BVH) with the best hit
 //! carried from one dispatch to the next, and read back into the caller's hit slice.
+//!
+//! The same dispatches answer the other queries (`query` in the parameters): any
+//! hit ([`GpuContext::occluded`]) and the sorted list of the nearest hits
+//! ([`GpuContext::trace_all`]), whose lists live in a second buffer of `max_hits`
+//! slots per ray (batches shrink so that it fits one binding) and carry over
+//! between dispatches like the best hit does.
 
 use rayon::prelude::*;
 
 use super::mesh::{BvhBuffers, Content, TriangleChunk};
 use super::readback::{Wait, map_read};
 use super::{GpuContext, GpuMesh};
+use crate::all_hits::AllHits;
 use crate::bvh::Bvh;
 use crate::cpu::bvh_traverse;
+use crate::cpu::hit_list::HitList;
 use crate::error::{Error, Result};
 use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
 use crate::shaders::{BRUTE_FORCE_WORKGROUP, BVH_TRAVERSE_WORKGROUP, UNFINISHED};
-use crate::types::{Hit, Ray, TraceParams, TraverseParams};
+use crate::types::{
+    Hit, LIST_TRUNCATED, MISS, QUERY_ALL, QUERY_ANY, QUERY_CLOSEST, Ray, TraceParams,
+    TraverseParams,
+};
 
 const RAY_BYTES: u64 = std::mem::size_of::<Ray>() as u64;
 const HIT_BYTES: u64 = std::mem::size_of::<Hit>() as u64;
 
-/// Buffers reused across trace calls, sized for `capacity` rays per dispatch.
+/// Where one trace call's answers go, per query.
+enum Output<'a> {
+    /// The nearest hit per ray.
+    Closest(&'a mut [Hit]),
+    /// Whether each ray hits anything.
+    Any(&'a mut [bool]),
+    /// The sorted lists (`max_hits` slots per ray, MISS-filled) and their states.
+    All {
+        max_hits: usize,
+        slots: &'a mut [Hit],
+        states: &'a mut [u32],
+    },
+}
+
+impl Output<'_> {
+    fn query(&self) -> u32 {
+        match self {
+            Output::Closest(_) => QUERY_CLOSEST,
+            Output::Any(_) => QUERY_ANY,
+            Output::All { .. } => QUERY_ALL,
+        }
+    }
+
+    /// Slots per ray of the list buffer (0: not bound for its content).
+    fn max_hits(&self) -> usize {
+        match self {
+            Output::All { max_hits, .. } => *max_hits,
+            _ => 0,
+        }
+    }
+}
+
+fn buffer(
+    device: &wgpu::Device,
+    label: &str,
+    size: u64,
+    usage: wgpu::BufferUsages,
+) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage,
+        mapped_at_creation: false,
+    })
+}
+
+/// Buffers reused across trace calls, sized for `capacity` rays per dispatch, and
+/// `list_bytes` of all-hits lists.
 #[derive(Debug)]
 pub(crate) struct Scratch {
     pub(crate) capacity: usize,
@@ -27,21 +85,20 @@ pub(crate) struct Scratch {
     pub(crate) rays: wgpu::Buffer,
     hits: wgpu::Buffer,
     pub(crate) staging: wgpu::Buffer,
+    list_bytes: u64,
+    list: wgpu::Buffer,
+    list_staging: wgpu::Buffer,
     pub(crate) sanitized: Vec<Ray>,
+    readback: Vec<Hit>,
 }
 
 impl Scratch {
-    pub(crate) fn new(device: &wgpu::Device, capacity: usize) -> Self {
-        let buffer = |label, size, usage| {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage,
-                mapped_at_creation: false,
-            })
-        };
+    pub(crate) fn new(device: &wgpu::Device, capacity: usize, list_bytes: u64) -> Self {
+        let buffer = |label, size, usage| buffer(device, label, size, usage);
         use wgpu::BufferUsages as U;
         let n = capacity as u64;
+        // At least one slot: the list is bound (unused) by the other queries too.
+        let list_bytes = list_bytes.max(HIT_BYTES);
         Self {
             capacity,
             params: buffer(
@@ -56,17 +113,21 @@ impl Scratch {
                 n * HIT_BYTES,
                 U::MAP_READ | U::COPY_DST,
             ),
+            list_bytes,
+            list: buffer("raypick hit lists", list_bytes, U::STORAGE | U::COPY_SRC),
+            list_staging: buffer(
+                "raypick hit list readback",
+                list_bytes,
+                U::MAP_READ | U::COPY_DST,
+            ),
             sanitized: Vec::with_capacity(capacity),
+            readback: Vec::with_capacity(capacity),
         }
     }
 }
 
 impl GpuContext {
     /// Traces `rays` against `mesh` and returns one hit per ray (blocking).
-    ///
-    /// Rays are in the mesh's local frame: for a [`crate::Mesh`] with a non-zero
-    /// [`origin`](crate::Mesh::origin) move them with [`crate::TraceRay::to_local`]
-    /// first ([`crate::Picker`] does this itself).
     pub fn trace(&self, mesh: &GpuMesh, rays: &[Ray], options: &TraceOptions) -> Result<Vec<Hit>> {
         let mut hits = vec![Hit::MISS; rays.len()];
         self.trace_into(mesh, rays, options, &mut hits)?;
@@ -81,8 +142,51 @@ impl GpuContext {
         options: &TraceOptions,
         hits: &mut [Hit],
     ) -> Result<()> {
-        pollster::block_on(self.trace_with(mesh, rays, options, hits, Wait::Block))
+        if rays.len() != hits.len() {
+            return Err(Error::OutputLength {
+                rays: rays.len(),
+                hits: hits.len(),
+            });
+        }
+        pollster::block_on(self.trace_with(mesh, rays, options, Output::Closest(hits), Wait::Block))
             .map_err(|e| self.lost_or(e))
+    }
+
+    /// Whether each ray hits anything (the same as `trace(..)[i].is_hit()`, found
+    /// faster: each ray stops at its first accepted hit), blocking.
+    pub fn occluded(
+        &self,
+        mesh: &GpuMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+    ) -> Result<Vec<bool>> {
+        let mut occluded = vec![false; rays.len()];
+        let output = Output::Any(&mut occluded);
+        pollster::block_on(self.trace_with(mesh, rays, options, output, Wait::Block))
+            .map_err(|e| self.lost_or(e))?;
+        Ok(occluded)
+    }
+
+    /// The `max_hits` nearest hits of each ray, sorted by `(t, id)` (see
+    /// [`AllHits`]), blocking. Batches are split so that `max_hits` slots per ray fit
+    /// one storage binding; fails when one ray's do not (or `max_hits` is 0).
+    pub fn trace_all(
+        &self,
+        mesh: &GpuMesh,
+        rays: &[Ray],
+        max_hits: usize,
+        options: &TraceOptions,
+    ) -> Result<AllHits> {
+        let mut all = AllHits::new(rays.len(), max_hits)?;
+        let (slots, states) = all.parts_mut();
+        let output = Output::All {
+            max_hits,
+            slots,
+            states,
+        };
+        pollster::block_on(self.trace_with(mesh, rays, options, output, Wait::Block))
+            .map_err(|e| self.lost_or(e))?;
+        Ok(all)
     }
 
     /// Traces `rays` without blocking the thread: the device is polled without
@@ -95,7 +199,7 @@ impl GpuContext {
         options: &TraceOptions,
     ) -> Result<Vec<Hit>> {
         let mut hits = vec![Hit::MISS; rays.len()];
-        self.trace_with(mesh, rays, options, &mut hits, Wait::Yield)
+        self.trace_with(mesh, rays, options, Output::Closest(&mut hits), Wait::Yield)
             .await
             .map_err(|e| self.lost_or(e))?;
         Ok(hits)
@@ -106,63 +210,113 @@ impl GpuContext {
         mesh: &GpuMesh,
         rays: &[Ray],
         options: &TraceOptions,
-        hits: &mut [Hit],
+        mut output: Output<'_>,
         wait: Wait,
     ) -> Result<()> {
-        if rays.len() != hits.len() {
-            return Err(Error::OutputLength {
-                rays: rays.len(),
-                hits: hits.len(),
-            });
-        }
         if mesh.context_id != self.id {
             return Err(Error::WrongBackend);
         }
         self.errors.check()?;
-        if rays.is_empty() {
+        let max_hits = output.max_hits() as u64;
+        let per_dispatch = if max_hits > 0 {
+            let per_binding = self.max_binding_bytes() / (max_hits * HIT_BYTES);
+            if per_binding == 0 {
+                return Err(Error::Unsupported(format!(
+                    "{max_hits} hits per ray need {} bytes, more than the largest storage \
+                     binding ({} bytes)",
+                    max_hits * HIT_BYTES,
+                    self.max_binding_bytes()
+                )));
+            }
+            self.max_rays_per_dispatch().min(per_binding as usize)
+        } else {
+            self.max_rays_per_dispatch()
+        };
+        if rays.is_empty() || matches!(&mesh.content, Content::Brute(chunks) if chunks.is_empty()) {
+            if let Output::Closest(hits) = output {
+                hits.fill(Hit::MISS); // the other outputs start as misses
+            }
             return Ok(());
         }
-        if matches!(&mesh.content, Content::Brute(chunks) if chunks.is_empty()) {
-            hits.fill(Hit::MISS);
-            return Ok(());
-        }
-        let capacity = rays.len().min(self.max_rays_per_dispatch());
+        let capacity = rays.len().min(per_dispatch);
+        let list_bytes = capacity as u64 * max_hits * HIT_BYTES;
         let mut scratch = self.scratch.lock().await;
-        if scratch.as_ref().is_none_or(|s| s.capacity < capacity) {
+        if scratch
+            .as_ref()
+            .is_none_or(|s| s.capacity < capacity || s.list_bytes < list_bytes)
+        {
+            let (old_capacity, old_list) = scratch
+                .as_ref()
+                .map_or((0, 0), |s| (s.capacity, s.list_bytes));
             *scratch = None; // free the old buffers first
-            *scratch = Some(self.scoped(|| Scratch::new(&self.device, capacity))?);
+            *scratch = Some(self.scoped(|| {
+                Scratch::new(
+                    &self.device,
+                    capacity.max(old_capacity),
+                    list_bytes.max(old_list),
+                )
+            })?);
         }
         let scratch = scratch.as_mut().expect("scratch was just created");
-        for (rays, hits) in rays
-            .chunks(self.max_rays_per_dispatch())
-            .zip(hits.chunks_mut(self.max_rays_per_dispatch()))
-        {
+        for (batch, rays) in rays.chunks(per_dispatch).enumerate() {
+            let start = batch * per_dispatch;
             scratch.sanitized.clear();
             scratch.sanitized.extend(rays.iter().map(sanitize_ray));
             self.queue
                 .write_buffer(&scratch.rays, 0, bytemuck::cast_slice(&scratch.sanitized));
+            let query = (output.query(), max_hits as u32);
             match &mesh.content {
                 Content::Brute(chunks) => {
-                    self.dispatch_brute_force(chunks, rays.len(), options, scratch)
+                    self.dispatch_brute_force(chunks, rays.len(), options, query, scratch)?
                 }
                 Content::Bvh { chunks, .. } => {
-                    self.dispatch_bvh(chunks, rays.len(), options, scratch)
+                    self.dispatch_bvh(chunks, rays.len(), options, query, scratch)?
                 }
             }
-            let bytes = hits.len() as u64 * HIT_BYTES;
-            let slice = scratch.staging.slice(..bytes);
-            map_read(&self.device, slice, wait).await?;
-            {
-                let view = slice
-                    .get_mapped_range()
-                    .map_err(|e| Error::Readback(e.to_string()))?;
-                hits.copy_from_slice(bytemuck::cast_slice(&view));
-            }
-            scratch.staging.unmap();
-            if let Content::Bvh { cpu, chunks } = &mesh.content {
-                let copy = mesh.gathered.as_ref().map(|g| g.copy.as_ref());
-                let tree = self.finishing_tree(cpu, chunks, copy, hits)?;
-                finish_on_cpu(&tree, &scratch.sanitized, hits, options);
+            let bytes = rays.len() as u64 * HIT_BYTES;
+            scratch.readback.resize(rays.len(), Hit::MISS);
+            read_back(
+                &self.device,
+                &scratch.staging,
+                bytes,
+                &mut scratch.readback,
+                wait,
+            )
+            .await?;
+            let tree = match &mesh.content {
+                Content::Bvh { cpu, chunks } => {
+                    let copy = mesh.gathered.as_ref().map(|g| g.copy.as_ref());
+                    Some(self.finishing_tree(cpu, chunks, copy, &scratch.readback)?)
+                }
+                Content::Brute(_) => None,
+            };
+            let cpu = tree.as_deref();
+            let (rays, found) = (&scratch.sanitized[..], &scratch.readback[..]);
+            let end = start + rays.len();
+            match &mut output {
+                Output::Closest(hits) => {
+                    let hits = &mut hits[start..end];
+                    hits.copy_from_slice(found);
+                    if let Some(bvh) = cpu {
+                        finish_on_cpu(bvh, rays, hits, options);
+                    }
+                }
+                Output::Any(occluded) => {
+                    finish_any(cpu, rays, found, &mut occluded[start..end], options)
+                }
+                Output::All { slots, states, .. } => {
+                    let k = max_hits as usize;
+                    let slots = &mut slots[start * k..end * k];
+                    read_back(
+                        &self.device,
+                        &scratch.list_staging,
+                        bytes * max_hits,
+                        slots,
+                        wait,
+                    )
+                    .await?;
+                    finish_all(cpu, rays, found, slots, &mut states[start..end], options);
+                }
             }
         }
         self.errors.check()
@@ -170,20 +324,36 @@ impl GpuContext {
 
     /// Brute force over the ray batch in `scratch`: one dispatch per range of at
     /// most `max_triangles_per_dispatch` triangles, in id order.
+    ///
+    /// `query` is the dispatch's `(query, max_hits)`. A list query can move up to
+    /// `max_hits - 1` listed hits per triangle, each a loop iteration, so it gets
+    /// `max_hits + 1` times fewer triangles per dispatch.
     pub(crate) fn dispatch_brute_force(
         &self,
         chunks: &[TriangleChunk],
         ray_count: usize,
         options: &TraceOptions,
+        (query, max_hits): (u32, u32),
         scratch: &Scratch,
-    ) {
-        let step = self.max_triangles_per_dispatch();
-        let layout = self.pipelines.brute_force.get_bind_group_layout(0);
+    ) -> Result<()> {
+        let step = if query == QUERY_ALL {
+            (self.max_triangles_per_dispatch() / max_hits.saturating_add(1)).max(1)
+        } else {
+            self.max_triangles_per_dispatch()
+        };
+        let pipeline = self.pipelines.brute_force(&self.device, query)?;
+        let layout = pipeline.get_bind_group_layout(0);
         let mut passes = Vec::new();
         for chunk in chunks {
             let bind_group = self.bind_group(
                 &layout,
-                &[&scratch.params, &chunk.buffer, &scratch.rays, &scratch.hits],
+                &[
+                    &scratch.params,
+                    &chunk.buffer,
+                    &scratch.rays,
+                    &scratch.hits,
+                    &scratch.list,
+                ],
             );
             for tri_first in (0..chunk.count).step_by(step as usize) {
                 let params = TraceParams {
@@ -196,19 +366,22 @@ impl GpuContext {
                     one: 1.0,
                     tri_first,
                     mode: options.mode.to_u32(),
+                    max_hits,
                     ..Default::default()
                 };
                 passes.push((bytemuck::bytes_of(&params).to_vec(), bind_group.clone()));
             }
         }
         let workgroups = (ray_count as u32).div_ceil(BRUTE_FORCE_WORKGROUP);
+        let lists = query == QUERY_ALL;
         self.submit_passes(
-            &self.pipelines.brute_force,
+            pipeline,
             passes,
             workgroups,
-            ray_count,
+            (ray_count, lists.then_some(max_hits)),
             scratch,
         );
+        Ok(())
     }
 
     /// BVH traversal over the ray batch in `scratch`: one dispatch per BVH chunk.
@@ -217,9 +390,11 @@ impl GpuContext {
         chunks: &[BvhBuffers],
         ray_count: usize,
         options: &TraceOptions,
+        (query, max_hits): (u32, u32),
         scratch: &Scratch,
-    ) {
-        let layout = self.pipelines.bvh_traverse.get_bind_group_layout(0);
+    ) -> Result<()> {
+        let pipeline = self.pipelines.bvh_traverse(&self.device, query)?;
+        let layout = pipeline.get_bind_group_layout(0);
         let passes = chunks
             .iter()
             .enumerate()
@@ -232,6 +407,7 @@ impl GpuContext {
                     one: 1.0,
                     max_steps: self.max_traversal_steps(),
                     mode: options.mode.to_u32(),
+                    max_hits,
                     ..Default::default()
                 };
                 let bind_group = self.bind_group(
@@ -242,19 +418,22 @@ impl GpuContext {
                         &chunk.triangles,
                         &scratch.rays,
                         &scratch.hits,
+                        &scratch.list,
                     ],
                 );
                 (bytemuck::bytes_of(&params).to_vec(), bind_group)
             })
             .collect();
         let workgroups = (ray_count as u32).div_ceil(BVH_TRAVERSE_WORKGROUP);
+        let lists = query == QUERY_ALL;
         self.submit_passes(
-            &self.pipelines.bvh_traverse,
+            pipeline,
             passes,
             workgroups,
-            ray_count,
+            (ray_count, lists.then_some(max_hits)),
             scratch,
         );
+        Ok(())
     }
 
     fn bind_group(
@@ -279,13 +458,14 @@ impl GpuContext {
 
     /// Submits one dispatch per (params, bind group) in order, each in its own
     /// submission so that its parameter write lands between it and the previous one;
-    /// the last also copies the hits to the staging buffer.
+    /// the last also copies the hits (and, given `max_hits`, the lists) to the
+    /// staging buffers.
     fn submit_passes(
         &self,
         pipeline: &wgpu::ComputePipeline,
         passes: Vec<(Vec<u8>, wgpu::BindGroup)>,
         workgroups: u32,
-        ray_count: usize,
+        (ray_count, max_hits): (usize, Option<u32>),
         scratch: &Scratch,
     ) {
         let last = passes.len().saturating_sub(1);
@@ -301,10 +481,89 @@ impl GpuContext {
             if index == last {
                 let bytes = ray_count as u64 * HIT_BYTES;
                 encoder.copy_buffer_to_buffer(&scratch.hits, 0, &scratch.staging, 0, bytes);
+                if let Some(k) = max_hits {
+                    let list = bytes * k as u64;
+                    encoder.copy_buffer_to_buffer(&scratch.list, 0, &scratch.list_staging, 0, list);
+                }
             }
             self.queue.submit([encoder.finish()]);
         }
     }
+}
+
+/// Copies the first `bytes` of a staging buffer into `out` once the GPU is done.
+async fn read_back(
+    device: &wgpu::Device,
+    staging: &wgpu::Buffer,
+    bytes: u64,
+    out: &mut [Hit],
+    wait: Wait,
+) -> Result<()> {
+    let slice = staging.slice(..bytes);
+    map_read(device, slice, wait).await?;
+    {
+        let view = slice
+            .get_mapped_range()
+            .map_err(|e| Error::Readback(e.to_string()))?;
+        out.copy_from_slice(bytemuck::cast_slice(&view));
+    }
+    staging.unmap();
+    Ok(())
+}
+
+/// Any-hit answers from the GPU's hits; rays out of loop steps ([`UNFINISHED`], BVH
+/// only) are completed on the CPU with the same traversal.
+fn finish_any(
+    bvh: Option<&Bvh>,
+    rays: &[Ray],
+    found: &[Hit],
+    occluded: &mut [bool],
+    options: &TraceOptions,
+) {
+    let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+    occluded
+        .par_iter_mut()
+        .zip(found)
+        .zip(rays)
+        .for_each(|((out, hit), ray)| {
+            *out = match (hit.prim, bvh) {
+                (UNFINISHED, Some(bvh)) => bvh_traverse::occluded_ray(bvh, ray, cull, mode),
+                (prim, _) => prim != MISS,
+            }
+        });
+}
+
+/// All-hits lists from the GPU: each ray's state comes in its hit's `prim`; slots
+/// past the listed hits are reset to misses, and rays out of loop steps
+/// ([`UNFINISHED`], BVH only) are listed again on the CPU with the same traversal.
+fn finish_all(
+    bvh: Option<&Bvh>,
+    rays: &[Ray],
+    found: &[Hit],
+    slots: &mut [Hit],
+    states: &mut [u32],
+    options: &TraceOptions,
+) {
+    let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+    let k = slots.len() / rays.len().max(1);
+    slots
+        .par_chunks_mut(k)
+        .zip(states)
+        .zip(found)
+        .zip(rays)
+        .for_each(|(((slots, state), hit), ray)| match (hit.prim, bvh) {
+            (UNFINISHED, Some(bvh)) => {
+                slots.fill(Hit::MISS);
+                let mut list = HitList::new(slots, 0);
+                bvh_traverse::collect_ray(bvh, ray, cull, mode, &mut list);
+                *state = list.state();
+            }
+            (listed, _) => {
+                let count = (listed & !LIST_TRUNCATED) as usize;
+                slots[count.min(k)..].fill(Hit::MISS);
+                *state = listed;
+            }
+        });
 }
 
 /// Completes on the CPU the rays the GPU reported as [`UNFINISHED`] (out of loop

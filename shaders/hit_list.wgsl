@@ -1,0 +1,54 @@
+// The sorted hit list of the all-hits query (QUERY_ALL), shared by the brute-force
+// and BVH stages. Mirrored by src/cpu/hit_list.rs.
+//
+// Each ray owns `k` slots all_hits[first .. first + k] (the stage declares the
+// `all_hits` binding) holding its nearest hits so far in increasing (t, id) order,
+// and a state: the number of hits held, plus LIST_TRUNCATED once a hit was left out
+// or pushed out of a full list. Every triangle is offered at most once per ray, so
+// the final list is the k smallest (t, id) pairs whatever the offering order; it
+// carries over between dispatches (triangle ranges, BVH chunks) in the buffer.
+
+// Whether `a` comes before `b`: nearer, or as near with a lower triangle id.
+fn hit_before(a: Hit, b: Hit) -> bool {
+    return a.t < b.t || (a.t == b.t && a.prim < b.prim);
+}
+
+// Inserts `hit` in order. Returns the number of hits moved one slot down (loop
+// iterations, which the caller counts against its budget).
+fn list_insert(first: u32, k: u32, state: ptr<function, u32>, hit: Hit) -> u32 {
+    var count = *state & ~LIST_TRUNCATED;
+    if count == k {
+        *state = *state | LIST_TRUNCATED;
+        if !hit_before(hit, all_hits[first + k - 1u]) {
+            return 0u;
+        }
+        count = k - 1u; // the last hit drops out
+    }
+    var slot = count;
+    var moved = 0u;
+    loop {
+        if slot == 0u {
+            break;
+        }
+        let previous = all_hits[first + slot - 1u];
+        if !hit_before(hit, previous) {
+            break;
+        }
+        all_hits[first + slot] = previous;
+        slot -= 1u;
+        moved += 1u;
+    }
+    all_hits[first + slot] = hit;
+    *state = (*state & LIST_TRUNCATED) | (count + 1u);
+    return moved;
+}
+
+// The largest t at which a hit can still enter the list: the last listed hit's once
+// the list is full and more hits are known to exist, else miss_t (+inf). Subtrees
+// entered beyond it can be skipped.
+fn list_bound(first: u32, k: u32, state: u32, miss_t: f32) -> f32 {
+    if (state & LIST_TRUNCATED) != 0u {
+        return all_hits[first + k - 1u].t;
+    }
+    return miss_t;
+}
