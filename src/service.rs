@@ -32,8 +32,10 @@
 //! submitted in and the frame it became ready in.
 //! - GPU: a pick is dispatched when submitted (if a ring slot is free) and its
 //!   readback is mapped by `map_async`; it is ready at the first `poll` after the
-//!   GPU is done, so at least one frame later (usually exactly one when the GPU
-//!   keeps up; `examples/pick_service.rs` measures it).
+//!   GPU is done, so at least one frame later. `examples/pick_service.rs` measures
+//!   it: on lavapipe (Mesa's CPU Vulkan driver, two loaded cores), 1M triangles,
+//!   16 ms frames, picks of 1 or 64 rays came back after 1.2–2.0 frames on average,
+//!   3 at most; a GPU that finishes a pick within the frame gives 1.
 //! - CPU: a pick is traced on the calling thread when it is submitted (a few rays
 //!   on a BVH take microseconds) and is ready in the same frame (latency 0).
 //!
