@@ -408,7 +408,6 @@ impl GpuContext {
                     max_steps: self.max_traversal_steps(),
                     mode: options.mode.to_u32(),
                     max_hits,
-                    ..Default::default()
                 };
                 let bind_group = self.bind_group(
                     &layout,
