@@ -473,16 +473,35 @@ impl Picker {
         options: &TraceOptions,
         hits: &mut [Hit],
     ) -> Result<()> {
+        self.run_on_engine(
+            mesh,
+            hits,
+            |gpu, uploaded, hits| gpu.trace_into(uploaded, rays, options, hits),
+            |cpu, prepared, hits| {
+                cpu.trace_into(prepared, rays, options, hits);
+                Ok(())
+            },
+        )
+    }
+
+    /// Runs a query on the GPU when it traces `mesh` (falling back to the CPU when
+    /// `Backend::Auto` loses the GPU), else on the CPU after checking that `mesh` may
+    /// be traced there. `out` is lent to whichever runs.
+    fn run_on_engine<O: ?Sized, T>(
+        &self,
+        mesh: &PickMesh,
+        out: &mut O,
+        on_gpu: impl FnOnce(&GpuContext, &GpuMesh, &mut O) -> Result<T>,
+        on_cpu: impl FnOnce(&CpuBackend, &CpuMesh, &mut O) -> Result<T>,
+    ) -> Result<T> {
         if let (Some(gpu), Content::Gpu(uploaded)) = (self.live_gpu(), &mesh.content) {
-            match gpu.trace_into(uploaded, rays, options, hits) {
+            match on_gpu(gpu, uploaded, out) {
                 Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
                 other => return other,
             }
         }
         self.check_cpu_mesh(mesh)?;
-        self.cpu_backend()
-            .trace_into(mesh.for_cpu(), rays, options, hits);
-        Ok(())
+        on_cpu(self.cpu_backend(), mesh.for_cpu(), out)
     }
 
     /// Whether `mesh` may be traced on this picker's CPU path: a CPU mesh on a CPU
@@ -511,14 +530,12 @@ impl Picker {
         options: &TraceOptions,
     ) -> Result<Vec<bool>> {
         let local = Ray::all_to_local(rays, mesh.origin);
-        if let (Some(gpu), Content::Gpu(uploaded)) = (self.live_gpu(), &mesh.content) {
-            match gpu.occluded(uploaded, &local, options) {
-                Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
-                other => return other,
-            }
-        }
-        self.check_cpu_mesh(mesh)?;
-        Ok(self.cpu_backend().occluded(mesh.for_cpu(), &local, options))
+        self.run_on_engine(
+            mesh,
+            &mut (),
+            |gpu, uploaded, _| gpu.occluded(uploaded, &local, options),
+            |cpu, prepared, _| Ok(cpu.occluded(prepared, &local, options)),
+        )
     }
 
     /// The `max_hits` nearest hits of each ray, sorted by `(t, id)`, and whether
@@ -550,14 +567,11 @@ impl Picker {
         options: &TraceOptions,
     ) -> Result<AllHits> {
         let local = Ray::all_to_local(rays, mesh.origin);
-        if let (Some(gpu), Content::Gpu(uploaded)) = (self.live_gpu(), &mesh.content) {
-            match gpu.trace_all(uploaded, &local, max_hits, options) {
-                Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
-                other => return other,
-            }
-        }
-        self.check_cpu_mesh(mesh)?;
-        self.cpu_backend()
-            .trace_all(mesh.for_cpu(), &local, max_hits, options)
+        self.run_on_engine(
+            mesh,
+            &mut (),
+            |gpu, uploaded, _| gpu.trace_all(uploaded, &local, max_hits, options),
+            |cpu, prepared, _| cpu.trace_all(prepared, &local, max_hits, options),
+        )
     }
 }
