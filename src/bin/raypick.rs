@@ -143,6 +143,13 @@ struct RenderArgs {
     out: PathBuf,
     #[command(flatten)]
     view: ViewArgs,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// What traces the rays of `render` and `pick`, and how.
+#[derive(Args)]
+struct EngineArgs {
     /// Backend: auto uses the GPU when an adapter opens, else the CPU.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
@@ -155,6 +162,15 @@ struct RenderArgs {
     /// Ray-triangle test.
     #[arg(long, value_enum, default_value_t = ModeArg::from(Mode::default()))]
     mode: ModeArg,
+}
+
+impl EngineArgs {
+    fn options(&self) -> TraceOptions {
+        TraceOptions {
+            cull: self.cull.cull(),
+            mode: self.mode.mode(),
+        }
+    }
 }
 
 /// The camera and image of `render` and `pick` (the same arguments give the same
@@ -229,18 +245,8 @@ struct PickArgs {
     /// The pixel to pick, counted from the top-left pixel (0,0); its centre is picked.
     #[arg(long, value_name = "PX,PY")]
     pixel: String,
-    /// Backend: auto uses the GPU when an adapter opens, else the CPU.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    backend: BackendArg,
-    /// Acceleration structure.
-    #[arg(long, value_enum, default_value_t = AccelArg::Bvh)]
-    accel: AccelArg,
-    /// Face culling.
-    #[arg(long, value_enum, default_value_t = CullArg::None)]
-    cull: CullArg,
-    /// Ray-triangle test.
-    #[arg(long, value_enum, default_value_t = ModeArg::from(Mode::default()))]
-    mode: ModeArg,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Print one JSON object on stdout instead of a line of text.
     #[arg(long)]
     json: bool,
@@ -538,15 +544,12 @@ fn render_command(args: RenderArgs) -> Result<(), String> {
     check_output_path(&args.out, &["png"], "image")?;
     let (name, mesh) = load_mesh_arg(args.mesh.as_deref())?;
     let (camera, width, height) = args.view.camera(&name, &mesh)?;
-    let (picker, _) = open_picker(args.backend.backend(), None)?;
-    let options = TraceOptions {
-        cull: args.cull.cull(),
-        mode: args.mode.mode(),
-    };
+    let (picker, _) = open_picker(args.engine.backend.backend(), None)?;
+    let options = args.engine.options();
     let rendered = render::render(
         &picker,
         &mesh,
-        args.accel.accel(),
+        args.engine.accel.accel(),
         &camera,
         width,
         height,
@@ -601,12 +604,9 @@ fn pick_command(args: PickArgs) -> Result<(), String> {
     }
     let (name, mesh) = load_mesh_arg(Some(&args.mesh))?;
     let (camera, width, height) = args.view.camera(&name, &mesh)?;
-    let (picker, _) = open_picker(args.backend.backend(), None)?;
-    let accel = args.accel.accel();
-    let options = TraceOptions {
-        cull: args.cull.cull(),
-        mode: args.mode.mode(),
-    };
+    let (picker, _) = open_picker(args.engine.backend.backend(), None)?;
+    let accel = args.engine.accel.accel();
+    let options = args.engine.options();
     let ray = camera.ray(px, py, width, height);
     let prepared = picker
         .upload_with(&mesh, accel)
@@ -628,15 +628,9 @@ fn pick_command(args: PickArgs) -> Result<(), String> {
                 origin: ray.origin.to_array(),
                 dir: ray.dir.to_array(),
             },
-            backend: match picker.backend() {
-                Backend::Gpu => "gpu",
-                _ => "cpu",
-            },
+            backend: bench::backend_name(picker.backend()),
             device: picker.device_name(),
-            accel: match args.accel {
-                AccelArg::Bvh => "bvh",
-                AccelArg::Brute => "brute",
-            },
+            accel: bench::accel_name(accel),
             mesh: name,
             triangles: mesh.triangle_count(),
         })?);
