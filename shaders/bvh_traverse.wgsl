@@ -21,7 +21,10 @@
 // Subtrees are skipped when entered beyond `bound`: the nearest hit's t, +inf for
 // any hit, and for the list the t of its last hit once it is full and more hits are
 // known to exist (list_bound), so a subtree that could still change the answer is
-// always visited.
+// always visited. `bound` is widened by `slack`, the largest rounding error of the t
+// of the hits accepted so far (t_error in intersect.wgsl): a hit's rounded t may lie
+// before the exact entry of its own box, and a triangle tying with it must still be
+// tested.
 
 @group(0) @binding(0) var<uniform> params: TraverseParams;
 @group(0) @binding(1) var<storage, read> nodes: array<BvhNode>;
@@ -56,6 +59,12 @@ fn enter(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limi
         return near * t_scale;
     }
     return NOT_ENTERED;
+}
+
+// Whether a subtree (or leaf) entered at t_entry lies beyond `bound` (already
+// widened by the slack) by more than the box margin.
+fn beyond(t_entry: f32, bound: f32) -> bool {
+    return t_entry - abs(t_entry) * BOX_MARGIN > bound;
 }
 
 fn nearer(t: f32, id: u32, best: Hit) -> bool {
@@ -114,6 +123,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var node_index = 0u;
     var steps = 0u;
     var done = false; // QUERY_ANY found a hit
+    var slack = 0.0; // the largest t error of the accepted hits
     loop {
         steps += 1u;
         if steps > params.max_steps {
@@ -122,7 +132,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         let a = nodes[node_index].children[0];
         let b = nodes[node_index].children[1];
-        let limit = min(bound, ray.tmax) * to_frame;
+        let limit = min(bound + slack, ray.tmax) * to_frame;
         let entry_a = enter(a, ray.origin, inv_dir, tmin, limit, frame.t_scale);
         let entry_b = enter(b, ray.origin, inv_dir, tmin, limit, frame.t_scale);
         // Visit the nearer child first.
@@ -146,7 +156,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 continue;
             }
             if child.count > 0u {
-                if t_entry - abs(t_entry) * BOX_MARGIN > bound {
+                if beyond(t_entry, bound + slack) {
                     continue; // a nearer leaf already beat this one
                 }
                 // One loop per kind of query (QUERY is fixed when the pipeline is
@@ -158,6 +168,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                         let tri = triangles[i];
                         let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
                         if cand.accepted {
+                            slack = max(slack, t_error(ray, frame, tri, params.one, params.mode));
                             let hit = Hit(cand.t, cand.u, cand.v, tri.id);
                             steps += 1u + list_insert(first, params.max_hits, &state, hit);
                             bound = list_bound(first, params.max_hits, state, params.miss_t);
@@ -168,7 +179,11 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                         steps += 1u;
                         let tri = triangles[i];
                         let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
-                        if cand.accepted && nearer(cand.t, tri.id, best) {
+                        if !cand.accepted {
+                            continue;
+                        }
+                        slack = max(slack, t_error(ray, frame, tri, params.one, params.mode));
+                        if nearer(cand.t, tri.id, best) {
                             best = Hit(cand.t, cand.u, cand.v, tri.id);
                             bound = best.t;
                             if QUERY == QUERY_ANY {
@@ -200,7 +215,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 depth -= 1u;
                 let pending = stack[depth];
                 let t_entry = bitcast<f32>(pending.y);
-                if t_entry - abs(t_entry) * BOX_MARGIN <= bound {
+                if !beyond(t_entry, bound + slack) {
                     next = pending.x;
                     break;
                 }

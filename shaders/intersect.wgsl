@@ -135,3 +135,20 @@ fn intersect(ray: Ray, frame: RayFrame, tri: PackedTriangle, cull: u32, best_t: 
     }
     return accept(n, ray, frame, cull, best_t);
 }
+
+// Bounds the rounding error of an accepted hit's t, in units of the caller's
+// direction (+inf when the bound itself overflows); mirrored by t_error in
+// src/cpu/intersect.rs. BVH traversals widen their culling bound by the largest
+// error of the hits they accept, so a triangle tying with a hit in the rounded t
+// (a duplicate, a neighbour through a shared edge) is always tested, whatever the
+// order of traversal. The test is run again: this only happens for accepted hits.
+fn t_error(ray: Ray, frame: RayFrame, tri: PackedTriangle, one: f32, mode: u32) -> f32 {
+    var error: f32;
+    if mode == MODE_WATERTIGHT {
+        error = watertight_t_error(ray, frame, tri, watertight(ray, frame, tri, one), one);
+    } else {
+        error = moller_trumbore_t_error(ray, frame, tri, moller_trumbore(ray, frame, tri, one), one);
+    }
+    error = (error * frame.t_scale) * one;
+    return select(bitcast<f32>(0x7f800000u), error, is_finite(error));
+}

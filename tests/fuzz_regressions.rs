@@ -1,6 +1,8 @@
 //! Inputs `cargo fuzz` found (see `fuzz/`), replayed: loaded files from
 //! `tests/fixtures/fuzz/`, kernel and traversal cases inline.
 
+mod common;
+
 use std::path::PathBuf;
 
 use glam::Vec3;
@@ -108,6 +110,58 @@ fn subnormal_coordinates_build_a_valid_bvh() {
             bvh.validate(&mesh)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_bvh_equals_brute_force(&mesh, &centroid_rays(&mesh), leaf);
+        }
+    }
+}
+
+/// Found by `bvh_vs_brute`: two copies of one large triangle (ids 1 and 13, vertices
+/// ~1e11 from the ray origin) are hit at the same rounded `t`, which lies 1e-4
+/// before the exact one (far beyond the box margin). Once the traversal had found
+/// one copy, the other's box was entered "after" the hit and culled, so the id
+/// depended on the order of traversal (the wide BVH reported 13, brute force 1).
+/// Culling now widens its bound by the hit's `t` error bound (`t_error`).
+#[test]
+fn duplicates_hit_at_a_rounded_t_keep_the_lowest_id() {
+    let a = Vec3::new(-8388608.0, -131004890000.0, 2139095000.0);
+    let b = Vec3::new(-120259084000.0, 8388608.0, 3.3404678e-5);
+    let c = Vec3::new(2.842171e-14, -8388608.0, 8388608.0);
+    let mut triangles = vec![[a, b, b], [a, c, b]];
+    triangles.extend([[b, b, b]; 10]);
+    triangles.extend([[b, b, c], [a, c, b], [b, b, a], [b, a, c]]);
+    let mesh = Mesh::from_triangles(&triangles);
+    let ray = Ray::new(
+        Vec3::new(-126575710000.0, -4.338508e-7, -6328.721),
+        Vec3::new(6316622000.0, 8388608.0, 6328.721),
+    );
+    let [brute, ..] = trace_three(&mesh, &[ray], 1, Mode::Fast, Cull::None);
+    assert_eq!(
+        brute[0].prim, 1,
+        "brute force takes the lower id of the tie"
+    );
+    // The rounded t is well off the exact one: this is what defeated the margin.
+    let exact = raypick::reference::intersect_f64(&ray, [a, c, b], 1e-3).expect("exact hit");
+    assert!(
+        (brute[0].t as f64 - exact.t).abs() > 1e-5 * exact.t,
+        "{exact:?}"
+    );
+    for leaf in 1..=4 {
+        assert_bvh_equals_brute_force(&mesh, &[ray], leaf);
+    }
+    // The GPU traversal (same tree as the mirror) agrees.
+    if let Some(gpu) = common::gpu() {
+        for mode in [Mode::Fast, Mode::Watertight] {
+            let options = raypick::TraceOptions::default().with_mode(mode);
+            let [brute, ..] = trace_three(&mesh, &[ray], 1, mode, Cull::None);
+            let bvh = Bvh::build_with(
+                &mesh,
+                &BuildOptions {
+                    max_leaf_size: 1,
+                    ..BuildOptions::default()
+                },
+            );
+            let uploaded = gpu.upload_bvh(std::sync::Arc::new(bvh)).expect("upload");
+            let hits = gpu.trace(&uploaded, &[ray], &options).expect("trace");
+            assert_eq!(hits, brute, "GPU BVH, {mode:?}");
         }
     }
 }

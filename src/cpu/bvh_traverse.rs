@@ -10,7 +10,7 @@
 //! brute force's, bit for bit.
 
 use super::hit_list::HitList;
-use super::intersect::{RayFrame, intersect};
+use super::intersect::{RayFrame, intersect, triangle_t_error};
 use super::query::{AnyHit, Closest, Collect};
 use crate::bvh::{Bvh, MAX_DEPTH};
 use crate::prepare::sanitize_ray;
@@ -74,6 +74,14 @@ impl RayBoxes {
     }
 }
 
+/// Whether a subtree (or leaf) entered at `entry` lies beyond `bound` (the
+/// collector's bound widened by the hits' `t` error) by more than the box margin:
+/// then nothing in it can change the answer.
+#[inline(always)]
+pub fn beyond(entry: f32, bound: f32) -> bool {
+    entry - entry.abs() * BOX_MARGIN > bound
+}
+
 /// Whether `candidate` (t, id) beats `best`: nearer, or as near with a lower id.
 #[inline(always)]
 pub fn nearer(t: f32, id: u32, best: &Hit) -> bool {
@@ -111,8 +119,10 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl C
     let mut stack = [(0u32, 0.0f32); MAX_DEPTH];
     let mut depth = 0;
     let mut node = root;
+    // The largest t error of the hits accepted so far (see `t_error`).
+    let mut slack = 0.0f32;
     loop {
-        let limit = collect.bound().min(ray.tmax);
+        let limit = (collect.bound() + slack).min(ray.tmax);
         let [a, b] = &node.children;
         let (ea, eb) = (boxes.enter(a, limit), boxes.enter(b, limit));
         // Visit the nearer child first.
@@ -124,19 +134,23 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl C
         for (child, entry) in order {
             let Some(entry) = entry else { continue };
             if child.is_leaf() {
-                if entry - entry.abs() * BOX_MARGIN > collect.bound() {
+                if beyond(entry, collect.bound() + slack) {
                     continue; // a nearer leaf already beat this one
                 }
                 let first = child.index as usize;
                 for tri in &bvh.triangles[first..first + child.count as usize] {
                     let c = intersect(ray, &frame, tri, cull, f32::INFINITY, mode);
+                    if !c.accepted {
+                        continue;
+                    }
+                    slack = slack.max(triangle_t_error(&frame, tri, mode));
                     let hit = Hit {
                         t: c.t,
                         u: c.u,
                         v: c.v,
                         prim: tri.id,
                     };
-                    if c.accepted && collect.offer(hit) {
+                    if collect.offer(hit) {
                         return;
                     }
                 }
@@ -155,7 +169,7 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl C
                 }
                 depth -= 1;
                 let (index, entry) = stack[depth];
-                if entry - entry.abs() * BOX_MARGIN <= collect.bound() {
+                if !beyond(entry, collect.bound() + slack) {
                     break index;
                 }
             },

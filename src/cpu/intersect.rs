@@ -7,8 +7,8 @@
 //! call them once per SIMD lane and the compiler vectorises the loop, while the scalar
 //! [`intersect`] calls the very same code.
 
-use super::moller_trumbore::moller_trumbore;
-use super::watertight::{watertight, watertight_lanes};
+use super::moller_trumbore::{moller_trumbore, moller_trumbore_t_error};
+use super::watertight::{watertight, watertight_lanes, watertight_t_error};
 use crate::types::{PackedTriangle, Ray};
 
 /// `crate::Mode::Watertight.to_u32()`: the `mode` value that selects the watertight test.
@@ -178,6 +178,56 @@ pub fn accept(
     (t, u, v, accepted)
 }
 
+/// Bounds the rounding error of an accepted hit's `t`, in units of the caller's
+/// direction: the exact `t` of the same `f32` inputs is within this of the reported
+/// one (`+∞` when the bound itself overflows). `n` is the test's result for
+/// `vertices` (`edge_norm` is [`PackedTriangle::edge_norm`]), `mode` is
+/// `crate::Mode::to_u32`. Same operations as `t_error` in `intersect.wgsl`.
+///
+/// BVH traversals widen their culling bound by the largest error of the hits they
+/// accept, so a box whose exact entry is not beyond an accepted hit's exact `t`
+/// is always visited: a triangle that ties with the hit in the kernel's rounded
+/// `t` (a duplicate, a neighbour through a shared edge) is tested whatever the
+/// order of traversal, and ties go to the lowest id as in brute force.
+#[inline(always)]
+pub fn t_error(
+    n: &Unnormalised,
+    frame: &RayFrame,
+    vertices: [[f32; 3]; 3],
+    edge_norm: f32,
+    mode: u32,
+) -> f32 {
+    let error = if mode == MODE_WATERTIGHT {
+        watertight_t_error(frame, vertices, n)
+    } else {
+        moller_trumbore_t_error(frame, vertices[0], edge_norm, n)
+    } * frame.t_scale;
+    // A NaN (an overflowing bound times zero) counts as unbounded.
+    if error.is_finite() {
+        error
+    } else {
+        f32::INFINITY
+    }
+}
+
+/// [`t_error`] of an accepted hit of `ray` on `tri` (the test is run again).
+#[inline]
+pub fn triangle_t_error(frame: &RayFrame, tri: &PackedTriangle, mode: u32) -> f32 {
+    let vertices = [tri.v0.into(), tri.v1.into(), tri.v2.into()];
+    let n = test(frame, vertices, tri.edge_norm, mode);
+    t_error(&n, frame, vertices, tri.edge_norm, mode)
+}
+
+/// The test of `mode` (`crate::Mode::to_u32`) for one ray and one triangle.
+#[inline(always)]
+fn test(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32, mode: u32) -> Unnormalised {
+    if mode == MODE_WATERTIGHT {
+        watertight(frame, vertices, edge_norm)
+    } else {
+        moller_trumbore(frame, vertices, edge_norm)
+    }
+}
+
 /// Tests one ray against one packed triangle (the scalar form of the kernel);
 /// `mode` is `crate::Mode::to_u32`, `cull` is `crate::Cull::to_u32`.
 #[inline]
@@ -190,11 +240,7 @@ pub fn intersect(
     mode: u32,
 ) -> Candidate {
     let vertices = [tri.v0.into(), tri.v1.into(), tri.v2.into()];
-    let n = if mode == MODE_WATERTIGHT {
-        watertight(frame, vertices, tri.edge_norm)
-    } else {
-        moller_trumbore(frame, vertices, tri.edge_norm)
-    };
+    let n = test(frame, vertices, tri.edge_norm, mode);
     let (t, u, v, accepted) = accept(n, ray, frame, cull, best_t);
     Candidate { t, u, v, accepted }
 }

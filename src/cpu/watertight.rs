@@ -121,3 +121,40 @@ pub fn watertight_lanes<const N: usize>(soa: &SoaTriangles<N>, frame: &RayFrame)
     }
     lanes
 }
+
+/// `2^-13`: bounds the error of the watertight test's barycentric weights as a
+/// multiple of `reach² / |det|` (see [`watertight_t_error`]).
+pub const WT_WEIGHT_ERROR: f32 = 1.220_703_1e-4;
+
+/// `2^-20`: bounds the rounding of the sheared depths and of `T / det` as a multiple
+/// of the largest depth.
+pub const WT_DEPTH_ERROR: f32 = 9.536_743e-7;
+
+/// Bounds how far an accepted hit's `t` (in the frame's units) can be from the exact
+/// `t` of the same `f32` inputs. `t = (W·az + U·bz + V·cz) / (W + U + V)` with `U`,
+/// `V`, `W` of one sign is a weighted mean of the sheared depths, and so is the exact
+/// `t` of a ray inside the triangle: they differ by at most the depths' spread, times
+/// the weights' error (each edge function is off by at most ~100 units of `reach²`,
+/// `reach` the largest vertex coordinate relative to the origin), but never by more
+/// than the spread itself, plus the rounding of the depths.
+#[inline(always)]
+pub fn watertight_t_error(frame: &RayFrame, vertices: [[f32; 3]; 3], n: &Unnormalised) -> f32 {
+    let kz = frame.axes[2];
+    let mut reach = 0.0f32;
+    let mut low = f32::INFINITY;
+    let mut high = f32::NEG_INFINITY;
+    for v in vertices {
+        let a = [
+            v[0] - frame.origin[0],
+            v[1] - frame.origin[1],
+            v[2] - frame.origin[2],
+        ];
+        reach = reach.max(a[0].abs().max(a[1].abs()).max(a[2].abs()));
+        let z = frame.shear[2] * a[kz];
+        low = low.min(z);
+        high = high.max(z);
+    }
+    let depth = low.abs().max(high.abs());
+    let weights = (WT_WEIGHT_ERROR * (reach * reach / n.det.abs())).min(1.0);
+    (high - low) * weights + WT_DEPTH_ERROR * depth
+}

@@ -4,19 +4,21 @@
 //!
 //! Same answers as [`super::bvh_traverse`] (the mirror of the WGSL traversal) and as
 //! brute force: the boxes are the binary BVH's (padded), the box margin is the same
-//! [`BOX_MARGIN`], and a hit replaces the best one when nearer or equally near with
-//! a lower triangle id.
+//! [`BOX_MARGIN`], the culling bound is widened by the accepted hits' `t` error
+//! ([`t_error`]) as there, and a hit replaces the best one when nearer or equally
+//! near with a lower triangle id.
 //!
 //! Generic over what is kept ([`Collect`]), like [`super::bvh_traverse`]: the
 //! nearest hit ([`trace_rays`]), any hit ([`occluded_rays`]) or the sorted list of
 //! the nearest hits ([`collect_rays`]).
 
-use super::bvh_traverse::{BIG, BOX_MARGIN};
+use super::bvh_traverse::{BIG, BOX_MARGIN, beyond};
 use super::hit_list::HitList;
-use super::intersect::{MODE_WATERTIGHT, RayFrame, accept};
+use super::intersect::{MODE_WATERTIGHT, RayFrame, accept, t_error};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh};
+use crate::Mode;
 use crate::bvh::MAX_DEPTH;
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, Ray};
@@ -53,6 +55,7 @@ fn test_block<const WATERTIGHT: bool>(
     frame: &RayFrame,
     cull: u32,
     collect: &mut impl Collect,
+    slack: &mut f32,
 ) -> bool {
     let lanes = block.triangles.test::<WATERTIGHT>(frame);
     let mut t = [0.0f32; WIDTH];
@@ -69,14 +72,31 @@ fn test_block<const WATERTIGHT: bool>(
     if !ok.iter().any(|&b| b) {
         return false;
     }
+    let mode = if WATERTIGHT {
+        MODE_WATERTIGHT
+    } else {
+        Mode::Fast.to_u32()
+    };
     for lane in 0..WIDTH {
+        if !ok[lane] {
+            continue;
+        }
+        let triangles = &block.triangles;
+        let error = t_error(
+            &lanes.get(lane),
+            frame,
+            triangles.triangle(lane),
+            triangles.edge_norm[lane],
+            mode,
+        );
+        *slack = slack.max(error);
         let hit = Hit {
             t: t[lane],
             u: u[lane],
             v: v[lane],
             prim: block.id[lane],
         };
-        if ok[lane] && collect.offer(hit) {
+        if collect.offer(hit) {
             return true;
         }
     }
@@ -116,23 +136,25 @@ fn traverse<const WATERTIGHT: bool>(
         entry: ray.tmin,
     };
     let mut depth = 1;
+    // The largest t error of the hits accepted so far (see `t_error`).
+    let mut slack = 0.0f32;
     while depth > 0 {
         depth -= 1;
         let top = stack[depth];
-        if top.entry - top.entry.abs() * BOX_MARGIN > collect.bound() {
+        if beyond(top.entry, collect.bound() + slack) {
             continue; // a nearer hit is known
         }
         if top.blocks > 0 {
             let first = top.child as usize;
             for block in &wide.blocks[first..first + top.blocks as usize] {
-                if test_block::<WATERTIGHT>(block, ray, &frame, cull, collect) {
+                if test_block::<WATERTIGHT>(block, ray, &frame, cull, collect, &mut slack) {
                     return;
                 }
             }
             continue;
         }
         let node = &wide.nodes[top.child as usize];
-        let limit = fmin(collect.bound(), ray.tmax) * to_frame;
+        let limit = fmin(collect.bound() + slack, ray.tmax) * to_frame;
         let mut near = [0.0f32; WIDTH];
         let mut enter = [false; WIDTH];
         let planes = |axis: usize| {
