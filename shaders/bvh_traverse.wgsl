@@ -21,10 +21,7 @@
 // Subtrees are skipped when entered beyond `bound`: the nearest hit's t, +inf for
 // any hit, and for the list the t of its last hit once it is full and more hits are
 // known to exist (list_bound), so a subtree that could still change the answer is
-// always visited. `bound` is widened by `slack`, the largest rounding error of the t
-// of the hits accepted so far (t_error in intersect.wgsl): a hit's rounded t may lie
-// before the exact entry of its own box, and a triangle tying with it must still be
-// tested.
+// always visited.
 
 @group(0) @binding(0) var<uniform> params: TraverseParams;
 @group(0) @binding(1) var<storage, read> nodes: array<BvhNode>;
@@ -37,7 +34,6 @@ const WORKGROUP_SIZE: u32 = 64u;
 const MAX_DEPTH: u32 = 64u;
 const UNFINISHED: u32 = 0xfffffffeu;
 const BOX_MARGIN: f32 = 1e-5;
-const BIG: f32 = 1e38;
 // A box entry distance meaning "not entered".
 const NOT_ENTERED: f32 = -3.0e38;
 
@@ -59,12 +55,6 @@ fn enter(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limi
         return near * t_scale;
     }
     return NOT_ENTERED;
-}
-
-// Whether a subtree (or leaf) entered at t_entry lies beyond `bound` (already
-// widened by the slack) by more than the box margin.
-fn beyond(t_entry: f32, bound: f32) -> bool {
-    return t_entry - abs(t_entry) * BOX_MARGIN > bound;
 }
 
 fn nearer(t: f32, id: u32, best: Hit) -> bool {
@@ -114,7 +104,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         bound = list_bound(first, params.max_hits, state, params.miss_t);
     }
     let frame = ray_frame(ray);
-    let inv_dir = select(1.0 / frame.dir, vec3<f32>(BIG), frame.dir == vec3<f32>(0.0));
+    let inv_dir = frame.inv_dir;
     let to_frame = 1.0 / frame.t_scale;
     let tmin = ray.tmin * to_frame;
     // Pending subtrees: node index and entry distance (as bits).
@@ -123,7 +113,6 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var node_index = 0u;
     var steps = 0u;
     var done = false; // QUERY_ANY found a hit
-    var slack = 0.0; // the largest t error of the accepted hits
     loop {
         steps += 1u;
         if steps > params.max_steps {
@@ -132,7 +121,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         let a = nodes[node_index].children[0];
         let b = nodes[node_index].children[1];
-        let limit = min(bound + slack, ray.tmax) * to_frame;
+        let limit = min(bound, ray.tmax) * to_frame;
         let entry_a = enter(a, ray.origin, inv_dir, tmin, limit, frame.t_scale);
         let entry_b = enter(b, ray.origin, inv_dir, tmin, limit, frame.t_scale);
         // Visit the nearer child first.
@@ -156,7 +145,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 continue;
             }
             if child.count > 0u {
-                if beyond(t_entry, bound + slack) {
+                if t_entry - abs(t_entry) * BOX_MARGIN > bound {
                     continue; // a nearer leaf already beat this one
                 }
                 // One loop per kind of query (QUERY is fixed when the pipeline is
@@ -168,7 +157,6 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                         let tri = triangles[i];
                         let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
                         if cand.accepted {
-                            slack = max(slack, t_error(ray, frame, tri, params.one, params.mode));
                             let hit = Hit(cand.t, cand.u, cand.v, tri.id);
                             steps += 1u + list_insert(first, params.max_hits, &state, hit);
                             bound = list_bound(first, params.max_hits, state, params.miss_t);
@@ -179,11 +167,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                         steps += 1u;
                         let tri = triangles[i];
                         let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
-                        if !cand.accepted {
-                            continue;
-                        }
-                        slack = max(slack, t_error(ray, frame, tri, params.one, params.mode));
-                        if nearer(cand.t, tri.id, best) {
+                        if cand.accepted && nearer(cand.t, tri.id, best) {
                             best = Hit(cand.t, cand.u, cand.v, tri.id);
                             bound = best.t;
                             if QUERY == QUERY_ANY {
@@ -215,7 +199,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 depth -= 1u;
                 let pending = stack[depth];
                 let t_entry = bitcast<f32>(pending.y);
-                if !beyond(t_entry, bound + slack) {
+                if t_entry - abs(t_entry) * BOX_MARGIN <= bound {
                     next = pending.x;
                     break;
                 }

@@ -32,7 +32,6 @@ const WORKGROUP_SIZE: u32 = 64u;
 const MAX_DEPTH: u32 = 64u;
 const UNFINISHED: u32 = 0xfffffffeu;
 const BOX_MARGIN: f32 = 1e-5;
-const BIG: f32 = 1e38;
 // A box entry distance meaning "not entered".
 const NOT_ENTERED: f32 = -3.0e38;
 // Marks a top-level item that is an instance (a leaf), not a node.
@@ -56,11 +55,6 @@ fn enter_box(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, 
         return near;
     }
     return NOT_ENTERED;
-}
-
-// 1 / dir, with BIG for zero components.
-fn inverse_dir(dir: vec3<f32>) -> vec3<f32> {
-    return select(1.0 / dir, vec3<f32>(BIG), dir == vec3<f32>(0.0));
 }
 
 fn nearer_instance(t: f32, instance: u32, prim: u32, best: InstanceHitRecord) -> bool {
@@ -113,9 +107,6 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var local_inv_dir = world_inv_dir;
     var node_index = 0u;
     var steps = 0u;
-    // The largest t error of the accepted hits (t_error): boxes and the object-space
-    // ray's tmax are compared with best.t widened by it.
-    var slack = 0.0;
     loop {
         steps += 1u;
         if steps > params.max_steps {
@@ -135,7 +126,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                     tlas_depth -= 1u;
                     let pending = tlas_stack[tlas_depth];
                     let t_entry = bitcast<f32>(pending.y);
-                    if t_entry - abs(t_entry) * BOX_MARGIN <= best.t + slack {
+                    if t_entry - abs(t_entry) * BOX_MARGIN <= best.t {
                         item = pending.x;
                         break;
                     }
@@ -162,7 +153,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 let live = finite3(origin) && finite3(dir) && any(dir != vec3<f32>(0.0));
                 if inst.node_count > 0u && live {
                     instance = index;
-                    local = Ray(origin, ray.tmin, dir, min(ray.tmax, best.t + slack));
+                    local = Ray(origin, ray.tmin, dir, min(ray.tmax, best.t));
                     frame = ray_frame(local);
                     local_inv_dir = inverse_dir(dir);
                     node_index = 0u;
@@ -172,7 +163,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
             }
             let a = tlas[item].children[0];
             let b = tlas[item].children[1];
-            let limit = min(best.t + slack, ray.tmax);
+            let limit = min(best.t, ray.tmax);
             let entry_a = enter_box(a, ray.origin, world_inv_dir, ray.tmin, limit);
             let entry_b = enter_box(b, ray.origin, world_inv_dir, ray.tmin, limit);
             // Take the nearer child next, push the farther.
@@ -207,7 +198,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         // Bottom level: one node of the instance's mesh BVH.
         let a = nodes[inst.node_offset + node_index].children[0];
         let b = nodes[inst.node_offset + node_index].children[1];
-        let limit = min(best.t + slack, local.tmax);
+        let limit = min(best.t, local.tmax);
         let entry_a = enter_box(a, local.origin, local_inv_dir, local.tmin, limit);
         let entry_b = enter_box(b, local.origin, local_inv_dir, local.tmin, limit);
         let swap = entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a;
@@ -230,7 +221,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 continue;
             }
             if child.count > 0u {
-                if t_entry - abs(t_entry) * BOX_MARGIN > best.t + slack {
+                if t_entry - abs(t_entry) * BOX_MARGIN > best.t {
                     continue; // a nearer hit already beat this leaf
                 }
                 let first = inst.tri_offset + child.index;
@@ -238,11 +229,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                     steps += 1u;
                     let tri = triangles[i];
                     let cand = intersect(local, frame, tri, params.cull, params.miss_t, one, params.mode);
-                    if !cand.accepted {
-                        continue;
-                    }
-                    slack = max(slack, t_error(local, frame, tri, one, params.mode));
-                    if nearer_instance(cand.t, instance, tri.id, best) {
+                    if cand.accepted && nearer_instance(cand.t, instance, tri.id, best) {
                         best = InstanceHitRecord(cand.t, cand.u, cand.v, tri.id, instance, 0u, 0u, 0u);
                     }
                 }
@@ -261,7 +248,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 blas_depth -= 1u;
                 let pending = blas_stack[blas_depth];
                 let t_entry = bitcast<f32>(pending.y);
-                if t_entry - abs(t_entry) * BOX_MARGIN <= best.t + slack {
+                if t_entry - abs(t_entry) * BOX_MARGIN <= best.t {
                     next = pending.x;
                     break;
                 }

@@ -7,7 +7,8 @@
 // where big_w / det is the weight of v0. Inside-the-triangle decisions use the
 // unnormalised values (no division): big_u, big_v and big_w all have the sign of
 // det. A hit is accepted when det passes the culling test, it is inside,
-// tmin <= t <= tmax and t < best_t (strict, so earlier triangles win ties). Every
+// tmin <= t <= tmax and t < best_t (strict, so earlier triangles win ties), t first
+// clamped into the ray's interval through the triangle's box (clamp_to_box). Every
 // comparison is written so that NaN rejects, and only finite values are accepted:
 // 1 / det, t, u and v must all be finite (a determinant whose reciprocal overflows
 // would give u = 0 * inf = NaN; an overflowing t would pass an infinite tmin or tmax).
@@ -51,6 +52,7 @@ struct Unnormalised {
 //   shear: (dir[kx] / dir[kz], dir[ky] / dir[kz], 1 / dir[kz]);
 //   shear_norm: dir_norm * |shear.z|, the watertight determinant's ray factor;
 //   t_scale: 2^-k, multiplies the tests' t into units of the caller's direction;
+//   inv_dir: 1 / dir with BIG for zero components, the slab tests' factors;
 //   live: false for a zero direction (such a ray never hits).
 struct RayFrame {
     dir: vec3<f32>,
@@ -59,10 +61,18 @@ struct RayFrame {
     shear: vec3<f32>,
     shear_norm: f32,
     t_scale: f32,
+    inv_dir: vec3<f32>,
     live: bool,
 }
 
 const DET_TOLERANCE: f32 = 9.5367431640625e-7; // 2^-20
+// Stands in for 1 / 0 in box tests so that they never compute 0 * inf.
+const BIG: f32 = 1e38;
+
+// 1 / dir, with BIG for zero components.
+fn inverse_dir(dir: vec3<f32>) -> vec3<f32> {
+    return select(1.0 / dir, vec3<f32>(BIG), dir == vec3<f32>(0.0));
+}
 
 // 2^-k for the largest direction component max_abs, from its exponent bits:
 // max_abs * 2^-k is in [1, 2) for normal values below 2^127 (in [2, 4) above, and
@@ -97,7 +107,7 @@ fn ray_frame(ray: Ray) -> RayFrame {
     let inv_dz = select(0.0, 1.0 / dz, live);
     let shear = vec3<f32>(dir[kx] * inv_dz, dir[ky] * inv_dz, inv_dz);
     let dir_norm = (a.x + a.y) + a.z;
-    return RayFrame(dir, dir_norm, vec3<u32>(kx, ky, kz), shear, dir_norm * abs(inv_dz), scale, live);
+    return RayFrame(dir, dir_norm, vec3<u32>(kx, ky, kz), shear, dir_norm * abs(inv_dz), scale, inverse_dir(dir), live);
 }
 
 fn det_passes(det: f32, det_bound: f32, cull: u32) -> bool {
@@ -114,15 +124,58 @@ fn is_finite(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
 }
 
-fn accept(n: Unnormalised, ray: Ray, frame: RayFrame, cull: u32, best_t: f32) -> Candidate {
+// The ray's interval (entry, exit) through the box of the triangle, in units of
+// frame.dir: the slab arithmetic of the traversals' box tests, so any box that holds
+// the triangle's is entered no later (rounding is monotonic). Axes the ray runs
+// parallel to are left out: a ray that hits the triangle lies within their slab (an
+// origin on its face would otherwise give 0 * BIG = 0).
+fn box_interval(origin: vec3<f32>, frame: RayFrame, tri: PackedTriangle) -> vec2<f32> {
+    let lo = min(min(tri.v0, tri.v1), tri.v2);
+    let hi = max(max(tri.v0, tri.v1), tri.v2);
+    let negative = frame.inv_dir < vec3<f32>(0.0);
+    let near = (select(lo, hi, negative) - origin) * frame.inv_dir;
+    let far = (select(hi, lo, negative) - origin) * frame.inv_dir;
+    var entry = -bitcast<f32>(0x7f800000u);
+    var exit = bitcast<f32>(0x7f800000u);
+    for (var axis = 0u; axis < 3u; axis++) {
+        let slab = frame.dir[axis] != 0.0;
+        entry = select(entry, near[axis], slab && near[axis] > entry);
+        exit = select(exit, far[axis], slab && far[axis] < exit);
+    }
+    return vec2<f32>(entry, exit);
+}
+
+// A candidate's t (frame units) clamped into the ray's interval through the
+// triangle's box (the entry wins if rounding left it empty). The exact t lies in
+// that interval, so this only removes rounding error, and it makes BVH culling
+// exact: a triangle's t is never before the entry of a box that holds it (nor after
+// its exit), so culling a box entered after the best hit (or left before tmin)
+// never changes the answer. Mirrored by place in src/cpu/intersect.rs.
+fn clamp_to_box(t: f32, origin: vec3<f32>, frame: RayFrame, tri: PackedTriangle) -> f32 {
+    let interval = box_interval(origin, frame, tri);
+    if t < interval.x {
+        return interval.x;
+    }
+    if t > interval.y {
+        return interval.y;
+    }
+    return t;
+}
+
+fn accept(n: Unnormalised, ray: Ray, frame: RayFrame, tri: PackedTriangle, cull: u32, best_t: f32) -> Candidate {
     let inv_det = 1.0 / n.det;
-    let t = (n.big_t * inv_det) * frame.t_scale;
+    var t = n.big_t * inv_det;
     let u = n.big_u * inv_det;
     let v = n.big_v * inv_det;
     let sign = select(-1.0, 1.0, n.det > 0.0);
     let inside = n.big_u * sign >= 0.0 && n.big_v * sign >= 0.0 && n.big_w * sign >= 0.0;
     let finite = is_finite(inv_det) && is_finite(t) && is_finite(u) && is_finite(v);
-    let accepted = frame.live && det_passes(n.det, n.det_bound, cull) && inside && finite && t >= ray.tmin && t <= ray.tmax && t < best_t;
+    let candidate = frame.live && det_passes(n.det, n.det_bound, cull) && inside && finite;
+    if candidate {
+        t = clamp_to_box(t, ray.origin, frame, tri);
+    }
+    t = t * frame.t_scale;
+    let accepted = candidate && is_finite(t) && t >= ray.tmin && t <= ray.tmax && t < best_t;
     return Candidate(t, u, v, accepted);
 }
 
@@ -133,22 +186,5 @@ fn intersect(ray: Ray, frame: RayFrame, tri: PackedTriangle, cull: u32, best_t: 
     } else {
         n = moller_trumbore(ray, frame, tri, one);
     }
-    return accept(n, ray, frame, cull, best_t);
-}
-
-// Bounds the rounding error of an accepted hit's t, in units of the caller's
-// direction (+inf when the bound itself overflows); mirrored by t_error in
-// src/cpu/intersect.rs. BVH traversals widen their culling bound by the largest
-// error of the hits they accept, so a triangle tying with a hit in the rounded t
-// (a duplicate, a neighbour through a shared edge) is always tested, whatever the
-// order of traversal. The test is run again: this only happens for accepted hits.
-fn t_error(ray: Ray, frame: RayFrame, tri: PackedTriangle, one: f32, mode: u32) -> f32 {
-    var error: f32;
-    if mode == MODE_WATERTIGHT {
-        error = watertight_t_error(ray, frame, tri, watertight(ray, frame, tri, one), one);
-    } else {
-        error = moller_trumbore_t_error(ray, frame, tri, moller_trumbore(ray, frame, tri, one), one);
-    }
-    error = (error * frame.t_scale) * one;
-    return select(bitcast<f32>(0x7f800000u), error, is_finite(error));
+    return accept(n, ray, frame, tri, cull, best_t);
 }

@@ -35,16 +35,3 @@ fn moller_trumbore(ray: Ray, frame: RayFrame, tri: PackedTriangle, one: f32) -> 
     let big_w = det - (big_u + big_v);
     return Unnormalised(det, (tri.edge_norm * frame.dir_norm) * one, big_u, big_v, big_w, big_t);
 }
-
-// Bounds how far an accepted hit's t (in the frame's units) can be from the exact t
-// of the same inputs (see src/cpu/moller_trumbore.rs): rounding moves T by ~8 units
-// of |e1|1 |e2|1 |s|1 and det by as many units of its bound, so t = T / det moves by
-// (dT + |t| ddet) / |det|. 2^-19 is 32 units.
-const MT_T_ERROR: f32 = 1.9073486328125e-6;
-
-fn moller_trumbore_t_error(ray: Ray, frame: RayFrame, tri: PackedTriangle, n: Unnormalised, one: f32) -> f32 {
-    let s = abs(ray.origin - tri.v0);
-    let s_norm = (s.x + s.y) + s.z;
-    let t = n.big_t * (1.0 / n.det);
-    return MT_T_ERROR * (((tri.edge_norm * s_norm) * one + (abs(t) * n.det_bound) * one) / abs(n.det));
-}

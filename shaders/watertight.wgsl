@@ -73,31 +73,3 @@ fn watertight(ray: Ray, frame: RayFrame, tri: PackedTriangle, one: f32) -> Unnor
     let big_t = ((big_w * a.z) * one + (big_u * b.z) * one) + (big_v * c.z) * one;
     return Unnormalised(det, (tri.edge_norm * frame.shear_norm) * one, big_u, big_v, big_w, big_t);
 }
-
-// Bounds how far an accepted hit's t (in the frame's units) can be from the exact t
-// of the same inputs (see src/cpu/watertight.rs): t is a weighted mean of the
-// sheared depths, as is the exact t of a ray inside the triangle, so they differ by
-// at most the depths' spread times the weights' error (2^-13 reach^2 / |det|, reach
-// the largest vertex coordinate relative to the origin), never by more than the
-// spread, plus the depths' rounding (2^-20 of the largest).
-const WT_WEIGHT_ERROR: f32 = 1.220703125e-4;
-const WT_DEPTH_ERROR: f32 = 9.5367431640625e-7;
-
-fn watertight_t_error(ray: Ray, frame: RayFrame, tri: PackedTriangle, n: Unnormalised, one: f32) -> f32 {
-    let a = tri.v0 - ray.origin;
-    let b = tri.v1 - ray.origin;
-    let c = tri.v2 - ray.origin;
-    let kz = frame.axes.z;
-    let za = (frame.shear.z * a[kz]) * one;
-    let zb = (frame.shear.z * b[kz]) * one;
-    let zc = (frame.shear.z * c[kz]) * one;
-    let low = min(min(za, zb), zc);
-    let high = max(max(za, zb), zc);
-    let reach_a = max(max(abs(a.x), abs(a.y)), abs(a.z));
-    let reach_b = max(max(abs(b.x), abs(b.y)), abs(b.z));
-    let reach_c = max(max(abs(c.x), abs(c.y)), abs(c.z));
-    let reach = max(max(reach_a, reach_b), reach_c);
-    let depth = max(abs(low), abs(high));
-    let weights = min(WT_WEIGHT_ERROR * (((reach * reach) * one) / abs(n.det)), 1.0);
-    return ((high - low) * weights) * one + (WT_DEPTH_ERROR * depth) * one;
-}

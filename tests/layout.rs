@@ -162,7 +162,7 @@ fn traversal_constants_match_rust() {
         constant("BOX_MARGIN"),
         F32(raypick::cpu::bvh_traverse::BOX_MARGIN)
     );
-    assert_eq!(constant("BIG"), F32(raypick::cpu::bvh_traverse::BIG));
+    assert_eq!(constant("BIG"), F32(raypick::cpu::intersect::BIG));
     assert_eq!(
         constant("WORKGROUP_SIZE"),
         U32(shaders::BVH_TRAVERSE_WORKGROUP)
@@ -184,7 +184,7 @@ fn instance_traversal_constants_match_rust() {
         constant("BOX_MARGIN"),
         F32(raypick::cpu::bvh_traverse::BOX_MARGIN)
     );
-    assert_eq!(constant("BIG"), F32(raypick::cpu::bvh_traverse::BIG));
+    assert_eq!(constant("BIG"), F32(raypick::cpu::intersect::BIG));
     assert_eq!(
         constant("WORKGROUP_SIZE"),
         U32(shaders::INSTANCE_TRAVERSE_WORKGROUP)

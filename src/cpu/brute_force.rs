@@ -12,7 +12,7 @@
 //! to a [`Collect`]or, stopping when it says so.
 
 use super::hit_list::HitList;
-use super::intersect::{MODE_WATERTIGHT, RayFrame, SoaTriangles, accept};
+use super::intersect::{MODE_WATERTIGHT, RayFrame, SoaTriangles, place};
 use super::query::{AnyHit, Collect};
 use super::simd::simd_dispatch;
 use crate::prepare::sanitize_ray;
@@ -79,16 +79,19 @@ fn trace_ray<const CULL: u32, const WATERTIGHT: bool>(blocks: &[TriangleBlock], 
     for (index, block) in blocks.iter().enumerate() {
         let base = (index * LANES) as u32;
         let lanes = block.test::<WATERTIGHT>(&frame);
-        for lane in 0..LANES {
-            let (t, u, v, ok) = accept(lanes.get(lane), ray, &frame, CULL, best_t[lane]);
-            best_t[lane] = if ok { t } else { best_t[lane] };
-            best_u[lane] = if ok { u } else { best_u[lane] };
-            best_v[lane] = if ok { v } else { best_v[lane] };
-            best_id[lane] = if ok {
-                base + lane as u32
-            } else {
-                best_id[lane]
-            };
+        let c = lanes.candidates(&frame, CULL);
+        if !c.any() {
+            continue;
+        }
+        for lane in c.lanes() {
+            let vertices = block.triangle(lane);
+            let (t, accepted) = place(c.t[lane], ray, &frame, vertices, best_t[lane]);
+            if accepted {
+                best_t[lane] = t;
+                best_u[lane] = c.u[lane];
+                best_v[lane] = c.v[lane];
+                best_id[lane] = base + lane as u32;
+            }
         }
     }
     let mut hit = Hit::MISS;
@@ -149,25 +152,20 @@ fn collect_ray<const CULL: u32, const WATERTIGHT: bool>(
     for (index, block) in blocks.iter().enumerate() {
         let base = (index * LANES) as u32;
         let lanes = block.test::<WATERTIGHT>(&frame);
-        let mut t = [0.0f32; LANES];
-        let mut u = [0.0f32; LANES];
-        let mut v = [0.0f32; LANES];
-        let mut ok = [false; LANES];
-        for lane in 0..LANES {
-            (t[lane], u[lane], v[lane], ok[lane]) =
-                accept(lanes.get(lane), ray, &frame, CULL, f32::INFINITY);
-        }
-        if !ok.iter().any(|&b| b) {
+        let c = lanes.candidates(&frame, CULL);
+        if !c.any() {
             continue;
         }
-        for lane in 0..LANES {
+        for lane in c.lanes() {
+            let vertices = block.triangle(lane);
+            let (t, accepted) = place(c.t[lane], ray, &frame, vertices, f32::INFINITY);
             let hit = Hit {
-                t: t[lane],
-                u: u[lane],
-                v: v[lane],
+                t,
+                u: c.u[lane],
+                v: c.v[lane],
                 prim: base + lane as u32,
             };
-            if ok[lane] && collect.offer(hit) {
+            if accepted && collect.offer(hit) {
                 return;
             }
         }

@@ -10,7 +10,7 @@
 //! brute force's, bit for bit.
 
 use super::hit_list::HitList;
-use super::intersect::{RayFrame, intersect, triangle_t_error};
+use super::intersect::{RayFrame, intersect};
 use super::query::{AnyHit, Closest, Collect};
 use crate::bvh::{Bvh, MAX_DEPTH};
 use crate::prepare::sanitize_ray;
@@ -20,15 +20,12 @@ use crate::types::{BvhChild, Hit, Ray};
 /// test and in Möller–Trumbore's `t` for non-grazing rays.
 pub const BOX_MARGIN: f32 = 1e-5;
 
-/// Stands in for `1 / 0` so that box tests never compute `0 * inf`.
-pub const BIG: f32 = 1e38;
-
 /// Per-ray values the box test needs.
 ///
 /// Like the triangle tests, box tests run on the direction scaled by a power of two
 /// ([`RayFrame::dir`]): their distances are in its units (the interval is scaled
 /// into them, the entry distance back out), so that huge and tiny directions neither
-/// overflow `1 / dir` nor make [`BIG`] a distance real hits reach.
+/// overflow `1 / dir` nor make [`BIG`](super::intersect::BIG) a distance real hits reach.
 #[derive(Clone, Copy, Debug)]
 pub struct RayBoxes {
     origin: glam::Vec3,
@@ -39,19 +36,14 @@ pub struct RayBoxes {
 }
 
 impl RayBoxes {
-    /// Precomputes `1 / dir` of the scaled direction (with [`BIG`] for zero
-    /// components).
+    /// Takes `1 / dir` of the scaled direction from the frame
+    /// ([`RayFrame::inv_dir`]).
     #[inline(always)]
     pub fn new(ray: &Ray, frame: &RayFrame) -> Self {
-        let dir = glam::Vec3::from(frame.dir);
         let to_frame = 1.0 / frame.t_scale;
         Self {
             origin: ray.origin,
-            inv_dir: glam::Vec3::select(
-                dir.cmpeq(glam::Vec3::ZERO),
-                glam::Vec3::splat(BIG),
-                glam::Vec3::ONE / dir,
-            ),
+            inv_dir: frame.inv_dir.into(),
             tmin: ray.tmin * to_frame,
             to_frame,
             t_scale: frame.t_scale,
@@ -72,14 +64,6 @@ impl RayBoxes {
         let overlap = near - near.abs() * BOX_MARGIN <= far + far.abs() * BOX_MARGIN;
         overlap.then_some(near * self.t_scale)
     }
-}
-
-/// Whether a subtree (or leaf) entered at `entry` lies beyond `bound` (the
-/// collector's bound widened by the hits' `t` error) by more than the box margin:
-/// then nothing in it can change the answer.
-#[inline(always)]
-pub fn beyond(entry: f32, bound: f32) -> bool {
-    entry - entry.abs() * BOX_MARGIN > bound
 }
 
 /// Whether `candidate` (t, id) beats `best`: nearer, or as near with a lower id.
@@ -119,10 +103,8 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl C
     let mut stack = [(0u32, 0.0f32); MAX_DEPTH];
     let mut depth = 0;
     let mut node = root;
-    // The largest t error of the hits accepted so far (see `t_error`).
-    let mut slack = 0.0f32;
     loop {
-        let limit = (collect.bound() + slack).min(ray.tmax);
+        let limit = collect.bound().min(ray.tmax);
         let [a, b] = &node.children;
         let (ea, eb) = (boxes.enter(a, limit), boxes.enter(b, limit));
         // Visit the nearer child first.
@@ -134,23 +116,19 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl C
         for (child, entry) in order {
             let Some(entry) = entry else { continue };
             if child.is_leaf() {
-                if beyond(entry, collect.bound() + slack) {
+                if entry - entry.abs() * BOX_MARGIN > collect.bound() {
                     continue; // a nearer leaf already beat this one
                 }
                 let first = child.index as usize;
                 for tri in &bvh.triangles[first..first + child.count as usize] {
                     let c = intersect(ray, &frame, tri, cull, f32::INFINITY, mode);
-                    if !c.accepted {
-                        continue;
-                    }
-                    slack = slack.max(triangle_t_error(&frame, tri, mode));
                     let hit = Hit {
                         t: c.t,
                         u: c.u,
                         v: c.v,
                         prim: tri.id,
                     };
-                    if collect.offer(hit) {
+                    if c.accepted && collect.offer(hit) {
                         return;
                     }
                 }
@@ -169,7 +147,7 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl C
                 }
                 depth -= 1;
                 let (index, entry) = stack[depth];
-                if !beyond(entry, collect.bound() + slack) {
+                if entry - entry.abs() * BOX_MARGIN <= collect.bound() {
                     break index;
                 }
             },

@@ -7,8 +7,8 @@
 //! call them once per SIMD lane and the compiler vectorises the loop, while the scalar
 //! [`intersect`] calls the very same code.
 
-use super::moller_trumbore::{moller_trumbore, moller_trumbore_t_error};
-use super::watertight::{watertight, watertight_lanes, watertight_t_error};
+use super::moller_trumbore::moller_trumbore;
+use super::watertight::{watertight, watertight_lanes};
 use crate::types::{PackedTriangle, Ray};
 
 /// `crate::Mode::Watertight.to_u32()`: the `mode` value that selects the watertight test.
@@ -27,6 +27,9 @@ pub struct Candidate {
     /// is strictly nearer than the best hit so far.
     pub accepted: bool,
 }
+
+/// Stands in for `1 / 0` in box tests so that they never compute `0 * inf`.
+pub const BIG: f32 = 1e38;
 
 /// A determinant within `DET_TOLERANCE · |e1|₁ · |e2|₁ · (ray factor)` of zero counts
 /// as zero (the ray is parallel to the triangle). The bound covers the rounding error
@@ -94,6 +97,8 @@ pub struct RayFrame {
     /// `2^-k`, the direction's scale: multiplies the tests' `t` into units of the
     /// caller's direction.
     pub t_scale: f32,
+    /// `1 / dir`, with [`BIG`] for zero components: the slab tests' factors.
+    pub inv_dir: [f32; 3],
     /// False for a zero direction: such a ray never hits.
     pub live: bool,
 }
@@ -139,20 +144,96 @@ impl RayFrame {
             shear: [dir[kx] * inv_dz, dir[ky] * inv_dz, inv_dz],
             shear_norm: dir_norm * inv_dz.abs(),
             t_scale: scale,
+            inv_dir: dir.map(|d| if d == 0.0 { BIG } else { 1.0 / d }),
             live,
         }
     }
 }
 
-/// Normalises and applies the acceptance test of `intersect.wgsl` for the ray of
-/// `frame`: returns `(t, u, v, accepted)`, `t` in units of the caller's direction.
-/// Inside-the-triangle decisions use the unnormalised values (signs flipped when
-/// `det < 0`); every comparison rejects NaN.
+/// Normalises the values of one test and applies every acceptance rule of
+/// `intersect.wgsl` that does not involve the ray's interval: the determinant test
+/// (`cull` is `crate::Cull::to_u32`), inside-ness (from the unnormalised values,
+/// signs flipped when `det < 0`) and finiteness. Returns `(t, u, v, candidate)`,
+/// `t` in units of the frame's direction and not yet clamped ([`place`] finishes
+/// it); every comparison rejects NaN.
 ///
 /// Only finite values are ever accepted: `1 / det`, `t`, `u` and `v` must all be
 /// finite. A determinant small enough that its reciprocal overflows (tiny or
 /// subnormal triangles) would otherwise give `u = 0 · ∞ = NaN`, and a `t` that
 /// overflows would be reported as `±∞` (accepted by an infinite `tmin` or `tmax`).
+#[inline(always)]
+pub fn candidate(n: Unnormalised, frame: &RayFrame, cull: u32) -> (f32, f32, f32, bool) {
+    let inv_det = 1.0 / n.det;
+    let t = n.big_t * inv_det;
+    let u = n.big_u * inv_det;
+    let v = n.big_v * inv_det;
+    let sign = if n.det > 0.0 { 1.0 } else { -1.0 };
+    let inside = (n.big_u * sign >= 0.0) & (n.big_v * sign >= 0.0) & (n.big_w * sign >= 0.0);
+    let finite = inv_det.is_finite() & t.is_finite() & u.is_finite() & v.is_finite();
+    let candidate = frame.live & det_passes(n.det, n.det_bound, cull) & inside & finite;
+    (t, u, v, candidate)
+}
+
+/// The ray's interval `(entry, exit)` through the box of `vertices`, in units of the
+/// frame's direction: the slab arithmetic of the BVH traversals' box tests, so any
+/// box that holds the triangle's is entered no later (rounding is monotonic). Axes
+/// the ray runs parallel to are left out: a ray that hits the triangle lies within
+/// their slab (an origin on its face would otherwise give `0 · BIG = 0`).
+#[inline(always)]
+pub fn box_interval(frame: &RayFrame, vertices: [[f32; 3]; 3]) -> (f32, f32) {
+    let [a, b, c] = vertices;
+    let (mut entry, mut exit) = (f32::NEG_INFINITY, f32::INFINITY);
+    for axis in (0..3).filter(|&axis| frame.dir[axis] != 0.0) {
+        let lo = a[axis].min(b[axis]).min(c[axis]);
+        let hi = a[axis].max(b[axis]).max(c[axis]);
+        let inv = frame.inv_dir[axis];
+        let (near, far) = if inv < 0.0 { (hi, lo) } else { (lo, hi) };
+        let near = (near - frame.origin[axis]) * inv;
+        let far = (far - frame.origin[axis]) * inv;
+        entry = if near > entry { near } else { entry };
+        exit = if far < exit { far } else { exit };
+    }
+    (entry, exit)
+}
+
+/// Finishes a [`candidate`]: clamps its `t` (frame units) into the ray's interval
+/// through the triangle's box ([`box_interval`]; the entry wins if rounding left
+/// the interval empty), scales it into units of the caller's direction and tests it
+/// against the ray's interval and the best hit so far (`t < best_t`, strict, so
+/// earlier triangles win ties). Returns `(t, accepted)`.
+///
+/// The exact `t` lies in that interval, so clamping only ever removes rounding
+/// error; it is what makes BVH culling exact. Far from the ray origin or at grazing
+/// angles the kernel's `t` can round to well before the triangle's box, and a box
+/// entered after the best hit would then be culled although a triangle in it ties
+/// with that hit (a duplicate, say). Clamped, a triangle's `t` is never before the
+/// entry of a box that holds it, so culling boxes entered after the best hit never
+/// changes the answer, whatever the order of traversal; and it is never after the
+/// exit, so culling boxes that end before `tmin` never does either.
+#[inline(always)]
+pub fn place(
+    t: f32,
+    ray: &Ray,
+    frame: &RayFrame,
+    vertices: [[f32; 3]; 3],
+    best_t: f32,
+) -> (f32, bool) {
+    let (entry, exit) = box_interval(frame, vertices);
+    let clamped = if t < entry {
+        entry
+    } else if t > exit {
+        exit
+    } else {
+        t
+    };
+    let t = clamped * frame.t_scale;
+    let accepted = t.is_finite() & (t >= ray.tmin) & (t <= ray.tmax) & (t < best_t);
+    (t, accepted)
+}
+
+/// [`candidate`], then [`place`] for a candidate: the whole acceptance test of
+/// `intersect.wgsl` for the ray of `frame` and the triangle `vertices`. Returns
+/// `(t, u, v, accepted)`, `t` in units of the caller's direction.
 #[inline(always)]
 pub fn accept(
     n: Unnormalised,
@@ -160,67 +241,20 @@ pub fn accept(
     frame: &RayFrame,
     cull: u32,
     best_t: f32,
+    vertices: [[f32; 3]; 3],
 ) -> (f32, f32, f32, bool) {
-    let inv_det = 1.0 / n.det;
-    let t = (n.big_t * inv_det) * frame.t_scale;
-    let u = n.big_u * inv_det;
-    let v = n.big_v * inv_det;
-    let sign = if n.det > 0.0 { 1.0 } else { -1.0 };
-    let inside = (n.big_u * sign >= 0.0) & (n.big_v * sign >= 0.0) & (n.big_w * sign >= 0.0);
-    let finite = inv_det.is_finite() & t.is_finite() & u.is_finite() & v.is_finite();
-    let accepted = frame.live
-        & det_passes(n.det, n.det_bound, cull)
-        & inside
-        & finite
-        & (t >= ray.tmin)
-        & (t <= ray.tmax)
-        & (t < best_t);
+    let (t, u, v, candidate) = candidate(n, frame, cull);
+    if !candidate {
+        return (t * frame.t_scale, u, v, false);
+    }
+    let (t, accepted) = place(t, ray, frame, vertices, best_t);
     (t, u, v, accepted)
 }
 
-/// Bounds the rounding error of an accepted hit's `t`, in units of the caller's
-/// direction: the exact `t` of the same `f32` inputs is within this of the reported
-/// one (`+∞` when the bound itself overflows). `n` is the test's result for
-/// `vertices` (`edge_norm` is [`PackedTriangle::edge_norm`]), `mode` is
-/// `crate::Mode::to_u32`. Same operations as `t_error` in `intersect.wgsl`.
-///
-/// BVH traversals widen their culling bound by the largest error of the hits they
-/// accept, so a box whose exact entry is not beyond an accepted hit's exact `t`
-/// is always visited: a triangle that ties with the hit in the kernel's rounded
-/// `t` (a duplicate, a neighbour through a shared edge) is tested whatever the
-/// order of traversal, and ties go to the lowest id as in brute force.
+/// The test of `mode` (`crate::Mode::to_u32`) for the ray of `frame` and the
+/// triangle `vertices` (`edge_norm` is [`PackedTriangle::edge_norm`]).
 #[inline(always)]
-pub fn t_error(
-    n: &Unnormalised,
-    frame: &RayFrame,
-    vertices: [[f32; 3]; 3],
-    edge_norm: f32,
-    mode: u32,
-) -> f32 {
-    let error = if mode == MODE_WATERTIGHT {
-        watertight_t_error(frame, vertices, n)
-    } else {
-        moller_trumbore_t_error(frame, vertices[0], edge_norm, n)
-    } * frame.t_scale;
-    // A NaN (an overflowing bound times zero) counts as unbounded.
-    if error.is_finite() {
-        error
-    } else {
-        f32::INFINITY
-    }
-}
-
-/// [`t_error`] of an accepted hit of `ray` on `tri` (the test is run again).
-#[inline]
-pub fn triangle_t_error(frame: &RayFrame, tri: &PackedTriangle, mode: u32) -> f32 {
-    let vertices = [tri.v0.into(), tri.v1.into(), tri.v2.into()];
-    let n = test(frame, vertices, tri.edge_norm, mode);
-    t_error(&n, frame, vertices, tri.edge_norm, mode)
-}
-
-/// The test of `mode` (`crate::Mode::to_u32`) for one ray and one triangle.
-#[inline(always)]
-fn test(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32, mode: u32) -> Unnormalised {
+pub fn test(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32, mode: u32) -> Unnormalised {
     if mode == MODE_WATERTIGHT {
         watertight(frame, vertices, edge_norm)
     } else {
@@ -241,7 +275,7 @@ pub fn intersect(
 ) -> Candidate {
     let vertices = [tri.v0.into(), tri.v1.into(), tri.v2.into()];
     let n = test(frame, vertices, tri.edge_norm, mode);
-    let (t, u, v, accepted) = accept(n, ray, frame, cull, best_t);
+    let (t, u, v, accepted) = accept(n, ray, frame, cull, best_t, vertices);
     Candidate { t, u, v, accepted }
 }
 
@@ -275,7 +309,50 @@ impl<const N: usize> Default for Lanes<N> {
     }
 }
 
+/// [`candidate`] of every lane of a block, as structure of arrays.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidates<const N: usize> {
+    /// `t` in units of the frame's direction, before [`place`].
+    pub t: [f32; N],
+    /// Barycentric weights of `v1`.
+    pub u: [f32; N],
+    /// Barycentric weights of `v2`.
+    pub v: [f32; N],
+    /// Whether the lane is a candidate.
+    pub ok: [bool; N],
+}
+
+impl<const N: usize> Candidates<N> {
+    /// The candidate lanes, in order.
+    #[inline(always)]
+    pub fn lanes(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..N).filter(|&lane| self.ok[lane])
+    }
+
+    /// Whether any lane is a candidate.
+    #[inline(always)]
+    pub fn any(&self) -> bool {
+        self.ok.iter().any(|&ok| ok)
+    }
+}
+
 impl<const N: usize> Lanes<N> {
+    /// [`candidate`] of every lane (vectorised; [`place`] is left to the rare
+    /// candidates).
+    #[inline(always)]
+    pub fn candidates(&self, frame: &RayFrame, cull: u32) -> Candidates<N> {
+        let mut c = Candidates {
+            t: [0.0; N],
+            u: [0.0; N],
+            v: [0.0; N],
+            ok: [false; N],
+        };
+        for lane in 0..N {
+            (c.t[lane], c.u[lane], c.v[lane], c.ok[lane]) = candidate(self.get(lane), frame, cull);
+        }
+        c
+    }
+
     /// The values of `lane`.
     #[inline(always)]
     pub fn get(&self, lane: usize) -> Unnormalised {

@@ -41,25 +41,3 @@ pub fn moller_trumbore(
         big_t,
     }
 }
-
-/// `2^-19`: the constant of [`moller_trumbore_t_error`] (32 units of rounding, about
-/// twice what the operation count needs).
-pub const MT_T_ERROR: f32 = 1.907_348_6e-6;
-
-/// Bounds how far an accepted hit's `t` (in the frame's units, `big_t / det`) can be
-/// from the exact `t` of the same `f32` inputs: edges, `s`, the cross and dot products
-/// round `T` by at most ~8 units of `|e1|₁·|e2|₁·|s|₁` and `det` by as many units of
-/// its bound, and `t = T / det` moves by `(δT + |t|·δdet) / |det|`. Accepted
-/// determinants exceed `2^-20` of their bound, so the ratio stays below `2^20`.
-#[inline(always)]
-pub fn moller_trumbore_t_error(
-    frame: &RayFrame,
-    v0: [f32; 3],
-    edge_norm: f32,
-    n: &Unnormalised,
-) -> f32 {
-    let [ox, oy, oz] = frame.origin;
-    let s_norm = ((ox - v0[0]).abs() + (oy - v0[1]).abs()) + (oz - v0[2]).abs();
-    let t = n.big_t * (1.0 / n.det);
-    MT_T_ERROR * ((edge_norm * s_norm + t.abs() * n.det_bound) / n.det.abs())
-}

@@ -4,21 +4,19 @@
 //!
 //! Same answers as [`super::bvh_traverse`] (the mirror of the WGSL traversal) and as
 //! brute force: the boxes are the binary BVH's (padded), the box margin is the same
-//! [`BOX_MARGIN`], the culling bound is widened by the accepted hits' `t` error
-//! ([`t_error`]) as there, and a hit replaces the best one when nearer or equally
-//! near with a lower triangle id.
+//! [`BOX_MARGIN`], and a hit replaces the best one when nearer or equally near with
+//! a lower triangle id.
 //!
 //! Generic over what is kept ([`Collect`]), like [`super::bvh_traverse`]: the
 //! nearest hit ([`trace_rays`]), any hit ([`occluded_rays`]) or the sorted list of
 //! the nearest hits ([`collect_rays`]).
 
-use super::bvh_traverse::{BIG, BOX_MARGIN, beyond};
+use super::bvh_traverse::BOX_MARGIN;
 use super::hit_list::HitList;
-use super::intersect::{MODE_WATERTIGHT, RayFrame, accept, t_error};
+use super::intersect::{MODE_WATERTIGHT, RayFrame, place};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh};
-use crate::Mode;
 use crate::bvh::MAX_DEPTH;
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, Ray};
@@ -55,48 +53,22 @@ fn test_block<const WATERTIGHT: bool>(
     frame: &RayFrame,
     cull: u32,
     collect: &mut impl Collect,
-    slack: &mut f32,
 ) -> bool {
     let lanes = block.triangles.test::<WATERTIGHT>(frame);
-    let mut t = [0.0f32; WIDTH];
-    let mut u = [0.0f32; WIDTH];
-    let mut v = [0.0f32; WIDTH];
-    let mut ok = [false; WIDTH];
-    for lane in 0..WIDTH {
-        let (tl, ul, vl, accepted) = accept(lanes.get(lane), ray, frame, cull, f32::INFINITY);
-        t[lane] = tl;
-        u[lane] = ul;
-        v[lane] = vl;
-        ok[lane] = accepted;
-    }
-    if !ok.iter().any(|&b| b) {
+    let c = lanes.candidates(frame, cull);
+    if !c.any() {
         return false;
     }
-    let mode = if WATERTIGHT {
-        MODE_WATERTIGHT
-    } else {
-        Mode::Fast.to_u32()
-    };
-    for lane in 0..WIDTH {
-        if !ok[lane] {
-            continue;
-        }
-        let triangles = &block.triangles;
-        let error = t_error(
-            &lanes.get(lane),
-            frame,
-            triangles.triangle(lane),
-            triangles.edge_norm[lane],
-            mode,
-        );
-        *slack = slack.max(error);
+    for lane in c.lanes() {
+        let vertices = block.triangles.triangle(lane);
+        let (t, accepted) = place(c.t[lane], ray, frame, vertices, f32::INFINITY);
         let hit = Hit {
-            t: t[lane],
-            u: u[lane],
-            v: v[lane],
+            t,
+            u: c.u[lane],
+            v: c.v[lane],
             prim: block.id[lane],
         };
-        if collect.offer(hit) {
+        if accepted && collect.offer(hit) {
             return true;
         }
     }
@@ -119,11 +91,7 @@ fn traverse<const WATERTIGHT: bool>(
     // Box distances in units of the scaled direction, as in `bvh_traverse`.
     let frame = RayFrame::new(ray);
     let dir = glam::Vec3::from(frame.dir);
-    let inv = glam::Vec3::select(
-        dir.cmpeq(glam::Vec3::ZERO),
-        glam::Vec3::splat(BIG),
-        1.0 / dir,
-    );
+    let inv = glam::Vec3::from(frame.inv_dir);
     let (to_frame, t_scale) = (1.0 / frame.t_scale, frame.t_scale);
     let tmin = ray.tmin * to_frame;
     // From the scaled direction, whose tiny components may have become -0.0 (whose
@@ -136,25 +104,23 @@ fn traverse<const WATERTIGHT: bool>(
         entry: ray.tmin,
     };
     let mut depth = 1;
-    // The largest t error of the hits accepted so far (see `t_error`).
-    let mut slack = 0.0f32;
     while depth > 0 {
         depth -= 1;
         let top = stack[depth];
-        if beyond(top.entry, collect.bound() + slack) {
+        if top.entry - top.entry.abs() * BOX_MARGIN > collect.bound() {
             continue; // a nearer hit is known
         }
         if top.blocks > 0 {
             let first = top.child as usize;
             for block in &wide.blocks[first..first + top.blocks as usize] {
-                if test_block::<WATERTIGHT>(block, ray, &frame, cull, collect, &mut slack) {
+                if test_block::<WATERTIGHT>(block, ray, &frame, cull, collect) {
                     return;
                 }
             }
             continue;
         }
         let node = &wide.nodes[top.child as usize];
-        let limit = fmin(collect.bound() + slack, ray.tmax) * to_frame;
+        let limit = fmin(collect.bound(), ray.tmax) * to_frame;
         let mut near = [0.0f32; WIDTH];
         let mut enter = [false; WIDTH];
         let planes = |axis: usize| {

@@ -18,12 +18,12 @@ fn trace_ray(scene: &InstanceScene, ray: &Ray, cull: u32, mode: u32) -> Instance
     let ray = sanitize_ray(ray);
     let mut best = InstanceHitRecord::MISS;
     if ray.dir != glam::Vec3::ZERO {
-        traverse(scene.tlas_nodes(), &ray, &mut best, |index, best, slack| {
-            if let Some(local) = instance_ray(scene, index, &ray, best, *slack) {
+        traverse(scene.tlas_nodes(), &ray, &mut best, |index, best| {
+            if let Some(local) = instance_ray(scene, index, &ray, best) {
                 let mut hit = [Hit::MISS];
                 let wide = scene.blas_of(index as usize).wide();
                 wide_traverse::trace_rays(wide, &[local], &mut hit, cull, mode);
-                merge(scene, index, &local, mode, &hit[0], best, slack);
+                merge(index, &hit[0], best);
             }
         });
     }

@@ -6,10 +6,7 @@
 //! skipped on pop once a nearer hit is known. A TLAS leaf is one instance: the ray
 //! is taken into its object space ([`super::object_ray`]) and its mesh BVH is traversed
 //! (the BVH stage's own traversal, with the same box tests and triangle test),
-//! limited to the best `t` so far. Boxes and the object-space ray's `tmax` are
-//! compared with the best `t` widened by the `t` error of the hits kept so far
-//! ([`crate::cpu::intersect::t_error`]), as in the mesh traversals, so an instance
-//! holding a tie is never skipped. A hit replaces the best one when it is nearer,
+//! limited to the best `t` so far. A hit replaces the best one when it is nearer,
 //! or equally near with a lower instance index, or the same instance and a lower
 //! triangle id: the answer of a naive loop over every instance and triangle, bit
 //! for bit, whatever the visiting order.
@@ -19,8 +16,8 @@
 
 use super::scene::InstanceScene;
 use crate::bvh::MAX_DEPTH;
-use crate::cpu::bvh_traverse::{self, RayBoxes, beyond};
-use crate::cpu::intersect::{RayFrame, triangle_t_error};
+use crate::cpu::bvh_traverse::{self, BOX_MARGIN, RayBoxes};
+use crate::cpu::intersect::RayFrame;
 use crate::types::{BvhChild, BvhNode, Hit, InstanceHitRecord, Ray};
 
 /// Marks a TLAS stack entry that is a leaf (an instance index), not a node.
@@ -36,17 +33,15 @@ pub fn nearer(t: f32, instance: u32, prim: u32, best: &InstanceHitRecord) -> boo
 }
 
 /// Walks the TLAS `nodes` for a (sanitised, live) world ray, calling
-/// `visit(instance, best, slack)` for each instance leaf the ray reaches, nearest
-/// first, skipping those that cannot hold a hit nearer than `best` (its `t` widened
-/// by `slack`, the largest `t` error of the hits kept).
+/// `visit(instance, best)` for each instance leaf the ray reaches, nearest first,
+/// skipping those that cannot hold a hit nearer than `best`.
 #[inline(always)]
 pub fn traverse(
     nodes: &[BvhNode],
     ray: &Ray,
     best: &mut InstanceHitRecord,
-    mut visit: impl FnMut(u32, &mut InstanceHitRecord, &mut f32),
+    mut visit: impl FnMut(u32, &mut InstanceHitRecord),
 ) {
-    let mut slack = 0.0f32;
     if nodes.is_empty() {
         return;
     }
@@ -63,16 +58,16 @@ pub fn traverse(
                 }
                 depth -= 1;
                 let (item, entry) = stack[depth];
-                if !beyond(entry, best.t + slack) {
+                if entry - entry.abs() * BOX_MARGIN <= best.t {
                     break item;
                 }
             },
         };
         if item & LEAF_BIT != 0 {
-            visit(item & !LEAF_BIT, best, &mut slack);
+            visit(item & !LEAF_BIT, best);
             continue;
         }
-        let limit = (best.t + slack).min(ray.tmax);
+        let limit = best.t.min(ray.tmax);
         let [a, b] = &nodes[item as usize].children;
         let (ea, eb) = (boxes.enter(a, limit), boxes.enter(b, limit));
         let order = match (ea, eb) {
@@ -102,42 +97,26 @@ fn tlas_item(child: &BvhChild) -> u32 {
     }
 }
 
-/// The ray of instance `index` in object space, limited to `best.t` widened by
-/// `slack`, if it can hit anything.
+/// The ray of instance `index` in object space, limited to `best.t`, if it can hit
+/// anything.
 #[inline(always)]
 pub(crate) fn instance_ray(
     scene: &InstanceScene,
     index: u32,
     ray: &Ray,
     best: &InstanceHitRecord,
-    slack: f32,
 ) -> Option<Ray> {
     let limited = Ray {
-        tmax: ray.tmax.min(best.t + slack),
+        tmax: ray.tmax.min(best.t),
         ..*ray
     };
     scene.object_ray(index as usize, &limited)
 }
 
-/// Keeps `hit` (of instance `index`, found with the object-space ray `local`) if it
-/// beats `best`, and widens `slack` by its `t` error.
+/// Keeps `hit` (of instance `index`) if it beats `best`.
 #[inline(always)]
-pub(crate) fn merge(
-    scene: &InstanceScene,
-    index: u32,
-    local: &Ray,
-    mode: u32,
-    hit: &Hit,
-    best: &mut InstanceHitRecord,
-    slack: &mut f32,
-) {
-    if !hit.is_hit() {
-        return;
-    }
-    if let Some(tri) = scene.blas_of(index as usize).triangle(hit.prim) {
-        *slack = slack.max(triangle_t_error(&RayFrame::new(local), tri, mode));
-    }
-    if nearer(hit.t, index, hit.prim, best) {
+pub(crate) fn merge(index: u32, hit: &Hit, best: &mut InstanceHitRecord) {
+    if hit.is_hit() && nearer(hit.t, index, hit.prim, best) {
         *best = InstanceHitRecord {
             t: hit.t,
             u: hit.u,
@@ -156,11 +135,14 @@ pub fn trace_ray(scene: &InstanceScene, ray: &Ray, cull: u32, mode: u32) -> Inst
     if ray.dir == glam::Vec3::ZERO {
         return best; // an invalid ray
     }
-    traverse(scene.tlas_nodes(), ray, &mut best, |index, best, slack| {
-        if let Some(local) = instance_ray(scene, index, ray, best, *slack) {
+    traverse(scene.tlas_nodes(), ray, &mut best, |index, best| {
+        if let Some(local) = instance_ray(scene, index, ray, best) {
             let bvh = scene.blas_of(index as usize).bvh();
-            let hit = bvh_traverse::trace_ray(bvh, &local, cull, mode);
-            merge(scene, index, &local, mode, &hit, best, slack);
+            merge(
+                index,
+                &bvh_traverse::trace_ray(bvh, &local, cull, mode),
+                best,
+            );
         }
     });
     best
