@@ -124,17 +124,18 @@ fn is_finite(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u;
 }
 
-// The ray's interval (entry, exit) through the box of the triangle, in units of
-// frame.dir: the slab arithmetic of the traversals' box tests, so any box that holds
-// the triangle's is entered no later (rounding is monotonic). Axes the ray runs
-// parallel to are left out: a ray that hits the triangle lies within their slab (an
-// origin on its face would otherwise give 0 * BIG = 0).
+// The ray's interval (entry, exit) through the triangle's padded box (the box the
+// BVH builder and refit give it, triangle_box), in units of frame.dir, by the slab
+// arithmetic of the traversals' box tests: every BVH box that holds the triangle
+// holds this box, so it is entered no later (rounding is monotonic). Axes the ray
+// runs parallel to are left out (an origin on a face would give 0 * BIG = 0; a ray
+// that hits the triangle lies within their slab). Mirrored by box_interval in
+// src/cpu/intersect.rs.
 fn box_interval(origin: vec3<f32>, frame: RayFrame, tri: PackedTriangle) -> vec2<f32> {
-    let lo = min(min(tri.v0, tri.v1), tri.v2);
-    let hi = max(max(tri.v0, tri.v1), tri.v2);
+    let b = triangle_box(tri);
     let negative = frame.inv_dir < vec3<f32>(0.0);
-    let near = (select(lo, hi, negative) - origin) * frame.inv_dir;
-    let far = (select(hi, lo, negative) - origin) * frame.inv_dir;
+    let near = (select(b.lo, b.hi, negative) - origin) * frame.inv_dir;
+    let far = (select(b.hi, b.lo, negative) - origin) * frame.inv_dir;
     var entry = -bitcast<f32>(0x7f800000u);
     var exit = bitcast<f32>(0x7f800000u);
     for (var axis = 0u; axis < 3u; axis++) {
@@ -146,11 +147,11 @@ fn box_interval(origin: vec3<f32>, frame: RayFrame, tri: PackedTriangle) -> vec2
 }
 
 // A candidate's t (frame units) clamped into the ray's interval through the
-// triangle's box (the entry wins if rounding left it empty). The exact t lies in
-// that interval, so this only removes rounding error, and it makes BVH culling
-// exact: a triangle's t is never before the entry of a box that holds it (nor after
-// its exit), so culling a box entered after the best hit (or left before tmin)
-// never changes the answer. Mirrored by place in src/cpu/intersect.rs.
+// triangle's padded box (the entry wins if rounding left it empty). This makes BVH
+// culling exact: a triangle's t is never before the entry of a BVH box that holds it
+// (nor after its exit), so culling a box entered after the best hit (or left before
+// tmin) never changes the answer. It only acts when the test's error exceeds the
+// padding. Mirrored by place in src/cpu/intersect.rs.
 fn clamp_to_box(t: f32, origin: vec3<f32>, frame: RayFrame, tri: PackedTriangle) -> f32 {
     let interval = box_interval(origin, frame, tri);
     if t < interval.x {

@@ -13,19 +13,6 @@
 const REFIT_WORKGROUP: u32 = 64u;
 const BOX_MAX: f32 = 3.40282347e38f;
 
-struct Box {
-    lo: vec3<f32>,
-    hi: vec3<f32>,
-}
-
-// Pads a box outward like bvh/build.rs `pad`.
-fn pad_box(lo: vec3<f32>, hi: vec3<f32>) -> Box {
-    let a = max(abs(lo), abs(hi));
-    let d = hi - lo;
-    let magnitude = max(max(max(a.x, a.y), a.z), max(max(d.x, d.y), d.z));
-    let margin = magnitude * 0x1p-18f + 0x1p-126f;
-    return Box(lo - margin, hi + margin);
-}
 
 // The union of the padded boxes of the hittable triangles first..first+count, or
 // an inverted box when none can be hit.
@@ -37,7 +24,7 @@ fn leaf_box(first: u32, count: u32) -> Box {
         if all(t.v1 == t.v0) {
             continue;
         }
-        let b = pad_box(min(min(t.v0, t.v1), t.v2), max(max(t.v0, t.v1), t.v2));
+        let b = triangle_box(t);
         lo = min(lo, b.lo);
         hi = max(hi, b.hi);
     }

@@ -133,3 +133,24 @@ override QUERY: u32 = QUERY_CLOSEST;
 // Per-ray state of the all-hits query: number of listed hits, plus this flag when
 // more hits exist than the list holds.
 const LIST_TRUNCATED: u32 = 0x80000000u;
+
+// An axis-aligned box.
+struct Box {
+    lo: vec3<f32>,
+    hi: vec3<f32>,
+}
+
+// Pads a box outward like bvh/build.rs `pad`.
+fn pad_box(lo: vec3<f32>, hi: vec3<f32>) -> Box {
+    let a = max(abs(lo), abs(hi));
+    let d = hi - lo;
+    let magnitude = max(max(max(a.x, a.y), a.z), max(max(d.x, d.y), d.z));
+    let margin = magnitude * 0x1p-18f + 0x1p-126f;
+    return Box(lo - margin, hi + margin);
+}
+
+// The padded box of a triangle, like bvh/build.rs `triangle_box`: the box the BVH
+// builder and refit give it.
+fn triangle_box(t: PackedTriangle) -> Box {
+    return pad_box(min(min(t.v0, t.v1), t.v2), max(max(t.v0, t.v1), t.v2));
+}

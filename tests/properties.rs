@@ -312,17 +312,16 @@ proptest! {
         let mode = mode.to_u32();
         let hit = intersect(&ray, &frame, &tri, Cull::None.to_u32(), f32::INFINITY, mode);
         prop_assume!(hit.accepted);
-        // Within the ray's interval through the triangle's own box (its entry when
+        // Within the ray's interval through the triangle's padded box (its entry when
         // rounding left that empty).
         let vertices = triangle.map(|v| v.to_array());
         let (entry, exit) = box_interval(&frame, vertices);
         let (entry, exit) = (entry * frame.t_scale, exit * frame.t_scale);
         prop_assert!(hit.t >= entry, "t {} before the entry {}", hit.t, entry);
         prop_assert!(hit.t <= exit || hit.t == entry, "t {} after the exit {}", hit.t, exit);
-        // Any box that holds the triangle (padded by up to its size) is entered at or
-        // before t, by the traversals' own box test.
-        let lo = triangle[0].min(triangle[1]).min(triangle[2]);
-        let hi = triangle[0].max(triangle[1]).max(triangle[2]);
+        // Any box that holds the triangle's padded box (the builder's), grown by up to
+        // its size, is entered at or before t by the traversals' own box test.
+        let (lo, hi) = raypick::bvh::triangle_box(&tri);
         let size = (hi - lo).max_element();
         let child = raypick::types::BvhChild {
             lo: lo - Vec3::from_slice(&pad[..3]) * size,

@@ -189,7 +189,7 @@ pub fn check_intersect(ray: &Ray, triangle: [Vec3; 3], mode: Mode, cull: Cull) {
         return;
     }
     if let Err(e) = check_kernel_hit(&clean, triangle, (c.t, c.u, c.v)) {
-        panic!("mode {mode} cull {cull}: {e}");
+        panic!("mode {mode} cull {cull}: {e}\nray {ray:?}\ntriangle {triangle:?}");
     }
     // Culling: the f64 determinant (`-dot(d, normal)`) has the sign culling allows,
     // wherever the tolerance model says the kernels' determinant has a reliable

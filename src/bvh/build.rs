@@ -129,13 +129,13 @@ impl Aabb {
 
 /// The box of a packed triangle (its three vertices),
 /// padded outward so that rounding in box tests can never cull a hit.
-pub(crate) fn triangle_box(tri: &PackedTriangle) -> (Vec3, Vec3) {
+pub fn triangle_box(tri: &PackedTriangle) -> (Vec3, Vec3) {
     let (a, b, c) = (tri.v0, tri.v1, tri.v2);
     pad(a.min(b).min(c), a.max(b).max(c))
 }
 
 /// Pads a box outward by a small fraction of its coordinates' magnitude.
-pub(crate) fn pad(lo: Vec3, hi: Vec3) -> (Vec3, Vec3) {
+pub fn pad(lo: Vec3, hi: Vec3) -> (Vec3, Vec3) {
     let magnitude = lo
         .abs()
         .max(hi.abs())

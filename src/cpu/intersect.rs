@@ -174,20 +174,25 @@ pub fn candidate(n: Unnormalised, frame: &RayFrame, cull: u32) -> (f32, f32, f32
     (t, u, v, candidate)
 }
 
-/// The ray's interval `(entry, exit)` through the box of `vertices`, in units of the
-/// frame's direction: the slab arithmetic of the BVH traversals' box tests, so any
-/// box that holds the triangle's is entered no later (rounding is monotonic). Axes
-/// the ray runs parallel to are left out: a ray that hits the triangle lies within
-/// their slab (an origin on its face would otherwise give `0 · BIG = 0`).
+/// The ray's interval `(entry, exit)` through the triangle's padded box (the box the
+/// BVH builder and refit give it, [`crate::bvh::triangle_box`]), in units of the
+/// frame's direction, by the slab arithmetic of the BVH traversals' box tests: every
+/// BVH box that holds the triangle holds this box, so it is entered no later
+/// (rounding is monotonic). Axes the ray runs parallel to are left out (an origin on
+/// a face would give `0 · BIG = 0`; a ray that hits the triangle lies within their
+/// slab).
 #[inline(always)]
 pub fn box_interval(frame: &RayFrame, vertices: [[f32; 3]; 3]) -> (f32, f32) {
-    let [a, b, c] = vertices;
+    let [a, b, c] = vertices.map(glam::Vec3::from);
+    let (lo, hi) = crate::bvh::pad(a.min(b).min(c), a.max(b).max(c));
     let (mut entry, mut exit) = (f32::NEG_INFINITY, f32::INFINITY);
     for axis in (0..3).filter(|&axis| frame.dir[axis] != 0.0) {
-        let lo = a[axis].min(b[axis]).min(c[axis]);
-        let hi = a[axis].max(b[axis]).max(c[axis]);
         let inv = frame.inv_dir[axis];
-        let (near, far) = if inv < 0.0 { (hi, lo) } else { (lo, hi) };
+        let (near, far) = if inv < 0.0 {
+            (hi[axis], lo[axis])
+        } else {
+            (lo[axis], hi[axis])
+        };
         let near = (near - frame.origin[axis]) * inv;
         let far = (far - frame.origin[axis]) * inv;
         entry = if near > entry { near } else { entry };
@@ -197,19 +202,21 @@ pub fn box_interval(frame: &RayFrame, vertices: [[f32; 3]; 3]) -> (f32, f32) {
 }
 
 /// Finishes a [`candidate`]: clamps its `t` (frame units) into the ray's interval
-/// through the triangle's box ([`box_interval`]; the entry wins if rounding left
-/// the interval empty), scales it into units of the caller's direction and tests it
-/// against the ray's interval and the best hit so far (`t < best_t`, strict, so
-/// earlier triangles win ties). Returns `(t, accepted)`.
+/// through the triangle's padded box ([`box_interval`]; the entry wins if rounding
+/// left the interval empty), scales it into units of the caller's direction and
+/// tests it against the ray's interval and the best hit so far (`t < best_t`,
+/// strict, so earlier triangles win ties). Returns `(t, accepted)`.
 ///
-/// The exact `t` lies in that interval, so clamping only ever removes rounding
-/// error; it is what makes BVH culling exact. Far from the ray origin or at grazing
+/// This is what makes BVH culling exact. Far from the ray origin or at grazing
 /// angles the kernel's `t` can round to well before the triangle's box, and a box
 /// entered after the best hit would then be culled although a triangle in it ties
 /// with that hit (a duplicate, say). Clamped, a triangle's `t` is never before the
-/// entry of a box that holds it, so culling boxes entered after the best hit never
-/// changes the answer, whatever the order of traversal; and it is never after the
-/// exit, so culling boxes that end before `tmin` never does either.
+/// entry of a BVH box that holds it, so culling boxes entered after the best hit
+/// never changes the answer, whatever the order of traversal; and it is never after
+/// the exit, so culling boxes that end before `tmin` never does either. The clamp
+/// only acts when the kernel's error exceeds the padding (a relative `2^-18` of the
+/// box's coordinates), and then moves `t` towards the exact value of a true hit
+/// (which lies in the unpadded box).
 #[inline(always)]
 pub fn place(
     t: f32,
