@@ -31,7 +31,6 @@
 const WORKGROUP_SIZE: u32 = 64u;
 const MAX_DEPTH: u32 = 64u;
 const UNFINISHED: u32 = 0xfffffffeu;
-const BOX_MARGIN: f32 = 1e-5;
 // A box entry distance meaning "not entered".
 const NOT_ENTERED: f32 = -3.0e38;
 // Marks a top-level item that is an instance (a leaf), not a node.
@@ -51,7 +50,7 @@ fn enter_box(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, 
     let hi = max(t0, t1);
     let near = max(max(max(lo.x, lo.y), lo.z), tmin);
     let far = min(min(min(hi.x, hi.y), hi.z), limit);
-    if near - abs(near) * BOX_MARGIN <= far + abs(far) * BOX_MARGIN {
+    if overlaps(near, far, params.one) {
         return near;
     }
     return NOT_ENTERED;

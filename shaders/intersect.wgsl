@@ -8,7 +8,7 @@
 // unnormalised values (no division): big_u, big_v and big_w all have the sign of
 // det. A hit is accepted when det passes the culling test, it is inside,
 // tmin <= t <= tmax and t < best_t (strict, so earlier triangles win ties), t first
-// clamped into the ray's interval through the triangle's box (clamp_to_box). Every
+// clamped into the ray's interval through the triangle's padded box (see accept). Every
 // comparison is written so that NaN rejects, and only finite values are accepted:
 // 1 / det, t, u and v must all be finite (a determinant whose reciprocal overflows
 // would give u = 0 * inf = NaN; an overflowing t would pass an infinite tmin or tmax).
@@ -68,6 +68,15 @@ struct RayFrame {
 const DET_TOLERANCE: f32 = 9.5367431640625e-7; // 2^-20
 // Stands in for 1 / 0 in box tests so that they never compute 0 * inf.
 const BIG: f32 = 1e38;
+// Relative margin on slab distances: far above the few ulps of rounding in a box test.
+const BOX_MARGIN: f32 = 1e-5;
+
+// Whether a slab interval [near, far] is non-empty up to the relative BOX_MARGIN: the
+// box tests' overlap rule, used by the traversals and by the kernel on the
+// triangle's own box (the products are kept from fusing, as in the tests).
+fn overlaps(near: f32, far: f32, one: f32) -> bool {
+    return near - (abs(near) * BOX_MARGIN) * one <= far + (abs(far) * BOX_MARGIN) * one;
+}
 
 // 1 / dir, with BIG for zero components.
 fn inverse_dir(dir: vec3<f32>) -> vec3<f32> {
@@ -146,24 +155,15 @@ fn box_interval(origin: vec3<f32>, frame: RayFrame, tri: PackedTriangle) -> vec2
     return vec2<f32>(entry, exit);
 }
 
-// A candidate's t (frame units) clamped into the ray's interval through the
-// triangle's padded box (the entry wins if rounding left it empty). This makes BVH
-// culling exact: a triangle's t is never before the entry of a BVH box that holds it
-// (nor after its exit), so culling a box entered after the best hit (or left before
-// tmin) never changes the answer. It only acts when the test's error exceeds the
-// padding. Mirrored by place in src/cpu/intersect.rs.
-fn clamp_to_box(t: f32, origin: vec3<f32>, frame: RayFrame, tri: PackedTriangle) -> f32 {
-    let interval = box_interval(origin, frame, tri);
-    if t < interval.x {
-        return interval.x;
-    }
-    if t > interval.y {
-        return interval.y;
-    }
-    return t;
-}
-
-fn accept(n: Unnormalised, ray: Ray, frame: RayFrame, tri: PackedTriangle, cull: u32, best_t: f32) -> Candidate {
+// The acceptance rule. A candidate (det passes culling, inside, finite) is then
+// checked against the ray's interval through the triangle's padded box: rejected
+// when the ray misses that box by the box tests' own rule (overlaps), its t clamped
+// into it (never before the entry). This makes BVH culling exact: every BVH box
+// that holds the triangle holds its padded box, so a hit is never before the entry
+// of such a box nor outside a box it must be in, and the boxes the traversals cull
+// never hold an answer. The clamp only acts when the test's error exceeds the
+// padding. Mirrored by candidate and place in src/cpu/intersect.rs.
+fn accept(n: Unnormalised, ray: Ray, frame: RayFrame, tri: PackedTriangle, cull: u32, best_t: f32, one: f32) -> Candidate {
     let inv_det = 1.0 / n.det;
     var t = n.big_t * inv_det;
     let u = n.big_u * inv_det;
@@ -171,9 +171,12 @@ fn accept(n: Unnormalised, ray: Ray, frame: RayFrame, tri: PackedTriangle, cull:
     let sign = select(-1.0, 1.0, n.det > 0.0);
     let inside = n.big_u * sign >= 0.0 && n.big_v * sign >= 0.0 && n.big_w * sign >= 0.0;
     let finite = is_finite(inv_det) && is_finite(t) && is_finite(u) && is_finite(v);
-    let candidate = frame.live && det_passes(n.det, n.det_bound, cull) && inside && finite;
+    var candidate = frame.live && det_passes(n.det, n.det_bound, cull) && inside && finite;
     if candidate {
-        t = clamp_to_box(t, ray.origin, frame, tri);
+        let interval = box_interval(ray.origin, frame, tri);
+        t = select(t, interval.y, t > interval.y);
+        t = select(t, interval.x, t < interval.x);
+        candidate = overlaps(interval.x, interval.y, one);
     }
     t = t * frame.t_scale;
     let accepted = candidate && is_finite(t) && t >= ray.tmin && t <= ray.tmax && t < best_t;
@@ -187,5 +190,5 @@ fn intersect(ray: Ray, frame: RayFrame, tri: PackedTriangle, cull: u32, best_t: 
     } else {
         n = moller_trumbore(ray, frame, tri, one);
     }
-    return accept(n, ray, frame, tri, cull, best_t);
+    return accept(n, ray, frame, tri, cull, best_t, one);
 }

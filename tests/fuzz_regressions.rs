@@ -242,3 +242,74 @@ fn a_near_miss_behind_the_origin_is_not_clamped_onto_it() {
         );
     }
 }
+
+/// Found by `bvh_vs_brute`: a ray with a direction of ~6e29 (its origin as far
+/// away) through a triangle of size 0.01 near the world origin. The test reports a
+/// hit at its first vertex, but the ray misses the triangle's padded box by far more
+/// than rounding: the BVH (whose boxes hold that box) culled it, brute force reported
+/// it. The kernel now rejects hits whose ray misses the triangle's padded box by the
+/// box tests' own rule, so both agree.
+#[test]
+fn a_hit_outside_its_triangles_box_is_rejected_everywhere() {
+    let v = [
+        Vec3::new(-8388608.0, -8388608.0, 2139095000.0),
+        Vec3::new(7.158e-41, -3.775218e-37, -6.462913e-6),
+        Vec3::new(-6.462913e-6, -6.462913e-6, -1.2781005e-5),
+        Vec3::new(-0.013530731, -6.462913e-6, -2.2919266e-10),
+        Vec3::new(-8388608.0, -8388608.0, -1803550700.0),
+        Vec3::new(f32::NAN, -8388608.0, -8388608.0),
+        Vec3::new(0.0, -1646592.0, -1653049.1),
+    ];
+    let faces: [[usize; 3]; 16] = [
+        [0, 0, 0],
+        [1, 2, 3],
+        [4, 2, 2],
+        [2, 2, 2],
+        [5, 5, 5],
+        [5, 1, 5],
+        [5, 2, 2],
+        [2, 0, 0],
+        [0, 2, 2],
+        [2, 2, 1],
+        [2, 5, 2],
+        [4, 2, 2],
+        [2, 2, 2],
+        [2, 2, 3],
+        [2, 4, 5],
+        [4, 6, 0],
+    ];
+    let mesh = Mesh::from_triangles(&faces.map(|f| f.map(|i| v[i])));
+    let ray = Ray::new(
+        Vec3::new(0.0, -1.8066187e29, -5.965417e29),
+        Vec3::new(-987.13605, 1.8066187e29, 5.965417e29),
+    );
+    for leaf in 1..=4 {
+        assert_bvh_equals_brute_force(&mesh, &[ray], leaf);
+    }
+}
+
+/// Found by `intersect`: a ray nearly parallel to a large sliver (direction ~1e15
+/// along x) is reported as hitting it at the point its `u`, `v` name, but with a `t`
+/// that puts the ray 4e12 units away along x, outside the triangle's box: the ray
+/// misses that box. Such hits are now rejected (and a BVH would cull them anyway).
+#[test]
+fn a_near_parallel_ray_outside_the_box_misses() {
+    let triangle = [
+        Vec3::new(-11579904.0, -606371840.0, -606371840.0),
+        Vec3::new(-741113860.0, -11308.5, -11308.5),
+        Vec3::new(-11308.5, -11308.5, -0.5),
+    ];
+    let ray = Ray::new(
+        Vec3::new(-8388608.0, -4.6629363e-15, 10579.5),
+        Vec3::new(952858300000000.0, -1966080.0, -8388608.0),
+    );
+    let mesh = Mesh::from_triangles(&[triangle]);
+    for mode in [Mode::Fast, Mode::Watertight] {
+        for cull in [Cull::None, Cull::Back, Cull::Front] {
+            let [brute, mirror, wide] = trace_three(&mesh, &[ray], 1, mode, cull);
+            assert_eq!(brute, [Hit::MISS], "{mode:?} {cull:?}");
+            assert_eq!(mirror, brute, "{mode:?} {cull:?}");
+            assert_eq!(wide, brute, "{mode:?} {cull:?}");
+        }
+    }
+}

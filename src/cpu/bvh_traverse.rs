@@ -10,15 +10,13 @@
 //! brute force's, bit for bit.
 
 use super::hit_list::HitList;
-use super::intersect::{RayFrame, intersect};
+use super::intersect::{RayFrame, intersect, overlaps};
 use super::query::{AnyHit, Closest, Collect};
 use crate::bvh::{Bvh, MAX_DEPTH};
 use crate::prepare::sanitize_ray;
 use crate::types::{BvhChild, Hit, Ray};
 
-/// Relative margin on slab distances: far above the few ulps of rounding in a box
-/// test and in Möller–Trumbore's `t` for non-grazing rays.
-pub const BOX_MARGIN: f32 = 1e-5;
+pub use super::intersect::BOX_MARGIN;
 
 /// Per-ray values the box test needs.
 ///
@@ -61,8 +59,7 @@ impl RayBoxes {
         let t1 = (child.hi - self.origin) * self.inv_dir;
         let near = t0.min(t1).max_element().max(self.tmin);
         let far = t0.max(t1).min_element().min(limit * self.to_frame);
-        let overlap = near - near.abs() * BOX_MARGIN <= far + far.abs() * BOX_MARGIN;
-        overlap.then_some(near * self.t_scale)
+        overlaps(near, far).then_some(near * self.t_scale)
     }
 }
 

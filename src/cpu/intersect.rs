@@ -31,6 +31,18 @@ pub struct Candidate {
 /// Stands in for `1 / 0` in box tests so that they never compute `0 * inf`.
 pub const BIG: f32 = 1e38;
 
+/// Relative margin on slab distances: far above the few ulps of rounding in a box
+/// test and in Möller–Trumbore's `t` for non-grazing rays.
+pub const BOX_MARGIN: f32 = 1e-5;
+
+/// Whether a slab interval `[near, far]` is non-empty up to the relative
+/// [`BOX_MARGIN`]: the box tests' overlap rule, used by every traversal and by the
+/// kernel on the triangle's own box.
+#[inline(always)]
+pub fn overlaps(near: f32, far: f32) -> bool {
+    near - near.abs() * BOX_MARGIN <= far + far.abs() * BOX_MARGIN
+}
+
 /// A determinant within `DET_TOLERANCE · |e1|₁ · |e2|₁ · (ray factor)` of zero counts
 /// as zero (the ray is parallel to the triangle). The bound covers the rounding error
 /// of the determinant, so its sign is reliable whenever a hit is reported and
@@ -201,22 +213,24 @@ pub fn box_interval(frame: &RayFrame, vertices: [[f32; 3]; 3]) -> (f32, f32) {
     (entry, exit)
 }
 
-/// Finishes a [`candidate`]: clamps its `t` (frame units) into the ray's interval
-/// through the triangle's padded box ([`box_interval`]; the entry wins if rounding
-/// left the interval empty), scales it into units of the caller's direction and
-/// tests it against the ray's interval and the best hit so far (`t < best_t`,
-/// strict, so earlier triangles win ties). Returns `(t, accepted)`.
+/// Finishes a [`candidate`]: rejects it when the ray misses the triangle's padded
+/// box ([`box_interval`] empty by the box tests' own rule, [`overlaps`]), clamps its
+/// `t` (frame units) into that interval (never before the entry), scales it into
+/// units of the caller's direction and tests it against the ray's interval and the
+/// best hit so far (`t < best_t`, strict, so earlier triangles win ties). Returns
+/// `(t, accepted)`.
 ///
-/// This is what makes BVH culling exact. Far from the ray origin or at grazing
-/// angles the kernel's `t` can round to well before the triangle's box, and a box
-/// entered after the best hit would then be culled although a triangle in it ties
-/// with that hit (a duplicate, say). Clamped, a triangle's `t` is never before the
-/// entry of a BVH box that holds it, so culling boxes entered after the best hit
-/// never changes the answer, whatever the order of traversal; and it is never after
-/// the exit, so culling boxes that end before `tmin` never does either. The clamp
-/// only acts when the kernel's error exceeds the padding (a relative `2^-18` of the
-/// box's coordinates), and then moves `t` towards the exact value of a true hit
-/// (which lies in the unpadded box).
+/// This is what makes BVH culling exact. Every BVH box that holds the triangle holds
+/// its padded box, and slab rounding is monotonic, so such a box is entered no later
+/// and left no earlier. Far from the ray origin, at grazing angles or for rays
+/// nearly parallel to the triangle, the test's `t` can round to well outside the
+/// box: a box entered after the best hit would then be culled although a triangle
+/// in it ties with that hit (a duplicate, say), and a box the ray misses would hide
+/// a hit that brute force reports. Clamped and checked here, a hit is never before
+/// the entry of a box that holds it nor outside a box it must be in, so the boxes
+/// the traversals cull never hold an answer, whatever the order of traversal. The
+/// clamp only acts when the test's error exceeds the padding (a relative `2^-18`
+/// of the box's coordinates); true hits lie inside the unpadded box.
 #[inline(always)]
 pub fn place(
     t: f32,
@@ -226,15 +240,15 @@ pub fn place(
     best_t: f32,
 ) -> (f32, bool) {
     let (entry, exit) = box_interval(frame, vertices);
-    let clamped = if t < entry {
+    let below_exit = if t > exit { exit } else { t };
+    let clamped = if below_exit < entry {
         entry
-    } else if t > exit {
-        exit
     } else {
-        t
+        below_exit
     };
     let t = clamped * frame.t_scale;
-    let accepted = t.is_finite() & (t >= ray.tmin) & (t <= ray.tmax) & (t < best_t);
+    let accepted =
+        overlaps(entry, exit) & t.is_finite() & (t >= ray.tmin) & (t <= ray.tmax) & (t < best_t);
     (t, accepted)
 }
 

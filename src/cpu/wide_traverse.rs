@@ -13,7 +13,7 @@
 
 use super::bvh_traverse::BOX_MARGIN;
 use super::hit_list::HitList;
-use super::intersect::{MODE_WATERTIGHT, RayFrame, place};
+use super::intersect::{MODE_WATERTIGHT, RayFrame, overlaps, place};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh};
@@ -141,7 +141,7 @@ fn traverse<const WATERTIGHT: bool>(
                 fmin((fz[lane] - o.z) * inv.z, limit),
             );
             near[lane] = tn * t_scale;
-            enter[lane] = tn - tn.abs() * BOX_MARGIN <= tf + tf.abs() * BOX_MARGIN;
+            enter[lane] = overlaps(tn, tf);
         }
         // Push the entered children, farthest first, so the nearest is popped next.
         let mut order = [0usize; WIDTH];
