@@ -136,10 +136,8 @@ fn is_finite(x: f32) -> bool {
 // The ray's interval (entry, exit) through the triangle's padded box (the box the
 // BVH builder and refit give it, triangle_box), in units of frame.dir, by the slab
 // arithmetic of the traversals' box tests: every BVH box that holds the triangle
-// holds this box, so it is entered no later (rounding is monotonic). Axes the ray
-// runs parallel to are left out (an origin on a face would give 0 * BIG = 0; a ray
-// that hits the triangle lies within their slab). Mirrored by box_interval in
-// src/cpu/intersect.rs.
+// holds this box, so it is entered no later and left no earlier (rounding is
+// monotonic). Mirrored by box_interval in src/cpu/intersect.rs.
 fn box_interval(origin: vec3<f32>, frame: RayFrame, tri: PackedTriangle) -> vec2<f32> {
     let b = triangle_box(tri);
     let negative = frame.inv_dir < vec3<f32>(0.0);
@@ -148,9 +146,8 @@ fn box_interval(origin: vec3<f32>, frame: RayFrame, tri: PackedTriangle) -> vec2
     var entry = -bitcast<f32>(0x7f800000u);
     var exit = bitcast<f32>(0x7f800000u);
     for (var axis = 0u; axis < 3u; axis++) {
-        let slab = frame.dir[axis] != 0.0;
-        entry = select(entry, near[axis], slab && near[axis] > entry);
-        exit = select(exit, far[axis], slab && far[axis] < exit);
+        entry = select(entry, near[axis], near[axis] > entry);
+        exit = select(exit, far[axis], far[axis] < exit);
     }
     return vec2<f32>(entry, exit);
 }

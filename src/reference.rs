@@ -122,12 +122,17 @@ pub struct Tolerance {
     pub bary: f64,
     /// Allowed error of `t` beyond its own rounding (see [`Tolerance::t_error`]).
     pub t_scale: f64,
+    /// Allowed absolute error of `t` from products that underflow: `t·det` is cubic
+    /// in the triangle's reach, so it underflows long before `det` does.
+    pub t_floor: f64,
 }
 
 impl Tolerance {
     /// Allowed `|t_f32 - t_f64|` for a hit whose f64 parameter is `t`.
     pub fn t_error(&self, t: f64) -> f64 {
-        self.bary * (self.t_scale + t.abs()) + TOLERANCE_STEPS * (EPS_F32 * t.abs() + ETA_F32)
+        self.bary * (self.t_scale + t.abs())
+            + TOLERANCE_STEPS * (EPS_F32 * t.abs() + ETA_F32)
+            + self.t_floor
     }
 }
 
@@ -142,7 +147,11 @@ impl Tolerance {
 /// `η = 2^-149` (products that underflow) and a small count `k`
 /// ([`TOLERANCE_STEPS`] is generous). Divided by `|det|` this bounds the error of
 /// `u` and `v` ([`Tolerance::bary`]); `t` is a ratio of such values whose numerator
-/// is up to `A / D` times larger, hence [`Tolerance::t_scale`] `= A / D`.
+/// is up to `A / D` times larger, hence [`Tolerance::t_scale`] `= A / D`. The
+/// numerator `t·det` is a sum of products of three terms bounded by `A`, so on tiny
+/// geometry it underflows even where `det` does not: its absolute error
+/// `2k · η (A + 1)` (in the tests' frame, where the direction's scale cancels),
+/// divided by `|det|`, is [`Tolerance::t_floor`].
 ///
 /// Where f64 sees no determinant at all (exactly parallel or underflowed), the
 /// bounds are infinite: the model then only requires a hit to be finite and inside
@@ -157,14 +166,21 @@ pub fn kernel_tolerance(ray: &Ray, [v0, v1, v2]: [Vec3; 3]) -> Tolerance {
     let (e1, e2) = ((v1 - v0).as_dvec3(), (v2 - v0).as_dvec3());
     let det = e1.dot(d.cross(e2)).abs();
     let error = EPS_F32 * reach * reach * dmax + ETA_F32 * (reach + 1.0) * (dmax + 1.0);
-    let bary = if det > 0.0 && det.is_finite() {
-        TOLERANCE_STEPS * error / det
+    let (bary, t_floor) = if det > 0.0 && det.is_finite() {
+        // The watertight test divides by the dominant direction component (at
+        // most 2 in its frame): hence the 2.
+        let underflow = 2.0 * ETA_F32 * (reach + 1.0);
+        (
+            TOLERANCE_STEPS * error / det,
+            TOLERANCE_STEPS * underflow / det,
+        )
     } else {
-        f64::INFINITY
+        (f64::INFINITY, f64::INFINITY)
     };
     Tolerance {
         bary,
         t_scale: reach / dmax,
+        t_floor,
     }
 }
 

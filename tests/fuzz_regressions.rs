@@ -313,3 +313,70 @@ fn a_near_parallel_ray_outside_the_box_misses() {
         }
     }
 }
+
+/// Found by `bvh_vs_brute`: a ray from 1.7e38 away, parallel to the x axis after its
+/// direction is scaled, towards two triangles near the world origin. Box tests stand
+/// `1 / 0` in as `BIG`, which gives the x slab a finite extent shorter than the
+/// 8.5e37 (frame units) the ray travels: the BVH culled the triangles while the
+/// kernel, which had left parallel axes out of its box check, reported a hit. The
+/// kernel now uses the very slab arithmetic of the traversals, so both miss (a
+/// distance beyond the box tests' range).
+#[test]
+fn a_ray_from_beyond_the_box_tests_range_misses_everywhere() {
+    let v = [
+        Vec3::new(5.4948032e-8, -6.462913e-6, -6.462913e-6),
+        Vec3::new(-6.462913e-6, -6.462913e-6, -6.556511e-6),
+        Vec3::new(-6.462913e-6, -6.462913e-6, -6.462913e-6),
+    ];
+    let faces: [[usize; 3]; 10] = [
+        [0, 0, 0],
+        [1, 1, 0],
+        [0, 1, 0],
+        [2, 1, 0],
+        [0, 0, 1],
+        [2, 0, 0],
+        [1, 2, 0],
+        [0, 1, 1],
+        [0, 0, 0],
+        [0, 0, 0],
+    ];
+    let mesh = Mesh::from_triangles(&faces.map(|f| f.map(|i| v[i])));
+    let ray = Ray::new(
+        Vec3::new(6.305451e-37, -1.741445e38, -115972506000.0),
+        Vec3::new(4.848512e-8, 1.741445e38, 115972506000.0),
+    );
+    for leaf in 1..=4 {
+        assert_bvh_equals_brute_force(&mesh, &[ray], leaf);
+    }
+}
+
+/// Found by `intersect`: a triangle 1e-19 across, 1e-19 from the ray origin. The
+/// test's `t·det` is a product of three such lengths (1e-57) and underflows to 0,
+/// so the kernel reports `t = 0` for an f64 `t` of 1.9e-23. That is the f32 range,
+/// not a kernel fault: the tolerance model now bounds the error of `t` from
+/// underflow (`Tolerance::t_floor`), and still rejects a `t` off by more.
+#[test]
+fn t_of_a_tiny_triangle_is_judged_with_its_underflow() {
+    use raypick::reference::{check_kernel_hit, kernel_tolerance};
+    let triangle = [
+        Vec3::new(4.346469e-31, 4.346469e-31, 4.346469e-31),
+        Vec3::new(4.346469e-31, 1.1947483e-19, 1.3563156e-19),
+        Vec3::new(1.3563156e-19, 1.3563156e-19, 1.3563156e-19),
+    ];
+    let ray = Ray::new(
+        Vec3::new(1.3563156e-19, 1.3563156e-19, 4.346478e-31),
+        Vec3::new(-1.3563156e-19, -1.3563156e-19, 7305.2163),
+    );
+    let mesh = Mesh::from_triangles(&[triangle]);
+    let [brute, ..] = trace_three(&mesh, &[ray], 1, Mode::Watertight, Cull::None);
+    let hit = brute[0];
+    assert!(hit.is_hit());
+    check_kernel_hit(&ray, triangle, (hit.t, hit.u, hit.v)).expect("within the tolerance");
+    // The floor is what admits it; a t off by more is still an error.
+    let tolerance = kernel_tolerance(&ray, triangle);
+    assert!(
+        tolerance.t_floor > 1.9e-23 && tolerance.t_floor < 1e-7,
+        "{tolerance:?}"
+    );
+    assert!(check_kernel_hit(&ray, triangle, (1e-7, hit.u, hit.v)).is_err());
+}

@@ -188,17 +188,15 @@ pub fn candidate(n: Unnormalised, frame: &RayFrame, cull: u32) -> (f32, f32, f32
 
 /// The ray's interval `(entry, exit)` through the triangle's padded box (the box the
 /// BVH builder and refit give it, [`crate::bvh::triangle_box`]), in units of the
-/// frame's direction, by the slab arithmetic of the BVH traversals' box tests: every
-/// BVH box that holds the triangle holds this box, so it is entered no later
-/// (rounding is monotonic). Axes the ray runs parallel to are left out (an origin on
-/// a face would give `0 · BIG = 0`; a ray that hits the triangle lies within their
-/// slab).
+/// frame's direction, by the slab arithmetic of the BVH traversals' box tests (with
+/// [`BIG`] for `1 / 0`): every BVH box that holds the triangle holds this box, so
+/// it is entered no later and left no earlier (rounding is monotonic).
 #[inline(always)]
 pub fn box_interval(frame: &RayFrame, vertices: [[f32; 3]; 3]) -> (f32, f32) {
     let [a, b, c] = vertices.map(glam::Vec3::from);
     let (lo, hi) = crate::bvh::pad(a.min(b).min(c), a.max(b).max(c));
     let (mut entry, mut exit) = (f32::NEG_INFINITY, f32::INFINITY);
-    for axis in (0..3).filter(|&axis| frame.dir[axis] != 0.0) {
+    for axis in 0..3 {
         let inv = frame.inv_dir[axis];
         let (near, far) = if inv < 0.0 {
             (hi[axis], lo[axis])
