@@ -380,3 +380,39 @@ fn t_of_a_tiny_triangle_is_judged_with_its_underflow() {
     );
     assert!(check_kernel_hit(&ray, triangle, (1e-7, hit.u, hit.v)).is_err());
 }
+
+/// Found by `intersect`: a ray nearly parallel to a sliver 2.7e11 long passes a hair
+/// outside it (barycentric 1e-5, within the tolerance), so the test reports a hit;
+/// that hair is 3e6 units, and the f64 plane point lies outside the triangle's
+/// padded box, where the kernel clamps `t` to the box's exit. The reference now
+/// judges `t` against the f64 value clamped the same way
+/// (`reference::padded_box_interval`).
+#[test]
+fn a_near_miss_on_a_long_sliver_is_judged_at_its_box() {
+    use raypick::reference::{check_kernel_hit, intersect_f64, padded_box_interval};
+    let triangle = [
+        Vec3::new(272722030000.0, -8388608.0, 272722030000.0),
+        Vec3::new(-494927870.0, -9162981000.0, -524288.0),
+        Vec3::new(-8388608.0, -23630709000.0, -8388608.0),
+    ];
+    let mut ray = Ray::new(
+        Vec3::splat(-8388608.0),
+        Vec3::new(-1933312.0, -9162981000.0, -524288.0),
+    );
+    (ray.tmin, ray.tmax) = (-8388608.0, 8388608.0);
+    let mesh = Mesh::from_triangles(&[triangle]);
+    let [brute, mirror, wide] = trace_three(&mesh, &[ray], 1, Mode::Fast, Cull::Front);
+    assert_eq!(mirror, brute);
+    assert_eq!(wide, brute);
+    let hit = brute[0];
+    assert!(hit.is_hit());
+    // The plane point is outside the padded box; the kernel's t is at its exit.
+    let (entry, exit) = padded_box_interval(&ray, triangle).expect("the ray crosses the box");
+    let plane = intersect_f64(&ray, triangle, 1e-3).expect("a near hit");
+    assert!(plane.t > exit, "{plane:?} within ({entry}, {exit})");
+    assert!(
+        (hit.t as f64 - exit).abs() < 1e-5 * exit,
+        "{hit:?} vs exit {exit}"
+    );
+    check_kernel_hit(&ray, triangle, (hit.t, hit.u, hit.v)).expect("within the tolerance");
+}
