@@ -188,8 +188,7 @@ pub fn kernel_tolerance(ray: &Ray, [v0, v1, v2]: [Vec3; 3]) -> Tolerance {
 /// the kernels clamp `t` into, `cpu::intersect::place`), over the axes the ray is
 /// not parallel to; `None` when it is empty.
 pub fn padded_box_interval(ray: &Ray, triangle: [Vec3; 3]) -> Option<(f64, f64)> {
-    let [a, b, c] = triangle;
-    let (lo, hi) = crate::bvh::pad(a.min(b).min(c), a.max(b).max(c));
+    let (lo, hi) = crate::bvh::vertices_box(triangle);
     let (o, d) = (ray.origin.as_dvec3(), ray.dir.as_dvec3());
     let (mut entry, mut exit) = (f64::NEG_INFINITY, f64::INFINITY);
     for axis in (0..3).filter(|&axis| d[axis] != 0.0) {

@@ -160,7 +160,7 @@ fn traversal_constants_match_rust() {
     assert_eq!(constant("UNFINISHED"), U32(shaders::UNFINISHED));
     assert_eq!(
         constant("BOX_MARGIN"),
-        F32(raypick::cpu::bvh_traverse::BOX_MARGIN)
+        F32(raypick::cpu::intersect::BOX_MARGIN)
     );
     assert_eq!(constant("BIG"), F32(raypick::cpu::intersect::BIG));
     assert_eq!(
@@ -182,7 +182,7 @@ fn instance_traversal_constants_match_rust() {
     );
     assert_eq!(
         constant("BOX_MARGIN"),
-        F32(raypick::cpu::bvh_traverse::BOX_MARGIN)
+        F32(raypick::cpu::intersect::BOX_MARGIN)
     );
     assert_eq!(constant("BIG"), F32(raypick::cpu::intersect::BIG));
     assert_eq!(

@@ -136,12 +136,16 @@ impl Aabb {
 /// The box of a packed triangle (its three vertices),
 /// padded outward so that rounding in box tests can never cull a hit.
 pub fn triangle_box(tri: &PackedTriangle) -> (Vec3, Vec3) {
-    let (a, b, c) = (tri.v0, tri.v1, tri.v2);
+    vertices_box([tri.v0, tri.v1, tri.v2])
+}
+
+/// The padded box of a triangle given by its vertices (see [`triangle_box`]).
+pub fn vertices_box([a, b, c]: [Vec3; 3]) -> (Vec3, Vec3) {
     pad(a.min(b).min(c), a.max(b).max(c))
 }
 
 /// Pads a box outward by a small fraction of its coordinates' magnitude.
-pub fn pad(lo: Vec3, hi: Vec3) -> (Vec3, Vec3) {
+pub(crate) fn pad(lo: Vec3, hi: Vec3) -> (Vec3, Vec3) {
     let magnitude = lo
         .abs()
         .max(hi.abs())
@@ -379,8 +383,7 @@ impl Builder<'_> {
                 return (leaf, depth);
             }
             let binner = Binner::new(centroids, self.bins_for(count));
-            let (split, sides) = partition(prims, |p| binner.bin(p, best.axis) < best.bin);
-            (split, sides)
+            partition(prims, |p| binner.bin(p, best.axis) < best.bin)
         } else {
             if count <= self.options.max_leaf_size {
                 return (leaf, depth);

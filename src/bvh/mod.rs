@@ -19,7 +19,7 @@ pub mod refit;
 mod split;
 mod validate;
 
-pub use build::{BuildOptions, pad, triangle_box};
+pub use build::{BuildOptions, triangle_box, vertices_box};
 pub use refit::{RefitError, Refitted};
 pub use split::BvhChunk;
 pub use validate::BvhError;

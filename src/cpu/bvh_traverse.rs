@@ -10,13 +10,11 @@
 //! brute force's, bit for bit.
 
 use super::hit_list::HitList;
-use super::intersect::{RayFrame, intersect, overlaps};
+use super::intersect::{BOX_MARGIN, RayFrame, intersect, overlaps};
 use super::query::{AnyHit, Closest, Collect};
 use crate::bvh::{Bvh, MAX_DEPTH};
 use crate::prepare::sanitize_ray;
 use crate::types::{BvhChild, Hit, Ray};
-
-pub use super::intersect::BOX_MARGIN;
 
 /// Per-ray values the box test needs.
 ///

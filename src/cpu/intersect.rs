@@ -193,8 +193,7 @@ pub fn candidate(n: Unnormalised, frame: &RayFrame, cull: u32) -> (f32, f32, f32
 /// it is entered no later and left no earlier (rounding is monotonic).
 #[inline(always)]
 pub fn box_interval(frame: &RayFrame, vertices: [[f32; 3]; 3]) -> (f32, f32) {
-    let [a, b, c] = vertices.map(glam::Vec3::from);
-    let (lo, hi) = crate::bvh::pad(a.min(b).min(c), a.max(b).max(c));
+    let (lo, hi) = crate::bvh::vertices_box(vertices.map(glam::Vec3::from));
     let (mut entry, mut exit) = (f32::NEG_INFINITY, f32::INFINITY);
     for axis in 0..3 {
         let inv = frame.inv_dir[axis];

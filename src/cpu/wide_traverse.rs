@@ -11,9 +11,8 @@
 //! nearest hit ([`trace_rays`]), any hit ([`occluded_rays`]) or the sorted list of
 //! the nearest hits ([`collect_rays`]).
 
-use super::bvh_traverse::BOX_MARGIN;
 use super::hit_list::HitList;
-use super::intersect::{MODE_WATERTIGHT, RayFrame, overlaps, place};
+use super::intersect::{BOX_MARGIN, MODE_WATERTIGHT, RayFrame, overlaps, place};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh};

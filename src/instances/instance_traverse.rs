@@ -16,7 +16,8 @@
 
 use super::scene::InstanceScene;
 use crate::bvh::MAX_DEPTH;
-use crate::cpu::bvh_traverse::{self, BOX_MARGIN, RayBoxes};
+use crate::cpu::bvh_traverse::{self, RayBoxes};
+use crate::cpu::intersect::BOX_MARGIN;
 use crate::cpu::intersect::RayFrame;
 use crate::types::{BvhChild, BvhNode, Hit, InstanceHitRecord, Ray};
 
