@@ -14,12 +14,13 @@
 //! SAH cost of the whole subtree.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use glam::{Vec3, Vec4};
 use rayon::prelude::*;
 
 use super::nodes::{self, NodeWindow};
-use super::{Bvh, MAX_DEPTH, SAH_DEPTH, morton};
+use super::{Bvh, MAX_DEPTH, SAH_DEPTH, memory, morton};
 use crate::Mesh;
 use crate::prepare::{is_hittable, pack_triangle};
 use crate::types::{BvhChild, BvhNode, PackedTriangle};
@@ -64,10 +65,11 @@ const MAX_BINS: usize = 16;
 const PARALLEL_THRESHOLD: usize = 16 * 1024;
 
 /// Nodes with more triangles than this choose their split from an evenly strided
-/// sample of about this many: as good a split on large nodes (the bins' relative
-/// areas and counts hardly change), at a fraction of the binning work. The
-/// children's boxes come from the partition pass, which sees every triangle.
-const BIN_SAMPLE: usize = 32 * 1024;
+/// sample of about this many (some 64 per bin): as good a split (on the built-in
+/// 1M-triangle scene the same SAH cost, and within 1% as many boxes visited per
+/// ray), at a fraction of the binning work. The children's boxes come from the
+/// partition pass, which sees every triangle.
+const BIN_SAMPLE: usize = 1024;
 
 /// A triangle's padded bounding box; the box minimum's `w` holds the triangle's
 /// index in the packed triangle array (as bits).
@@ -81,6 +83,15 @@ pub(super) struct PrimRef {
 impl PrimRef {
     fn id(&self) -> u32 {
         self.lo.w.to_bits()
+    }
+
+    /// The box (`w` lanes carry no meaning).
+    #[inline(always)]
+    pub(super) fn aabb(&self) -> Aabb {
+        Aabb {
+            lo: self.lo,
+            hi: self.hi,
+        }
     }
 
     /// Twice the centroid (`w` is meaningless).
@@ -162,23 +173,32 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
         bins: options.bins.clamp(2, MAX_BINS),
         ..options.clone()
     };
-    let packed: Vec<PackedTriangle> = mesh
-        .indices()
-        .par_iter()
-        .enumerate()
-        .map(|(k, idx)| pack_triangle(idx.map(|i| mesh.positions()[i as usize]), k as u32))
-        .collect();
-    let mut prims: Vec<PrimRef> = packed
-        .par_iter()
-        .filter(|tri| is_hittable(tri))
-        .map(|tri| {
-            let (lo, hi) = triangle_box(tri);
-            PrimRef {
+    // One indexed pass (no intermediate lists) packs the triangles and gathers their
+    // boxes; triangles that can never be hit get a NaN box and are removed
+    // afterwards, which meshes rarely need.
+    let count = mesh.triangle_count();
+    let (mut packed, mut prims) = (memory::with_capacity(count), memory::with_capacity(count));
+    let unhittable = AtomicBool::new(false);
+    (0..count)
+        .into_par_iter()
+        .map(|k| {
+            let tri = pack_triangle(mesh.triangle(k), k as u32);
+            let (lo, hi) = if is_hittable(&tri) {
+                triangle_box(&tri)
+            } else {
+                unhittable.store(true, Ordering::Relaxed);
+                (Vec3::NAN, Vec3::NAN)
+            };
+            let prim = PrimRef {
                 lo: lo.extend(f32::from_bits(tri.id)),
                 hi: hi.extend(0.0),
-            }
+            };
+            (tri, prim)
         })
-        .collect();
+        .unzip_into_vecs(&mut packed, &mut prims);
+    if unhittable.into_inner() {
+        prims.retain(|p: &PrimRef| !p.lo.x.is_nan());
+    }
     let mut bvh = Bvh {
         mesh_triangles: mesh.triangle_count(),
         ..Bvh::default()
@@ -217,7 +237,11 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
     }
     bvh.depth = depth.max(1);
     bvh.nodes = nodes;
-    bvh.triangles = prims.par_iter().map(|p| packed[p.id() as usize]).collect();
+    bvh.triangles = memory::with_capacity(prims.len());
+    prims
+        .par_iter()
+        .map(|p| packed[p.id() as usize])
+        .collect_into_vec(&mut bvh.triangles);
     bvh
 }
 

@@ -109,8 +109,7 @@ impl Builder<'_, '_> {
         let count = end - start;
         if count == 1 {
             let p = &self.prims[start];
-            let bounds = Aabb { lo: p.lo, hi: p.hi };
-            return self.leaf(start, count, bounds, depth);
+            return self.leaf(start, count, p.aabb(), depth);
         }
         let mid = self.split(start, end, depth);
         let index = self.nodes.push(BvhNode {
@@ -171,29 +170,107 @@ impl Builder<'_, '_> {
     }
 
     /// The SAH-cheapest split of `prims[start..end]` (at least two) along the
-    /// curve; the middle if every cost overflows.
+    /// curve; the middle if every cost overflows. Long runs are first cut into
+    /// [`CHUNKS`] chunks, whose boxes place the split to within a chunk (one pass,
+    /// no costs per triangle); only the two chunks around the best boundary are then
+    /// swept triangle by triangle.
     fn sweep(&mut self, start: usize, end: usize) -> usize {
         let prims = &self.prims[start..end];
         let n = prims.len();
-        self.scratch.clear();
-        let mut b = Aabb::EMPTY;
-        for (i, p) in prims[..n - 1].iter().enumerate() {
-            b = b.union(Aabb { lo: p.lo, hi: p.hi });
-            self.scratch.push(b.half_area() * (i + 1) as f32);
+        if n < CHUNKED_SWEEP {
+            return start + self.sweep_window(prims, 0, n, Side::EMPTY, Side::EMPTY, n / 2);
         }
-        let mut b = Aabb::EMPTY;
-        let (mut best, mut best_cost) = (n / 2, f32::INFINITY);
-        for i in (1..n).rev() {
-            let p = &prims[i];
-            b = b.union(Aabb { lo: p.lo, hi: p.hi });
-            let cost = self.scratch[i - 1] + b.half_area() * (n - i) as f32;
+        let size = n.div_ceil(CHUNKS);
+        let mut chunks = [Aabb::EMPTY; CHUNKS];
+        for (chunk, run) in chunks.iter_mut().zip(prims.chunks(size)) {
+            *chunk = run.iter().fold(Aabb::EMPTY, |b, p| b.union(p.aabb()));
+        }
+        let used = n.div_ceil(size);
+        // Boxes of chunks k.. (suffix) for every boundary k.
+        let mut after = [Aabb::EMPTY; CHUNKS + 1];
+        for k in (0..used).rev() {
+            after[k] = after[k + 1].union(chunks[k]);
+        }
+        let mut before = Aabb::EMPTY;
+        let (mut best, mut best_cost) = (1, f32::INFINITY);
+        for k in 1..used {
+            before = before.union(chunks[k - 1]);
+            let left = (k * size) as f32;
+            let cost = before.half_area() * left + after[k].half_area() * (n as f32 - left);
+            if cost < best_cost {
+                (best, best_cost) = (k, cost);
+            }
+        }
+        if !best_cost.is_finite() {
+            return start + n / 2;
+        }
+        // Refine within chunks best - 1 and best.
+        let (a, b) = ((best - 1) * size, ((best + 1) * size).min(n));
+        let left = Side {
+            bounds: chunks[..best - 1]
+                .iter()
+                .fold(Aabb::EMPTY, |acc, c| acc.union(*c)),
+            count: a,
+        };
+        let right = Side {
+            bounds: after[best + 1],
+            count: n - b,
+        };
+        start + self.sweep_window(prims, a, b, left, right, best * size)
+    }
+
+    /// The SAH-cheapest split `i` of `prims` with `a < i < b`, where everything
+    /// before `a` is `left` and everything from `b` on is `right`; `fallback` if
+    /// every cost overflows.
+    fn sweep_window(
+        &mut self,
+        prims: &[PrimRef],
+        a: usize,
+        b: usize,
+        left: Side,
+        right: Side,
+        fallback: usize,
+    ) -> usize {
+        self.scratch.clear();
+        let mut bounds = left.bounds;
+        for (i, p) in prims[a..b - 1].iter().enumerate() {
+            bounds = bounds.union(p.aabb());
+            self.scratch
+                .push(bounds.half_area() * (left.count + i + 1) as f32);
+        }
+        let mut bounds = right.bounds;
+        let (mut best, mut best_cost) = (fallback, f32::INFINITY);
+        for i in (a + 1..b).rev() {
+            bounds = bounds.union(prims[i].aabb());
+            let count = right.count + b - i;
+            let cost = self.scratch[i - a - 1] + bounds.half_area() * count as f32;
             if cost < best_cost {
                 best_cost = cost;
                 best = i;
             }
         }
-        start + best
+        best
     }
+}
+
+/// Runs at least this long are swept chunk by chunk first.
+const CHUNKED_SWEEP: usize = 256;
+
+/// Chunks of a long run.
+const CHUNKS: usize = 32;
+
+/// The triangles on one side of a sweep window.
+#[derive(Clone, Copy)]
+struct Side {
+    bounds: Aabb,
+    count: usize,
+}
+
+impl Side {
+    const EMPTY: Side = Side {
+        bounds: Aabb::EMPTY,
+        count: 0,
+    };
 }
 
 #[cfg(test)]

@@ -6,11 +6,10 @@
 //! subtree gets a window of that size for its nodes, which it fills from the front
 //! in depth-first order. When two subtrees are built in parallel, the left one's
 //! unused slots leave a gap before the right one's window; [`compact`] closes the
-//! gaps at the end (one parallel copy) and renumbers the children.
+//! gaps at the end, in place, and renumbers the children.
 
 use std::sync::Mutex;
 
-use bytemuck::Zeroable;
 use rayon::prelude::*;
 
 use crate::types::{BvhChild, BvhNode};
@@ -97,15 +96,18 @@ impl<'a> NodeWindow<'a> {
     }
 }
 
-/// Removes the `gaps` from `nodes[..end]` and renumbers the interior children.
+/// Removes the `gaps` from `nodes[..end]` and renumbers the interior children, in
+/// place: each kept run moves down over the gaps before it (one sequential copy;
+/// a run's new place lies in those gaps and its own old place, which no later run
+/// still needs), then the children are renumbered in parallel.
 pub(super) fn compact(
     mut nodes: Vec<BvhNode>,
     end: usize,
     mut gaps: Vec<(usize, usize)>,
 ) -> Vec<BvhNode> {
+    nodes.truncate(end);
     gaps.retain(|&(_, count)| count > 0);
     if gaps.is_empty() {
-        nodes.truncate(end);
         return nodes;
     }
     gaps.sort_unstable();
@@ -118,30 +120,25 @@ pub(super) fn compact(
         shift += count;
     }
     runs.push((start, end, shift));
+    for &(first, end, shift) in &runs {
+        nodes.copy_within(first..end, first - shift);
+    }
+    nodes.truncate(end - shift);
+    // Large allocations shrink in place (no copy).
+    nodes.shrink_to_fit();
     let renumber = |index: u32| {
         let index = index as usize;
         let run = runs.partition_point(|&(first, _, _)| first <= index) - 1;
         (index - runs[run].2) as u32
     };
-    let mut out = vec![BvhNode::zeroed(); end - shift];
-    let mut rest = out.as_mut_slice();
-    let mut pieces = Vec::with_capacity(runs.len());
-    for &(first, end, _) in &runs {
-        let (piece, tail) = rest.split_at_mut(end - first);
-        pieces.push((first, piece));
-        rest = tail;
-    }
-    pieces.into_par_iter().for_each(|(first, piece)| {
-        for (slot, node) in piece.iter_mut().zip(&nodes[first..]) {
-            *slot = *node;
-            for child in &mut slot.children {
-                if is_interior(child) {
-                    child.index = renumber(child.index);
-                }
+    nodes.par_chunks_mut(4096).for_each(|chunk| {
+        for child in chunk.iter_mut().flat_map(|node| &mut node.children) {
+            if is_interior(child) {
+                child.index = renumber(child.index);
             }
         }
     });
-    out
+    nodes
 }
 
 /// Whether a child slot refers to a node.
