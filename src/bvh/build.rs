@@ -3,14 +3,14 @@
 //! Works on an array of `PrimRef`s (a triangle's padded box and id, 32 bytes, SIMD
 //! registers) that is partitioned in place, so every pass over a node's triangles is
 //! sequential in memory. Per binned node there are two passes: one bins the
-//! centroids on all three axes (the children's boxes then come from the bins), one
-//! partitions and gathers each side's centroid bounds for the next level. Large
+//! centroids on all three axes (of a strided sample on large nodes), one
+//! partitions and gathers each side's box and centroid bounds for the next level. Large
 //! nodes bin in parallel and build their two subtrees in parallel (`rayon::join`),
 //! each into its own window of the one node array (module `nodes`).
 //!
 //! Subtrees of at most [`BuildOptions::morton_subtree`] triangles (which fit the
-//! caches) are sorted along a Morton curve and split by an exact SAH sweep along it
-//! (module `morton`): no partitioning, no binning, and leaves chosen by the
+//! caches) are sorted along a Morton curve and split where an SAH sweep along it
+//! is lowest (module `morton`): no partitioning, no binning, and leaves chosen by the
 //! SAH cost of the whole subtree.
 
 use std::sync::Mutex;

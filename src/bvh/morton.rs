@@ -5,7 +5,8 @@
 //! once by the Morton code of their centroids (10 bits per axis, relative to the
 //! subtree's own centroid bounds), and every node then splits its run of that order
 //! where the SAH is lowest: one sweep from each end gathers the boxes of every
-//! prefix and suffix, and the split is an index (nothing is moved). Boxes are
+//! prefix and suffix (on long runs only around the best of 32 chunk boundaries),
+//! and the split is an index (nothing is moved). Boxes are
 //! gathered bottom-up, and a node small enough to be a leaf becomes one when the
 //! SAH cost of its whole subtree is not lower.
 //!
