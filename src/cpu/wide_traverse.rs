@@ -1,9 +1,9 @@
-//! Traversal of the CPU's wide BVH ([`WideBvh`]): eight boxes per vector test, hit
+//! Traversal of the CPU's wide BVH ([`WideBvh`]): eight decoded boxes per vector test, hit
 //! children pushed nearest-last so the nearest is visited first, leaves tested eight
 //! triangles at a time with the brute-force arithmetic.
 //!
 //! Same answers as [`super::bvh_traverse`] (the mirror of the WGSL traversal) and as
-//! brute force: the boxes are the binary BVH's (padded), the box margin is the same
+//! brute force: the boxes hold the binary BVH's (padded), the box margin is the same
 //! [`BOX_MARGIN`], and a hit replaces the best one when nearer or equally near with
 //! a lower triangle id.
 //!
@@ -15,7 +15,7 @@ use super::hit_list::HitList;
 use super::intersect::{BOX_MARGIN, MODE_WATERTIGHT, RayFrame, overlaps, place};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
-use super::wide_bvh::{LeafBlock, WIDTH, WideBvh};
+use super::wide_bvh::{EMPTY, LeafBlock, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, Ray};
@@ -119,14 +119,15 @@ fn traverse<const WATERTIGHT: bool>(
             continue;
         }
         let node = &wide.nodes[top.child as usize];
+        let boxes = wide.boxes(node);
         let limit = fmin(collect.bound(), ray.tmax) * to_frame;
         let mut near = [0.0f32; WIDTH];
         let mut enter = [false; WIDTH];
         let planes = |axis: usize| {
             if negative[axis] {
-                (&node.hi[axis], &node.lo[axis])
+                (&boxes.hi[axis], &boxes.lo[axis])
             } else {
-                (&node.lo[axis], &node.hi[axis])
+                (&boxes.lo[axis], &boxes.hi[axis])
             }
         };
         let ((nx, fx), (ny, fy), (nz, fz)) = (planes(0), planes(1), planes(2));
@@ -140,7 +141,7 @@ fn traverse<const WATERTIGHT: bool>(
                 fmin((fz[lane] - o.z) * inv.z, limit),
             );
             near[lane] = tn * t_scale;
-            enter[lane] = overlaps(tn, tf);
+            enter[lane] = overlaps(tn, tf) & (node.child[lane] != EMPTY);
         }
         // Push the entered children, farthest first, so the nearest is popped next.
         let mut order = [0usize; WIDTH];
@@ -159,7 +160,7 @@ fn traverse<const WATERTIGHT: bool>(
         for &lane in &order[..count] {
             stack[depth] = Pending {
                 child: node.child[lane],
-                blocks: node.blocks[lane],
+                blocks: node.blocks[lane] as u32,
                 entry: near[lane],
             };
             depth += 1;
