@@ -466,13 +466,7 @@ impl Builder<'_> {
     fn best_split(&self, prims: &[PrimRef], centroids: Aabb, bounds: Aabb) -> Split {
         let n = self.bins_for(prims.len());
         let binner = Binner::new(centroids, n);
-        let stride = (prims.len()
-            / if self.options.morton_subtree >= 4097 {
-                32768
-            } else {
-                BIN_SAMPLE
-            })
-        .max(1);
+        let stride = (prims.len() / BIN_SAMPLE).max(1);
         let bins = if prims.len() > PARALLEL_THRESHOLD {
             prims
                 .par_chunks(8 * 1024 * stride)

@@ -178,7 +178,7 @@ impl Builder<'_, '_> {
     fn sweep(&mut self, start: usize, end: usize) -> usize {
         let prims = &self.prims[start..end];
         let n = prims.len();
-        if n < CHUNKED_SWEEP || self.options.morton_subtree == 4097 {
+        if n < CHUNKED_SWEEP {
             return start + self.sweep_window(prims, 0, n, Side::EMPTY, Side::EMPTY, n / 2);
         }
         let size = n.div_ceil(CHUNKS);
@@ -187,17 +187,18 @@ impl Builder<'_, '_> {
             *chunk = run.iter().fold(Aabb::EMPTY, |b, p| b.union(p.aabb()));
         }
         let used = n.div_ceil(size);
-        // Boxes of chunks k.. (suffix) for every boundary k.
-        let mut after = [Aabb::EMPTY; CHUNKS + 1];
+        // Boxes of the chunks before (prefix) and from (suffix) every boundary k.
+        let (mut before, mut after) = ([Aabb::EMPTY; CHUNKS + 1], [Aabb::EMPTY; CHUNKS + 1]);
+        for k in 0..used {
+            before[k + 1] = before[k].union(chunks[k]);
+        }
         for k in (0..used).rev() {
             after[k] = after[k + 1].union(chunks[k]);
         }
-        let mut before = Aabb::EMPTY;
         let (mut best, mut best_cost) = (1, f32::INFINITY);
         for k in 1..used {
-            before = before.union(chunks[k - 1]);
             let left = (k * size) as f32;
-            let cost = before.half_area() * left + after[k].half_area() * (n as f32 - left);
+            let cost = before[k].half_area() * left + after[k].half_area() * (n as f32 - left);
             if cost < best_cost {
                 (best, best_cost) = (k, cost);
             }
@@ -208,9 +209,7 @@ impl Builder<'_, '_> {
         // Refine within chunks best - 1 and best.
         let (a, b) = ((best - 1) * size, ((best + 1) * size).min(n));
         let left = Side {
-            bounds: chunks[..best - 1]
-                .iter()
-                .fold(Aabb::EMPTY, |acc, c| acc.union(*c)),
+            bounds: before[best - 1],
             count: a,
         };
         let right = Side {

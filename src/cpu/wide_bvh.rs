@@ -324,9 +324,10 @@ mod tests {
     use glam::Vec3;
 
     use super::*;
-    use crate::Ray;
     use crate::bvh::vertices_box;
+    use crate::cpu::CpuMesh;
     use crate::scene::{self, Rng};
+    use crate::{Accel, Ray};
 
     /// Padded boxes of every triangle under a child slot.
     fn triangle_boxes(wide: &WideBvh, child: u32, blocks: u8, out: &mut Vec<(Vec3, Vec3)>) {
@@ -408,10 +409,8 @@ mod tests {
         // Rays at every triangle from near it: through exact and quantized nodes
         // alike, the BVH gives brute force's answers.
         let cpu = crate::cpu::CpuBackend::with_threads(1).expect("a 1-thread pool");
-        let brute = crate::cpu::CpuMesh::Brute(crate::cpu::brute_force::TriangleBlocks::new(
-            &crate::prepare::pack_mesh(&mesh),
-        ));
-        let bvh = crate::cpu::CpuMesh::Bvh(WideBvh::from_bvh(&Bvh::build(&mesh)));
+        let brute = CpuMesh::with_accel(&mesh, Accel::Brute);
+        let bvh = CpuMesh::with_accel(&mesh, Accel::Bvh);
         let rays: Vec<Ray> = mesh
             .triangles()
             .map(|[a, b, c]| {
