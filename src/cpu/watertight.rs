@@ -54,30 +54,34 @@ fn edge_function_rounded(a: f32, b: f32, c: f32, d: f32) -> f32 {
     a * b - c * d
 }
 
-/// A vertex in the ray's sheared frame.
+/// The ray origin's coordinates in the frame's axis order `[kx, ky, kz]`.
 #[inline(always)]
-fn shear_vertex(v: [f32; 3], frame: &RayFrame) -> [f32; 3] {
-    let [kx, ky, kz] = frame.axes;
-    let [sx, sy, sz] = frame.shear;
-    let a = [
-        v[0] - frame.origin[0],
-        v[1] - frame.origin[1],
-        v[2] - frame.origin[2],
-    ];
-    [a[kx] - sx * a[kz], a[ky] - sy * a[kz], sz * a[kz]]
+fn permuted_origin(frame: &RayFrame) -> [f32; 3] {
+    frame.axes.map(|axis| frame.origin[axis])
 }
 
-/// The watertight test with edge functions from `edge`.
+/// A vertex, given in the frame's axis order (`[v[kx], v[ky], v[kz]]`), in the ray's
+/// sheared frame; `origin` is [`permuted_origin`].
 #[inline(always)]
-fn watertight_with(
+fn shear_permuted([x, y, z]: [f32; 3], origin: [f32; 3], frame: &RayFrame) -> [f32; 3] {
+    let [sx, sy, sz] = frame.shear;
+    let az = z - origin[2];
+    [
+        (x - origin[0]) - sx * az,
+        (y - origin[1]) - sy * az,
+        sz * az,
+    ]
+}
+
+/// The watertight test on vertices already in the ray's sheared frame, with edge
+/// functions from `edge`.
+#[inline(always)]
+fn watertight_sheared(
     frame: &RayFrame,
-    [v0, v1, v2]: [[f32; 3]; 3],
+    [[ax, ay, az], [bx, by, bz], [cx, cy, cz]]: [[f32; 3]; 3],
     edge_norm: f32,
     edge: impl Fn(f32, f32, f32, f32) -> f32,
 ) -> Unnormalised {
-    let [ax, ay, az] = shear_vertex(v0, frame);
-    let [bx, by, bz] = shear_vertex(v1, frame);
-    let [cx, cy, cz] = shear_vertex(v2, frame);
     let big_w = edge(cx, by, cy, bx);
     let big_u = edge(ax, cy, ay, cx);
     let big_v = edge(bx, ay, by, ax);
@@ -94,21 +98,51 @@ fn watertight_with(
 /// The watertight test for one ray and one triangle (`[v0, v1, v2]`).
 #[inline(always)]
 pub fn watertight(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32) -> Unnormalised {
-    watertight_with(frame, vertices, edge_norm, edge_function)
+    let origin = permuted_origin(frame);
+    let sheared = vertices.map(|v| shear_permuted(frame.axes.map(|axis| v[axis]), origin, frame));
+    watertight_sheared(frame, sheared, edge_norm, edge_function)
 }
 
-/// The watertight test of every lane of a block.
+/// The watertight test of every lane of a block. The axis permutation is applied
+/// to whole rows once per block, so the per-lane arithmetic has no indexing and
+/// vectorises; it is operation for operation [`watertight`]'s.
 #[inline(always)]
 pub fn watertight_lanes<const N: usize>(soa: &SoaTriangles<N>, frame: &RayFrame) -> Lanes<N> {
+    let origin = permuted_origin(frame);
+    let [kx, ky, kz] = frame.axes;
+    let mut sheared = [[[0.0f32; N]; 3]; 3];
+    for (out, vertex) in sheared.iter_mut().zip(&soa.vertices) {
+        let (x, y, z) = (&vertex[kx], &vertex[ky], &vertex[kz]);
+        for lane in 0..N {
+            let s = shear_permuted([x[lane], y[lane], z[lane]], origin, frame);
+            out[0][lane] = s[0];
+            out[1][lane] = s[1];
+            out[2][lane] = s[2];
+        }
+    }
     let mut lanes = Lanes::default();
     let mut exact_zero = [false; N];
-    for (lane, zero) in exact_zero.iter_mut().enumerate() {
-        let triangle = soa.triangle(lane);
-        let n = watertight_with(frame, triangle, soa.edge_norm[lane], edge_function_rounded);
+    let [v0, v1, _] = &soa.vertices;
+    for lane in 0..N {
+        let vertex = |v: usize| {
+            [
+                sheared[v][0][lane],
+                sheared[v][1][lane],
+                sheared[v][2][lane],
+            ]
+        };
+        let n = watertight_sheared(
+            frame,
+            [vertex(0), vertex(1), vertex(2)],
+            soa.edge_norm[lane],
+            edge_function_rounded,
+        );
         // Degenerate lanes (all vertices zero) have exactly-zero edge functions
         // either way.
-        let hittable = triangle[0] != triangle[1];
-        *zero = hittable & ((n.big_u == 0.0) | (n.big_v == 0.0) | (n.big_w == 0.0));
+        let hittable = (v0[0][lane] != v1[0][lane])
+            | (v0[1][lane] != v1[1][lane])
+            | (v0[2][lane] != v1[2][lane]);
+        exact_zero[lane] = hittable & ((n.big_u == 0.0) | (n.big_v == 0.0) | (n.big_w == 0.0));
         lanes.set(lane, n);
     }
     if exact_zero.iter().any(|&zero| zero) {
