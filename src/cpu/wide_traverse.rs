@@ -97,18 +97,29 @@ fn traverse<const WATERTIGHT: bool>(
     // `1 / dir` is the positive BIG).
     let negative = [dir.x < 0.0, dir.y < 0.0, dir.z < 0.0];
     let mut stack = [Pending::default(); STACK];
-    stack[0] = Pending {
+    let mut depth = 0;
+    // The child to visit next: the nearest entered child of the last node, taken
+    // without a trip through the stack (no nearer hit can have been found since its
+    // box test), or else the nearest pending one that can still change the answer.
+    let mut next = Some(Pending {
         child: 0,
         blocks: 0,
         entry: ray.tmin,
-    };
-    let mut depth = 1;
-    while depth > 0 {
-        depth -= 1;
-        let top = stack[depth];
-        if top.entry - top.entry.abs() * BOX_MARGIN > collect.bound() {
-            continue; // a nearer hit is known
-        }
+    });
+    loop {
+        let top = match next.take() {
+            Some(top) => top,
+            None => loop {
+                if depth == 0 {
+                    return;
+                }
+                depth -= 1;
+                let top = stack[depth];
+                if top.entry - top.entry.abs() * BOX_MARGIN <= collect.bound() {
+                    break top;
+                }
+            },
+        };
         if top.blocks > 0 {
             let first = top.child as usize;
             for block in &wide.blocks[first..first + top.blocks as usize] {
@@ -122,7 +133,7 @@ fn traverse<const WATERTIGHT: bool>(
         let boxes = wide.boxes(node);
         let limit = fmin(collect.bound(), ray.tmax) * to_frame;
         let mut near = [0.0f32; WIDTH];
-        let mut enter = [false; WIDTH];
+        let mut entered = 0u32;
         let planes = |axis: usize| {
             if negative[axis] {
                 (&boxes.hi[axis], &boxes.lo[axis])
@@ -141,30 +152,38 @@ fn traverse<const WATERTIGHT: bool>(
                 fmin((fz[lane] - o.z) * inv.z, limit),
             );
             near[lane] = tn * t_scale;
-            enter[lane] = overlaps(tn, tf) & (node.child[lane] != EMPTY);
+            let enter = overlaps(tn, tf) & (node.child[lane] != EMPTY);
+            entered |= (enter as u32) << lane;
         }
-        // Push the entered children, farthest first, so the nearest is popped next.
+        let pending = |lane: usize| Pending {
+            child: node.child[lane],
+            blocks: node.blocks[lane] as u32,
+            entry: near[lane],
+        };
+        if entered == 0 {
+            continue;
+        }
+        // Order the entered children nearest first (insertion into a list that is
+        // usually one to three long), push all but the nearest farthest first, and
+        // visit the nearest next.
         let mut order = [0usize; WIDTH];
         let mut count = 0;
-        for lane in 0..WIDTH {
-            if enter[lane] {
-                let mut i = count;
-                while i > 0 && near[order[i - 1]] < near[lane] {
-                    order[i] = order[i - 1];
-                    i -= 1;
-                }
-                order[i] = lane;
-                count += 1;
+        while entered != 0 {
+            let lane = entered.trailing_zeros() as usize;
+            entered &= entered - 1;
+            let mut i = count;
+            while i > 0 && near[order[i - 1]] > near[lane] {
+                order[i] = order[i - 1];
+                i -= 1;
             }
+            order[i] = lane;
+            count += 1;
         }
-        for &lane in &order[..count] {
-            stack[depth] = Pending {
-                child: node.child[lane],
-                blocks: node.blocks[lane] as u32,
-                entry: near[lane],
-            };
+        for &lane in order[1..count].iter().rev() {
+            stack[depth] = pending(lane);
             depth += 1;
         }
+        next = Some(pending(order[0]));
     }
 }
 
