@@ -34,6 +34,10 @@ fn fmin(a: f32, b: f32) -> f32 {
     if a < b { a } else { b }
 }
 
+/// The pending children of one ray; one per batch of rays, so that it is not
+/// initialised again for every ray (its entries are written before they are read).
+type Stack = [Pending; STACK];
+
 /// A pending child: wide node index or first leaf block, leaf block count (0 for a
 /// node), entry distance.
 #[derive(Clone, Copy, Default)]
@@ -75,13 +79,14 @@ fn test_block<const WATERTIGHT: bool>(
 }
 
 /// Offers the hits of one valid (sanitised, non-zero direction) ray to `collect`
-/// until it says stop.
+/// until it says stop; `stack` is scratch space.
 #[inline(always)]
 fn traverse<const WATERTIGHT: bool>(
     wide: &WideBvh,
     ray: &Ray,
     cull: u32,
     collect: &mut impl Collect,
+    stack: &mut Stack,
 ) {
     if wide.nodes.is_empty() {
         return;
@@ -96,7 +101,6 @@ fn traverse<const WATERTIGHT: bool>(
     // From the scaled direction, whose tiny components may have become -0.0 (whose
     // `1 / dir` is the positive BIG).
     let negative = [dir.x < 0.0, dir.y < 0.0, dir.z < 0.0];
-    let mut stack = [Pending::default(); STACK];
     let mut depth = 0;
     // The child to visit next: the nearest entered child of the last node, taken
     // without a trip through the stack (no nearer hit can have been found since its
@@ -189,9 +193,14 @@ fn traverse<const WATERTIGHT: bool>(
 
 /// Nearest hit of one valid ray.
 #[inline(always)]
-fn trace_ray<const WATERTIGHT: bool>(wide: &WideBvh, ray: &Ray, cull: u32) -> Hit {
+fn trace_ray<const WATERTIGHT: bool>(
+    wide: &WideBvh,
+    ray: &Ray,
+    cull: u32,
+    stack: &mut Stack,
+) -> Hit {
     let mut closest = Closest::default();
-    traverse::<WATERTIGHT>(wide, ray, cull, &mut closest);
+    traverse::<WATERTIGHT>(wide, ray, cull, &mut closest, stack);
     closest.0
 }
 
@@ -202,12 +211,13 @@ fn trace_rays_with<const WATERTIGHT: bool>(
     hits: &mut [Hit],
     cull: u32,
 ) {
+    let mut stack: Stack = [Pending::default(); STACK];
     for (ray, hit) in rays.iter().zip(hits) {
         let ray = sanitize_ray(ray);
         *hit = if ray.dir == glam::Vec3::ZERO {
             Hit::MISS // an invalid ray
         } else {
-            trace_ray::<WATERTIGHT>(wide, &ray, cull)
+            trace_ray::<WATERTIGHT>(wide, &ray, cull, &mut stack)
         };
     }
 }
@@ -235,11 +245,12 @@ fn occluded_rays_with<const WATERTIGHT: bool>(
     occluded: &mut [bool],
     cull: u32,
 ) {
+    let mut stack: Stack = [Pending::default(); STACK];
     for (ray, out) in rays.iter().zip(occluded) {
         let ray = sanitize_ray(ray);
         let mut any = AnyHit::default();
         if ray.dir != glam::Vec3::ZERO {
-            traverse::<WATERTIGHT>(wide, &ray, cull, &mut any);
+            traverse::<WATERTIGHT>(wide, &ray, cull, &mut any, &mut stack);
         }
         *out = any.0;
     }
@@ -275,11 +286,12 @@ fn collect_rays_with<const WATERTIGHT: bool>(
     cull: u32,
 ) {
     let k = (slots.len() / rays.len().max(1)).max(1);
+    let mut stack: Stack = [Pending::default(); STACK];
     for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
         let ray = sanitize_ray(ray);
         let mut list = HitList::new(slots, 0);
         if ray.dir != glam::Vec3::ZERO {
-            traverse::<WATERTIGHT>(wide, &ray, cull, &mut list);
+            traverse::<WATERTIGHT>(wide, &ray, cull, &mut list, &mut stack);
         }
         *state = list.state();
     }
