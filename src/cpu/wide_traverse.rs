@@ -1,6 +1,6 @@
-//! Traversal of the CPU's wide BVH ([`WideBvh`]): eight decoded boxes per vector test, hit
-//! children pushed nearest-last so the nearest is visited first, leaves tested eight
-//! triangles at a time with the brute-force arithmetic.
+//! Traversal of the CPU's wide BVH ([`WideBvh`]): eight decoded boxes per vector test,
+//! the nearest entered child visited next and the others pushed farthest first,
+//! leaves tested eight triangles at a time with the brute-force arithmetic.
 //!
 //! Same answers as [`super::bvh_traverse`] (the mirror of the WGSL traversal) and as
 //! brute force: the boxes hold the binary BVH's (padded), the box margin is the same
