@@ -144,7 +144,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 continue;
             }
             if child.count > 0u {
-                if t_entry - abs(t_entry) * BOX_MARGIN > bound {
+                if beyond(t_entry, bound) {
                     continue; // a nearer leaf already beat this one
                 }
                 // One loop per kind of query (QUERY is fixed when the pipeline is
@@ -198,7 +198,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 depth -= 1u;
                 let pending = stack[depth];
                 let t_entry = bitcast<f32>(pending.y);
-                if t_entry - abs(t_entry) * BOX_MARGIN <= bound {
+                if !beyond(t_entry, bound) {
                     next = pending.x;
                     break;
                 }

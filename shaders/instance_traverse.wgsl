@@ -125,7 +125,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                     tlas_depth -= 1u;
                     let pending = tlas_stack[tlas_depth];
                     let t_entry = bitcast<f32>(pending.y);
-                    if t_entry - abs(t_entry) * BOX_MARGIN <= best.t {
+                    if !beyond(t_entry, best.t) {
                         item = pending.x;
                         break;
                     }
@@ -220,7 +220,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 continue;
             }
             if child.count > 0u {
-                if t_entry - abs(t_entry) * BOX_MARGIN > best.t {
+                if beyond(t_entry, best.t) {
                     continue; // a nearer hit already beat this leaf
                 }
                 let first = inst.tri_offset + child.index;
@@ -247,7 +247,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 blas_depth -= 1u;
                 let pending = blas_stack[blas_depth];
                 let t_entry = bitcast<f32>(pending.y);
-                if t_entry - abs(t_entry) * BOX_MARGIN <= best.t {
+                if !beyond(t_entry, best.t) {
                     next = pending.x;
                     break;
                 }

@@ -78,6 +78,12 @@ fn overlaps(near: f32, far: f32, one: f32) -> bool {
     return near - (abs(near) * BOX_MARGIN) * one <= far + (abs(far) * BOX_MARGIN) * one;
 }
 
+// Whether a box entered at `entry` lies beyond `bound` by more than the relative
+// BOX_MARGIN: then nothing in it can change the answer, and the traversals skip it.
+fn beyond(entry: f32, bound: f32) -> bool {
+    return entry - abs(entry) * BOX_MARGIN > bound;
+}
+
 // 1 / dir, with BIG for zero components.
 fn inverse_dir(dir: vec3<f32>) -> vec3<f32> {
     return select(1.0 / dir, vec3<f32>(BIG), dir == vec3<f32>(0.0));

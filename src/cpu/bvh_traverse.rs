@@ -10,7 +10,7 @@
 //! brute force's, bit for bit.
 
 use super::hit_list::HitList;
-use super::intersect::{BOX_MARGIN, RayFrame, intersect, overlaps};
+use super::intersect::{RayFrame, beyond, intersect, overlaps};
 use super::query::{AnyHit, Closest, Collect};
 use crate::bvh::{Bvh, MAX_DEPTH};
 use crate::prepare::sanitize_ray;
@@ -59,6 +59,27 @@ impl RayBoxes {
         let far = t0.max(t1).min_element().min(limit * self.to_frame);
         overlaps(near, far).then_some(near * self.t_scale)
     }
+}
+
+/// Pops pending entries of `stack[..*depth]` until one whose box is not
+/// [`beyond`] `bound` (`entry` gives an entry's distance); `None` once the stack is
+/// empty. The traversals' way to the nearest pending subtree that can still change
+/// the answer.
+#[inline(always)]
+pub fn pop_pending<T: Copy>(
+    stack: &[T],
+    depth: &mut usize,
+    bound: f32,
+    entry: impl Fn(&T) -> f32,
+) -> Option<T> {
+    while *depth > 0 {
+        *depth -= 1;
+        let top = stack[*depth];
+        if !beyond(entry(&top), bound) {
+            return Some(top);
+        }
+    }
+    None
 }
 
 /// Whether `candidate` (t, id) beats `best`: nearer, or as near with a lower id.
@@ -111,7 +132,7 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl C
         for (child, entry) in order {
             let Some(entry) = entry else { continue };
             if child.is_leaf() {
-                if entry - entry.abs() * BOX_MARGIN > collect.bound() {
+                if beyond(entry, collect.bound()) {
                     continue; // a nearer leaf already beat this one
                 }
                 let first = child.index as usize;
@@ -136,15 +157,9 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl C
         }
         let index = match next {
             Some(index) => index,
-            None => loop {
-                if depth == 0 {
-                    return;
-                }
-                depth -= 1;
-                let (index, entry) = stack[depth];
-                if entry - entry.abs() * BOX_MARGIN <= collect.bound() {
-                    break index;
-                }
+            None => match pop_pending(&stack, &mut depth, collect.bound(), |&(_, t)| t) {
+                Some((index, _)) => index,
+                None => return,
             },
         };
         node = &bvh.nodes[index as usize];

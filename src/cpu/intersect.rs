@@ -43,6 +43,14 @@ pub fn overlaps(near: f32, far: f32) -> bool {
     near - near.abs() * BOX_MARGIN <= far + far.abs() * BOX_MARGIN
 }
 
+/// Whether a box entered at `entry` lies beyond `bound` by more than the relative
+/// [`BOX_MARGIN`]: then nothing in it can change the answer, and the traversals
+/// skip it.
+#[inline(always)]
+pub fn beyond(entry: f32, bound: f32) -> bool {
+    entry - entry.abs() * BOX_MARGIN > bound
+}
+
 /// A determinant within `DET_TOLERANCE · |e1|₁ · |e2|₁ · (ray factor)` of zero counts
 /// as zero (the ray is parallel to the triangle). The bound covers the rounding error
 /// of the determinant, so its sign is reliable whenever a hit is reported and

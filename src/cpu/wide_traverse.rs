@@ -4,15 +4,16 @@
 //!
 //! Same answers as [`super::bvh_traverse`] (the mirror of the WGSL traversal) and as
 //! brute force: the boxes hold the binary BVH's (padded), the box margin is the same
-//! [`BOX_MARGIN`], and a hit replaces the best one when nearer or equally near with
-//! a lower triangle id.
+//! ([`BOX_MARGIN`](super::intersect::BOX_MARGIN)), and a hit replaces the best one
+//! when nearer or equally near with a lower triangle id.
 //!
 //! Generic over what is kept ([`Collect`]), like [`super::bvh_traverse`]: the
 //! nearest hit ([`trace_rays`]), any hit ([`occluded_rays`]) or the sorted list of
 //! the nearest hits ([`collect_rays`]).
 
+use super::bvh_traverse::pop_pending;
 use super::hit_list::HitList;
-use super::intersect::{BOX_MARGIN, MODE_WATERTIGHT, RayFrame, overlaps, place};
+use super::intersect::{MODE_WATERTIGHT, RayFrame, overlaps, place};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::wide_bvh::{EMPTY, LeafBlock, WIDTH, WideBvh};
@@ -113,15 +114,9 @@ fn traverse<const WATERTIGHT: bool>(
     loop {
         let top = match next.take() {
             Some(top) => top,
-            None => loop {
-                if depth == 0 {
-                    return;
-                }
-                depth -= 1;
-                let top = stack[depth];
-                if top.entry - top.entry.abs() * BOX_MARGIN <= collect.bound() {
-                    break top;
-                }
+            None => match pop_pending(stack, &mut depth, collect.bound(), |p| p.entry) {
+                Some(top) => top,
+                None => return,
             },
         };
         if top.blocks > 0 {

@@ -16,8 +16,7 @@
 
 use super::scene::InstanceScene;
 use crate::bvh::MAX_DEPTH;
-use crate::cpu::bvh_traverse::{self, RayBoxes};
-use crate::cpu::intersect::BOX_MARGIN;
+use crate::cpu::bvh_traverse::{self, RayBoxes, pop_pending};
 use crate::cpu::intersect::RayFrame;
 use crate::types::{BvhChild, BvhNode, Hit, InstanceHitRecord, Ray};
 
@@ -53,15 +52,9 @@ pub fn traverse(
     loop {
         let item = match next.take() {
             Some(item) => item,
-            None => loop {
-                if depth == 0 {
-                    return;
-                }
-                depth -= 1;
-                let (item, entry) = stack[depth];
-                if entry - entry.abs() * BOX_MARGIN <= best.t {
-                    break item;
-                }
+            None => match pop_pending(&stack, &mut depth, best.t, |&(_, t)| t) {
+                Some((item, _)) => item,
+                None => return,
             },
         };
         if item & LEAF_BIT != 0 {
