@@ -140,6 +140,39 @@ simd_dispatch! {
     pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) => trace_rays_portable
 }
 
+/// Tests the ray of `frame` against one block and offers its accepted triangles to
+/// `collect` in lane order (`prim` gives a lane's triangle id); returns `true` when
+/// `collect` says stop. Brute force and the wide BVH's leaves both test this way.
+#[inline(always)]
+pub fn offer_block<const N: usize, const WATERTIGHT: bool>(
+    block: &SoaTriangles<N>,
+    ray: &Ray,
+    frame: &RayFrame,
+    cull: u32,
+    prim: impl Fn(usize) -> u32,
+    collect: &mut impl Collect,
+) -> bool {
+    let lanes = block.test::<WATERTIGHT>(frame);
+    let c = lanes.candidates(frame, cull);
+    if !c.any() {
+        return false;
+    }
+    for lane in c.lanes() {
+        let vertices = block.triangle(lane);
+        let (t, accepted) = place(c.t[lane], ray, frame, vertices, f32::INFINITY);
+        let hit = Hit {
+            t,
+            u: c.u[lane],
+            v: c.v[lane],
+            prim: prim(lane),
+        };
+        if accepted && collect.offer(hit) {
+            return true;
+        }
+    }
+    false
+}
+
 /// Offers the accepted triangles of one (already sanitised) ray to `collect` in id
 /// order, until it says stop.
 #[inline(always)]
@@ -151,23 +184,9 @@ fn collect_ray<const CULL: u32, const WATERTIGHT: bool>(
     let frame = RayFrame::new(ray);
     for (index, block) in blocks.iter().enumerate() {
         let base = (index * LANES) as u32;
-        let lanes = block.test::<WATERTIGHT>(&frame);
-        let c = lanes.candidates(&frame, CULL);
-        if !c.any() {
-            continue;
-        }
-        for lane in c.lanes() {
-            let vertices = block.triangle(lane);
-            let (t, accepted) = place(c.t[lane], ray, &frame, vertices, f32::INFINITY);
-            let hit = Hit {
-                t,
-                u: c.u[lane],
-                v: c.v[lane],
-                prim: base + lane as u32,
-            };
-            if accepted && collect.offer(hit) {
-                return;
-            }
+        let prim = |lane: usize| base + lane as u32;
+        if offer_block::<LANES, WATERTIGHT>(block, ray, &frame, CULL, prim, collect) {
+            return;
         }
     }
 }

@@ -11,12 +11,13 @@
 //! nearest hit ([`trace_rays`]), any hit ([`occluded_rays`]) or the sorted list of
 //! the nearest hits ([`collect_rays`]).
 
+use super::brute_force::offer_block;
 use super::bvh_traverse::pop_pending;
 use super::hit_list::HitList;
-use super::intersect::{MODE_WATERTIGHT, RayFrame, overlaps, place};
+use super::intersect::{MODE_WATERTIGHT, RayFrame, overlaps};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
-use super::wide_bvh::{EMPTY, LeafBlock, WIDTH, WideBvh};
+use super::wide_bvh::{EMPTY, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, Ray};
@@ -46,37 +47,6 @@ struct Pending {
     child: u32,
     blocks: u32,
     entry: f32,
-}
-
-/// Tests one leaf block and offers its accepted triangles in lane order; returns
-/// `true` when `collect` says stop.
-#[inline(always)]
-fn test_block<const WATERTIGHT: bool>(
-    block: &LeafBlock,
-    ray: &Ray,
-    frame: &RayFrame,
-    cull: u32,
-    collect: &mut impl Collect,
-) -> bool {
-    let lanes = block.triangles.test::<WATERTIGHT>(frame);
-    let c = lanes.candidates(frame, cull);
-    if !c.any() {
-        return false;
-    }
-    for lane in c.lanes() {
-        let vertices = block.triangles.triangle(lane);
-        let (t, accepted) = place(c.t[lane], ray, frame, vertices, f32::INFINITY);
-        let hit = Hit {
-            t,
-            u: c.u[lane],
-            v: c.v[lane],
-            prim: block.id[lane],
-        };
-        if accepted && collect.offer(hit) {
-            return true;
-        }
-    }
-    false
 }
 
 /// Offers the hits of one valid (sanitised, non-zero direction) ray to `collect`
@@ -122,7 +92,9 @@ fn traverse<const WATERTIGHT: bool>(
         if top.blocks > 0 {
             let first = top.child as usize;
             for block in &wide.blocks[first..first + top.blocks as usize] {
-                if test_block::<WATERTIGHT>(block, ray, &frame, cull, collect) {
+                let prim = |lane: usize| block.id[lane];
+                let triangles = &block.triangles;
+                if offer_block::<WIDTH, WATERTIGHT>(triangles, ray, &frame, cull, prim, collect) {
                     return;
                 }
             }
