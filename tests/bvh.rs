@@ -673,14 +673,71 @@ fn aimed_rays(mesh: &Mesh, rng: &mut Rng, n: usize) -> Vec<Ray> {
     rays
 }
 
+/// Groups of 16 rays (the CPU traversal's packet size) that share an origin, as
+/// camera rays do: each group aims from one point at nearby vertices, edge points
+/// and random points of random triangles, with bounds that stop some rays short of
+/// their target, start others past it, and leave the rest open. Every seventh group
+/// has one invalid ray and every fifth one a ray turned into another octant, so the
+/// groups that cannot travel as a packet are covered as well.
+fn shared_origin_rays(mesh: &Mesh, rng: &mut Rng, groups: usize) -> Vec<Ray> {
+    let proper: Vec<usize> = (0..mesh.triangle_count())
+        .filter(|&k| hittable(mesh.triangle(k)))
+        .collect();
+    let mut rays = Vec::with_capacity(16 * groups);
+    if proper.is_empty() {
+        return rays;
+    }
+    let Some((lo, hi)) = mesh.bounds() else {
+        return rays;
+    };
+    let (center, radius) = ((lo + hi) * 0.5, (hi - lo).length().max(1e-6));
+    for group in 0..groups {
+        let origin = center + rng.unit_vector() * radius * rng.range(0.7, 2.0);
+        let [a, b, c] = mesh.triangle(proper[rng.below(proper.len())]);
+        for k in 0..16 {
+            let [p, q, r] = mesh.triangle(proper[rng.below(proper.len())]);
+            let target = match k % 4 {
+                0 => a,
+                1 => b + (c - b) * rng.f32(),
+                2 => p + (q - p) * 0.5,
+                _ => {
+                    let (mut u, mut v) = (rng.f32(), rng.f32());
+                    if u + v > 1.0 {
+                        (u, v) = (1.0 - v, 1.0 - u);
+                    }
+                    p + u * (q - p) + v * (r - p)
+                }
+            };
+            let mut ray = Ray::new(origin, target - origin);
+            match rng.below(6) {
+                0 => ray.tmax = rng.range(0.5, 1.0),
+                1 => ray.tmin = rng.range(0.9, 1.1),
+                2 => (ray.tmin, ray.tmax) = (1.0, 1.0),
+                _ => {}
+            }
+            if group % 7 == 3 && k == 5 {
+                ray.dir = Vec3::ZERO;
+            }
+            if group % 5 == 2 && k == 9 {
+                ray.dir = -ray.dir;
+            }
+            rays.push(ray);
+        }
+    }
+    rays
+}
+
 /// The 100k+ rays of the brute-force comparisons: random, camera, adversarial
-/// (vertices, edges, parallel, on the surface, t at the bounds, invalid) and aimed.
+/// (vertices, edges, parallel, on the surface, t at the bounds, invalid), aimed,
+/// and groups from shared origins.
 fn rays_for(mesh: &Mesh, seed: u64) -> Vec<Ray> {
     let mut rng = Rng::new(seed);
     let bounds = mesh
         .bounds()
         .unwrap_or((Vec3::splat(-1.0), Vec3::splat(1.0)));
-    let mut rays = scene::random_rays(40_000, &mut rng, bounds);
+    // The groups first, so that they line up with the packets.
+    let mut rays = shared_origin_rays(mesh, &mut rng, 500);
+    rays.extend(scene::random_rays(40_000, &mut rng, bounds));
     rays.extend(scene::camera_rays(bounds, 200, 150));
     rays.extend(scene::adversarial_rays(mesh, &mut rng, 30_000));
     let aimed = aimed_rays(mesh, &mut rng, 10_000);

@@ -12,6 +12,7 @@ pub mod gather;
 pub mod hit_list;
 pub mod intersect;
 pub mod moller_trumbore;
+mod packet_traverse;
 pub mod query;
 mod refit;
 mod simd;

@@ -9,15 +9,18 @@
 //!
 //! Generic over what is kept ([`Collect`]), like [`super::bvh_traverse`]: the
 //! nearest hit ([`trace_rays`]), any hit ([`occluded_rays`]) or the sorted list of
-//! the nearest hits ([`collect_rays`]).
+//! the nearest hits ([`collect_rays`]). [`trace_rays`] sends groups of rays that share
+//! an origin through the packet traversal (module `packet_traverse`), which shares each node's fetch and
+//! decode among them and gives the same answers.
 
 use super::brute_force::offer_block;
 use super::bvh_traverse::pop_pending;
 use super::hit_list::HitList;
 use super::intersect::{MODE_WATERTIGHT, RayFrame, overlaps};
+use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
-use super::wide_bvh::{EMPTY, WIDTH, WideBvh};
+use super::wide_bvh::{EMPTY, ExactBoxes, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, Ray};
@@ -62,16 +65,8 @@ fn traverse<const WATERTIGHT: bool>(
     if wide.nodes.is_empty() {
         return;
     }
-    let o = ray.origin;
-    // Box distances in units of the scaled direction, as in `bvh_traverse`.
     let frame = RayFrame::new(ray);
-    let dir = glam::Vec3::from(frame.dir);
-    let inv = glam::Vec3::from(frame.inv_dir);
-    let (to_frame, t_scale) = (1.0 / frame.t_scale, frame.t_scale);
-    let tmin = ray.tmin * to_frame;
-    // From the scaled direction, whose tiny components may have become -0.0 (whose
-    // `1 / dir` is the positive BIG).
-    let negative = [dir.x < 0.0, dir.y < 0.0, dir.z < 0.0];
+    let slabs = Slabs::new(ray, &frame);
     let mut depth = 0;
     // The child to visit next: the nearest entered child of the last node, taken
     // without a trip through the stack (no nearer hit can have been found since its
@@ -90,72 +85,149 @@ fn traverse<const WATERTIGHT: bool>(
             },
         };
         if top.blocks > 0 {
-            let first = top.child as usize;
-            for block in &wide.blocks[first..first + top.blocks as usize] {
-                let prim = |lane: usize| block.id[lane];
-                let triangles = &block.triangles;
-                if offer_block::<WIDTH, WATERTIGHT>(triangles, ray, &frame, cull, prim, collect) {
-                    return;
-                }
+            if offer_leaf::<WATERTIGHT>(wide, top.child, top.blocks, ray, &frame, cull, collect) {
+                return;
             }
             continue;
         }
         let node = &wide.nodes[top.child as usize];
         let boxes = wide.boxes(node);
-        let limit = fmin(collect.bound(), ray.tmax) * to_frame;
-        let mut near = [0.0f32; WIDTH];
-        let mut entered = 0u32;
-        let planes = |axis: usize| {
-            if negative[axis] {
-                (&boxes.hi[axis], &boxes.lo[axis])
-            } else {
-                (&boxes.lo[axis], &boxes.hi[axis])
-            }
+        let (entered, near) = slabs.enter(&boxes, ray.origin, collect.bound(), &node.child);
+        let Some((order, count)) = nearest_first(entered, &near) else {
+            continue;
         };
-        let ((nx, fx), (ny, fy), (nz, fz)) = (planes(0), planes(1), planes(2));
-        for lane in 0..WIDTH {
-            let tn = fmax(
-                fmax((nx[lane] - o.x) * inv.x, (ny[lane] - o.y) * inv.y),
-                fmax((nz[lane] - o.z) * inv.z, tmin),
-            );
-            let tf = fmin(
-                fmin((fx[lane] - o.x) * inv.x, (fy[lane] - o.y) * inv.y),
-                fmin((fz[lane] - o.z) * inv.z, limit),
-            );
-            near[lane] = tn * t_scale;
-            let enter = overlaps(tn, tf) & (node.child[lane] != EMPTY);
-            entered |= (enter as u32) << lane;
-        }
         let pending = |lane: usize| Pending {
             child: node.child[lane],
             blocks: node.blocks[lane] as u32,
             entry: near[lane],
         };
-        if entered == 0 {
-            continue;
-        }
-        // Order the entered children nearest first (insertion into a list that is
-        // usually one to three long), push all but the nearest farthest first, and
-        // visit the nearest next.
-        let mut order = [0usize; WIDTH];
-        let mut count = 0;
-        while entered != 0 {
-            let lane = entered.trailing_zeros() as usize;
-            entered &= entered - 1;
-            let mut i = count;
-            while i > 0 && near[order[i - 1]] > near[lane] {
-                order[i] = order[i - 1];
-                i -= 1;
-            }
-            order[i] = lane;
-            count += 1;
-        }
+        // Push all but the nearest farthest first, and visit the nearest next.
         for &lane in order[1..count].iter().rev() {
             stack[depth] = pending(lane);
             depth += 1;
         }
         next = Some(pending(order[0]));
     }
+}
+
+/// One ray's slab tests against the eight child boxes of a node.
+pub(super) struct Slabs {
+    /// `1 / dir` of the scaled direction.
+    inv: [f32; 3],
+    /// Which direction components are negative: those axes enter at the box maximum.
+    negative: [bool; 3],
+    /// `tmin` in units of the scaled direction.
+    tmin: f32,
+    /// Frame units to the caller's (`t_scale`) and back.
+    t_scale: f32,
+    to_frame: f32,
+    tmax: f32,
+}
+
+impl Slabs {
+    #[inline(always)]
+    pub(super) fn new(ray: &Ray, frame: &RayFrame) -> Self {
+        // Box distances in units of the scaled direction, as in `bvh_traverse`. The
+        // signs come from the scaled direction, whose tiny components may have become
+        // -0.0 (whose `1 / dir` is the positive BIG).
+        let to_frame = 1.0 / frame.t_scale;
+        Self {
+            inv: frame.inv_dir,
+            negative: frame.dir.map(|d| d < 0.0),
+            tmin: ray.tmin * to_frame,
+            t_scale: frame.t_scale,
+            to_frame,
+            tmax: ray.tmax,
+        }
+    }
+
+    /// The children whose `boxes` (taken relative to `origin`) the ray enters before
+    /// `bound` (in the caller's units) as a lane mask, and every lane's entry
+    /// distance (in the caller's units).
+    #[inline(always)]
+    pub(super) fn enter(
+        &self,
+        boxes: &ExactBoxes,
+        origin: glam::Vec3,
+        bound: f32,
+        child: &[u32; WIDTH],
+    ) -> (u32, [f32; WIDTH]) {
+        let limit = fmin(bound, self.tmax) * self.to_frame;
+        let planes = |axis: usize| {
+            if self.negative[axis] {
+                (&boxes.hi[axis], &boxes.lo[axis])
+            } else {
+                (&boxes.lo[axis], &boxes.hi[axis])
+            }
+        };
+        let ((nx, fx), (ny, fy), (nz, fz)) = (planes(0), planes(1), planes(2));
+        let [ix, iy, iz] = self.inv;
+        let o = origin;
+        let mut near = [0.0f32; WIDTH];
+        let mut entered = 0u32;
+        for lane in 0..WIDTH {
+            let tn = fmax(
+                fmax((nx[lane] - o.x) * ix, (ny[lane] - o.y) * iy),
+                fmax((nz[lane] - o.z) * iz, self.tmin),
+            );
+            let tf = fmin(
+                fmin((fx[lane] - o.x) * ix, (fy[lane] - o.y) * iy),
+                fmin((fz[lane] - o.z) * iz, limit),
+            );
+            near[lane] = tn * self.t_scale;
+            let enter = overlaps(tn, tf) & (child[lane] != EMPTY);
+            entered |= (enter as u32) << lane;
+        }
+        (entered, near)
+    }
+}
+
+/// The lanes of `entered` ordered nearest first by `near` (insertion into a list
+/// that is usually one to three long), and how many there are; `None` if none.
+#[inline(always)]
+pub(super) fn nearest_first(
+    mut entered: u32,
+    near: &[f32; WIDTH],
+) -> Option<([usize; WIDTH], usize)> {
+    if entered == 0 {
+        return None;
+    }
+    let mut order = [0usize; WIDTH];
+    let mut count = 0;
+    while entered != 0 {
+        let lane = entered.trailing_zeros() as usize;
+        entered &= entered - 1;
+        let mut i = count;
+        while i > 0 && near[order[i - 1]] > near[lane] {
+            order[i] = order[i - 1];
+            i -= 1;
+        }
+        order[i] = lane;
+        count += 1;
+    }
+    Some((order, count))
+}
+
+/// Offers the hits in `blocks` leaf blocks from `first` on to `collect`; `true` when
+/// it says stop.
+#[inline(always)]
+pub(super) fn offer_leaf<const WATERTIGHT: bool>(
+    wide: &WideBvh,
+    first: u32,
+    blocks: u32,
+    ray: &Ray,
+    frame: &RayFrame,
+    cull: u32,
+    collect: &mut impl Collect,
+) -> bool {
+    let first = first as usize;
+    for block in &wide.blocks[first..first + blocks as usize] {
+        let prim = |lane: usize| block.id[lane];
+        if offer_block::<WIDTH, WATERTIGHT>(&block.triangles, ray, frame, cull, prim, collect) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Nearest hit of one valid ray.
@@ -179,13 +251,28 @@ fn trace_rays_with<const WATERTIGHT: bool>(
     cull: u32,
 ) {
     let mut stack: Stack = [Pending::default(); STACK];
-    for (ray, hit) in rays.iter().zip(hits) {
-        let ray = sanitize_ray(ray);
-        *hit = if ray.dir == glam::Vec3::ZERO {
-            Hit::MISS // an invalid ray
-        } else {
-            trace_ray::<WATERTIGHT>(wide, &ray, cull, &mut stack)
-        };
+    let mut packet_stack = PacketStack::default();
+    for (rays, hits) in rays.chunks(PACKET).zip(hits.chunks_mut(PACKET)) {
+        if let (Ok(group), Ok(out)) = (
+            <&[Ray; PACKET]>::try_from(rays),
+            <&mut [Hit; PACKET]>::try_from(&mut *hits),
+        ) {
+            let group = group.map(|ray| sanitize_ray(&ray));
+            if coherent(&group) {
+                let mut closest = std::array::from_fn(|_| Closest::default());
+                trace_packet::<WATERTIGHT>(wide, &group, cull, &mut closest, &mut packet_stack);
+                *out = closest.map(|c| c.0);
+                continue;
+            }
+        }
+        for (ray, hit) in rays.iter().zip(hits) {
+            let ray = sanitize_ray(ray);
+            *hit = if ray.dir == glam::Vec3::ZERO {
+                Hit::MISS // an invalid ray
+            } else {
+                trace_ray::<WATERTIGHT>(wide, &ray, cull, &mut stack)
+            };
+        }
     }
 }
 
