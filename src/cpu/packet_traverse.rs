@@ -123,9 +123,11 @@ pub(super) fn trace_packet<const WATERTIGHT: bool>(
             }
         }
         let entered = (0..WIDTH).fold(0, |m, lane| m | ((entered_by[lane] != 0) as u32) << lane);
-        let Some((order, count)) = nearest_first(entered, &nearest) else {
+        if entered == 0 {
             continue;
-        };
+        }
+        let mut order = [0usize; WIDTH];
+        let count = nearest_first(entered, &nearest, &mut order);
         let pending = |lane: usize| Pending {
             child: node.child[lane],
             blocks: node.blocks[lane] as u32,
