@@ -6,12 +6,13 @@
 //! subtree gets a window of that size for its nodes, which it fills from the front
 //! in depth-first order. When two subtrees are built in parallel, the left one's
 //! unused slots leave a gap before the right one's window; [`compact`] closes the
-//! gaps at the end, in place, and renumbers the children.
+//! gaps at the end and renumbers the children.
 
 use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+use super::memory;
 use crate::types::{BvhChild, BvhNode};
 
 /// A window of the node array that a subtree fills from the front.
@@ -96,10 +97,9 @@ impl<'a> NodeWindow<'a> {
     }
 }
 
-/// Removes the `gaps` from `nodes[..end]` and renumbers the interior children, in
-/// place: each kept run moves down over the gaps before it (one sequential copy;
-/// a run's new place lies in those gaps and its own old place, which no later run
-/// still needs), then the children are renumbered in parallel.
+/// Removes the `gaps` from `nodes[..end]` and renumbers the interior children: every
+/// kept node is copied, renumbered, to its place in a new array, in parallel (each
+/// output position finds its kept run by a binary search).
 pub(super) fn compact(
     mut nodes: Vec<BvhNode>,
     end: usize,
@@ -111,34 +111,34 @@ pub(super) fn compact(
         return nodes;
     }
     gaps.sort_unstable();
-    // Kept runs: (first, end, shift).
+    // Kept runs: (first, shift), the shift being the size of the gaps before them.
     let mut runs = Vec::with_capacity(gaps.len() + 1);
     let (mut start, mut shift) = (0, 0);
     for &(first, count) in &gaps {
-        runs.push((start, first, shift));
+        runs.push((start, shift));
         start = first + count;
         shift += count;
     }
-    runs.push((start, end, shift));
-    for &(first, end, shift) in &runs {
-        nodes.copy_within(first..end, first - shift);
-    }
-    nodes.truncate(end - shift);
-    // Large allocations shrink in place (no copy).
-    nodes.shrink_to_fit();
+    runs.push((start, shift));
     let renumber = |index: u32| {
         let index = index as usize;
-        let run = runs.partition_point(|&(first, _, _)| first <= index) - 1;
-        (index - runs[run].2) as u32
+        let run = runs.partition_point(|&(first, _)| first <= index) - 1;
+        (index - runs[run].1) as u32
     };
-    nodes.par_chunks_mut(4096).for_each(|chunk| {
-        for child in chunk.iter_mut().flat_map(|node| &mut node.children) {
-            if is_interior(child) {
+    let mut compacted = memory::with_capacity(end - shift);
+    (0..end - shift)
+        .into_par_iter()
+        .with_min_len(4096)
+        .map(|new| {
+            let run = runs.partition_point(|&(first, shift)| first - shift <= new) - 1;
+            let mut node = nodes[new + runs[run].1];
+            for child in node.children.iter_mut().filter(|c| is_interior(c)) {
                 child.index = renumber(child.index);
             }
-        }
-    });
-    nodes
+            node
+        })
+        .collect_into_vec(&mut compacted);
+    compacted
 }
 
 /// Whether a child slot refers to a node.
