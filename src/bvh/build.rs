@@ -16,7 +16,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use glam::{Vec3, Vec4};
+use glam::{Vec3, Vec3A, Vec4};
 use rayon::prelude::*;
 
 use super::nodes::{self, NodeWindow};
@@ -151,12 +151,18 @@ pub fn triangle_box(tri: &PackedTriangle) -> (Vec3, Vec3) {
 }
 
 /// The padded box of a triangle given by its vertices (see [`triangle_box`]).
-pub fn vertices_box([a, b, c]: [Vec3; 3]) -> (Vec3, Vec3) {
-    pad(a.min(b).min(c), a.max(b).max(c))
+#[inline]
+pub fn vertices_box(vertices: [Vec3; 3]) -> (Vec3, Vec3) {
+    // In vector registers (`Vec3A`): some four times faster than three scalar lanes,
+    // with the same operations, so the same box.
+    let [a, b, c] = vertices.map(Vec3A::from);
+    let (lo, hi) = pad(a.min(b).min(c), a.max(b).max(c));
+    (lo.into(), hi.into())
 }
 
 /// Pads a box outward by a small fraction of its coordinates' magnitude.
-pub(crate) fn pad(lo: Vec3, hi: Vec3) -> (Vec3, Vec3) {
+#[inline(always)]
+fn pad(lo: Vec3A, hi: Vec3A) -> (Vec3A, Vec3A) {
     let magnitude = lo
         .abs()
         .max(hi.abs())
