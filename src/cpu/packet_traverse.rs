@@ -1,15 +1,14 @@
-//! Packets of coherent rays through the CPU's wide BVH: [`PACKET`] rays that share
-//! an origin and a direction octant (a camera's neighbouring pixels, or shadow rays
-//! from one point) visit the tree together.
+//! Packets of coherent rays through the CPU's wide BVH: for nearest hits,
+//! [`PACKET`] rays that share an origin and a direction octant (a camera's
+//! neighbouring pixels) visit the tree together.
 //!
-//! A node's boxes are fetched and decoded once for the whole packet, and taken
-//! relative to the shared origin once; then each ray that entered the node runs its
-//! own slab test with its own bound, exactly as [`super::wide_traverse`] does for a
-//! lone ray. A child is visited by the rays that entered it (a lane mask of rays),
-//! and every ray tests a leaf with the same arithmetic as a lone ray. The nearest
-//! hit (ties to the lowest triangle id) does not depend on the order in which
-//! leaves are tested, so the answers are bit for bit those of the lone-ray
-//! traversal; only the work is shared.
+//! A node's boxes are fetched and decoded once for the whole packet; then each ray
+//! that entered the node runs its own slab test with its own bound, with the same
+//! arithmetic as [`super::wide_traverse`] uses for a lone ray. A child is visited by
+//! the rays that entered it (a mask of rays), and every ray tests a leaf with the
+//! same arithmetic as a lone ray. The nearest hit (ties to the lowest triangle id)
+//! does not depend on the order in which leaves are tested, so the answers are bit
+//! for bit those of the lone-ray traversal; only the work is shared.
 
 use super::intersect::{RayFrame, beyond};
 use super::query::{Closest, Collect};

@@ -9,9 +9,9 @@
 //!
 //! Generic over what is kept ([`Collect`]), like [`super::bvh_traverse`]: the
 //! nearest hit ([`trace_rays`]), any hit ([`occluded_rays`]) or the sorted list of
-//! the nearest hits ([`collect_rays`]). [`trace_rays`] sends groups of rays that share
-//! an origin through the packet traversal (module `packet_traverse`), which shares each node's fetch and
-//! decode among them and gives the same answers.
+//! the nearest hits ([`collect_rays`]). [`trace_rays`] sends groups of rays that
+//! share an origin through the packet traversal (module `packet_traverse`), which
+//! shares each node's fetch and decode among them and gives the same answers.
 
 use super::brute_force::offer_block;
 use super::bvh_traverse::pop_pending;
