@@ -59,15 +59,15 @@ pub const DEAD_RAY: Ray = Ray {
     tmax: 0.0,
 };
 
-/// Returns the ray unchanged if it is valid, else [`DEAD_RAY`].
-///
-/// Invalid: a non-finite origin or direction, a zero direction, a NaN bound or
-/// `tmin > tmax`. Infinite bounds are valid.
+/// Whether a ray is valid. Invalid: a non-finite origin or direction, a zero
+/// direction, a NaN bound or `tmin > tmax`. Infinite bounds are valid.
+#[inline]
+pub fn is_valid_ray(ray: &Ray) -> bool {
+    ray.origin.is_finite() && ray.dir.is_finite() && ray.dir != Vec3::ZERO && ray.tmin <= ray.tmax // false for NaN bounds
+}
+
+/// Returns the ray unchanged if it is valid ([`is_valid_ray`]), else [`DEAD_RAY`].
 #[inline]
 pub fn sanitize_ray(ray: &Ray) -> Ray {
-    let valid = ray.origin.is_finite()
-        && ray.dir.is_finite()
-        && ray.dir != Vec3::ZERO
-        && ray.tmin <= ray.tmax; // false for NaN bounds
-    if valid { *ray } else { DEAD_RAY }
+    if is_valid_ray(ray) { *ray } else { DEAD_RAY }
 }

@@ -4,9 +4,9 @@
 //! registers) that is partitioned in place, so every pass over a node's triangles is
 //! sequential in memory. Per binned node there are two passes: one bins the
 //! centroids on all three axes (of a strided sample on large nodes), one
-//! partitions and gathers each side's box and centroid bounds for the next level. Large
-//! nodes bin in parallel and build their two subtrees in parallel (`rayon::join`),
-//! each into its own window of the one node array (module `nodes`).
+//! partitions and gathers each side's box and centroid bounds for the next level.
+//! Large nodes bin in parallel and build their two subtrees in parallel
+//! (`rayon::join`), each into its own window of the one node array (module `nodes`).
 //!
 //! Subtrees of at most [`BuildOptions::morton_subtree`] triangles (which fit the
 //! caches) are sorted along a Morton curve and split where an SAH sweep along it

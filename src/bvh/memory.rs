@@ -2,12 +2,13 @@
 //!
 //! A 1M-triangle build writes some 190 MB of fresh memory (packed triangles, boxes,
 //! nodes and the reordered triangles); with 4 KiB pages that is about 45,000 page
-//! faults, a sizeable share of the build. On Linux the triangle and box buffers are
-//! marked for transparent huge pages (`madvise(MADV_HUGEPAGE)`, which systems set
-//! to `madvise` honour), so they fault in 2 MiB at a time. Elsewhere, or when the
-//! system declines, they are ordinary allocations. The node array is left as it is:
-//! its windows leave gaps that are never touched (see `nodes`), which huge pages
-//! would zero all the same.
+//! faults, a sizeable share of the build. On Linux the triangle and box buffers and
+//! the compacted node array are marked for transparent huge pages
+//! (`madvise(MADV_HUGEPAGE)`, which systems set to `madvise` honour), so they fault
+//! in 2 MiB at a time. Elsewhere, or when the system declines, they are ordinary
+//! allocations. The node array under construction is left as it is: its windows
+//! leave gaps that are never touched (see `nodes`), which huge pages would zero all
+//! the same.
 
 /// Buffers smaller than this are not worth marking.
 const MIN_BYTES: usize = 4 << 20;

@@ -14,14 +14,11 @@ use super::intersect::{RayFrame, beyond};
 use super::query::{Closest, Collect};
 use super::wide_bvh::{WIDTH, WideBvh};
 use super::wide_traverse::{Slabs, nearest_first, offer_leaf};
-use crate::bvh::MAX_DEPTH;
+use crate::prepare::is_valid_ray;
 use crate::types::Ray;
 
 /// Rays per packet: sixteen neighbouring rays of a camera share most of their path.
 pub const PACKET: usize = 16;
-
-/// Pending children: at most `WIDTH - 1` per level, plus the root.
-const STACK: usize = MAX_DEPTH * (WIDTH - 1) + 1;
 
 /// A child pending for some rays of the packet: wide node index or first leaf
 /// block, leaf block count (0 for a node), the rays that entered it (bit `r` for
@@ -43,25 +40,20 @@ impl Pending {
     };
 }
 
-/// The pending children of one packet; one per batch of rays, so that it is
-/// allocated once for many packets.
+/// The pending children of one packet; one per batch of rays, so that its memory
+/// is reused by every packet of the batch (and none is allocated without packets).
+#[derive(Default)]
 pub(super) struct PacketStack(Vec<Pending>);
 
-impl Default for PacketStack {
-    fn default() -> Self {
-        Self(Vec::with_capacity(STACK))
-    }
-}
-
-/// Whether `rays` (sanitised) can travel as one packet: all valid, one origin, and
-/// every direction in one octant, so that they tend to enter the same boxes.
+/// Whether `rays` can travel as one packet: one origin, every direction in one
+/// octant (so that they tend to enter the same boxes), and all valid (so that
+/// sanitising would leave them as they are).
 #[inline(always)]
 pub(super) fn coherent(rays: &[Ray; PACKET]) -> bool {
     let first = &rays[0];
     let octant = |ray: &Ray| ray.dir.cmplt(glam::Vec3::ZERO).bitmask();
-    rays.iter().all(|ray| {
-        ray.dir != glam::Vec3::ZERO && ray.origin == first.origin && octant(ray) == octant(first)
-    })
+    rays.iter()
+        .all(|ray| ray.origin == first.origin && octant(ray) == octant(first) && is_valid_ray(ray))
 }
 
 /// The nearest hits of a [`coherent`] packet of rays, written to `closest`.
@@ -113,15 +105,17 @@ pub(super) fn trace_packet<const WATERTIGHT: bool>(
         let mut entered_by = [0u32; WIDTH];
         let mut nearest = [f32::INFINITY; WIDTH];
         let mut entry = [[0.0f32; PACKET]; WIDTH];
+        // Children entered by any ray.
+        let mut entered = 0;
         for r in lanes(top.rays) {
-            let (entered, near) = slabs[r].enter(&boxes, origin, closest[r].bound(), &node.child);
-            for lane in lanes(entered) {
+            let (by_ray, near) = slabs[r].enter(&boxes, origin, closest[r].bound(), &node.child);
+            entered |= by_ray;
+            for lane in lanes(by_ray) {
                 entered_by[lane] |= 1 << r;
                 entry[lane][r] = near[lane];
                 nearest[lane] = nearest[lane].min(near[lane]);
             }
         }
-        let entered = (0..WIDTH).fold(0, |m, lane| m | ((entered_by[lane] != 0) as u32) << lane);
         if entered == 0 {
             continue;
         }

@@ -289,14 +289,12 @@ fn trace_rays_with<const WATERTIGHT: bool>(
         if let (Ok(group), Ok(out)) = (
             <&[Ray; PACKET]>::try_from(rays),
             <&mut [Hit; PACKET]>::try_from(&mut *hits),
-        ) {
-            let group = group.map(|ray| sanitize_ray(&ray));
-            if coherent(&group) {
-                let mut closest = std::array::from_fn(|_| Closest::default());
-                trace_packet::<WATERTIGHT>(wide, &group, cull, &mut closest, &mut packet_stack);
-                *out = closest.map(|c| c.0);
-                continue;
-            }
+        ) && coherent(group)
+        {
+            let mut closest = std::array::from_fn(|_| Closest::default());
+            trace_packet::<WATERTIGHT>(wide, group, cull, &mut closest, &mut packet_stack);
+            *out = closest.map(|c| c.0);
+            continue;
         }
         for (ray, hit) in rays.iter().zip(hits) {
             let ray = sanitize_ray(ray);
