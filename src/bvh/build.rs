@@ -226,7 +226,7 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
         },
     };
     let gaps = Mutex::new(Vec::new());
-    let mut nodes = bytemuck::zeroed_vec(prims.len().max(2) - 1);
+    let mut nodes = memory::zeroed(prims.len().max(2) - 1);
     let mut window = NodeWindow::new(&mut nodes, &gaps);
     let (root, depth) = builder.build_child(&mut prims, 0, bounds, centroids, 0, &mut window);
     let end = window.len();

@@ -98,8 +98,8 @@ impl<'a> NodeWindow<'a> {
 }
 
 /// Removes the `gaps` from `nodes[..end]` and renumbers the interior children: every
-/// kept node is copied, renumbered, to its place in a new array, in parallel (each
-/// output position finds its kept run by a binary search).
+/// kept node is copied, renumbered, to its place in a new array, in parallel chunks
+/// of consecutive output positions.
 pub(super) fn compact(
     mut nodes: Vec<BvhNode>,
     end: usize,
@@ -111,37 +111,178 @@ pub(super) fn compact(
         return nodes;
     }
     gaps.sort_unstable();
-    // Kept runs: (first, shift), the shift being the size of the gaps before them.
-    let mut runs = Vec::with_capacity(gaps.len() + 1);
-    let (mut start, mut shift) = (0, 0);
-    for &(first, count) in &gaps {
-        runs.push((start, shift));
-        start = first + count;
-        shift += count;
-    }
-    runs.push((start, shift));
-    let renumber = |index: u32| {
-        let index = index as usize;
-        let run = runs.partition_point(|&(first, _)| first <= index) - 1;
-        (index - runs[run].1) as u32
-    };
-    let mut compacted = memory::with_capacity(end - shift);
-    (0..end - shift)
-        .into_par_iter()
-        .with_min_len(4096)
-        .map(|new| {
-            let run = runs.partition_point(|&(first, shift)| first - shift <= new) - 1;
-            let mut node = nodes[new + runs[run].1];
-            for child in node.children.iter_mut().filter(|c| is_interior(c)) {
-                child.index = renumber(child.index);
-            }
-            node
-        })
-        .collect_into_vec(&mut compacted);
+    let runs = Runs::new(&gaps, end);
+    let mut compacted: Vec<BvhNode> = memory::zeroed(end - runs.removed());
     compacted
+        .par_chunks_mut(COMPACT_CHUNK)
+        .enumerate()
+        .for_each(|(chunk, out)| {
+            let first = chunk * COMPACT_CHUNK;
+            let mut run = runs.holding_new(first);
+            for (new, slot) in (first..).zip(out) {
+                run = runs.advance_new(run, new);
+                let mut node = nodes[new + runs.shift(run)];
+                for child in node.children.iter_mut().filter(|c| is_interior(c)) {
+                    child.index = runs.renumber(child.index as usize) as u32;
+                }
+                *slot = node;
+            }
+        });
+    compacted
+}
+
+/// Output positions per parallel task of [`compact`].
+const COMPACT_CHUNK: usize = 4096;
+
+/// The kept runs of a node array with gaps, and where each moves.
+struct Runs {
+    /// `(first, shift)` per kept run, in order: its first index, and the size of the
+    /// gaps before it (its nodes move down by that much).
+    runs: Vec<(usize, usize)>,
+    /// For every [`PAGE`] indices of the old array, the last run starting at or
+    /// before the page's first index: a lookup leaves only a few runs to step over.
+    pages: Vec<usize>,
+}
+
+/// Old indices per entry of [`Runs::pages`].
+const PAGE: usize = 4096;
+
+impl Runs {
+    /// The runs between sorted, non-empty `gaps` of an array of `end` nodes.
+    fn new(gaps: &[(usize, usize)], end: usize) -> Self {
+        let mut runs = Vec::with_capacity(gaps.len() + 1);
+        let (mut start, mut shift) = (0, 0);
+        for &(first, count) in gaps {
+            runs.push((start, shift));
+            start = first + count;
+            shift += count;
+        }
+        runs.push((start, shift));
+        let pages = (0..end.div_ceil(PAGE))
+            .map(|page| runs.partition_point(|&(first, _)| first <= page * PAGE) - 1)
+            .collect();
+        Self { runs, pages }
+    }
+
+    /// Nodes removed in all.
+    fn removed(&self) -> usize {
+        self.runs.last().map_or(0, |&(_, shift)| shift)
+    }
+
+    fn shift(&self, run: usize) -> usize {
+        self.runs[run].1
+    }
+
+    /// The new index of the kept node at old index `old`.
+    fn renumber(&self, old: usize) -> usize {
+        let mut run = self.pages[old / PAGE];
+        while self
+            .runs
+            .get(run + 1)
+            .is_some_and(|&(first, _)| first <= old)
+        {
+            run += 1;
+        }
+        old - self.runs[run].1
+    }
+
+    /// The run that fills output position `new`.
+    fn holding_new(&self, new: usize) -> usize {
+        self.runs
+            .partition_point(|&(first, shift)| first - shift <= new)
+            - 1
+    }
+
+    /// The run that fills output position `new`, stepping on from `run` (which
+    /// fills a position before it).
+    fn advance_new(&self, mut run: usize, new: usize) -> usize {
+        while self
+            .runs
+            .get(run + 1)
+            .is_some_and(|&(first, shift)| first - shift <= new)
+        {
+            run += 1;
+        }
+        run
+    }
 }
 
 /// Whether a child slot refers to a node.
 pub(super) fn is_interior(child: &BvhChild) -> bool {
     !child.is_leaf() && !child.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytemuck::Zeroable;
+
+    use crate::scene::Rng;
+
+    /// A node whose children are a leaf and, where `child` is given, an interior
+    /// node at that index; the leaf's index tags the node.
+    fn node(tag: u32, child: Option<usize>) -> BvhNode {
+        let leaf = BvhChild {
+            index: tag,
+            count: 1,
+            ..BvhChild::EMPTY
+        };
+        let interior = child.map_or(BvhChild::EMPTY, |c| BvhChild {
+            index: c as u32,
+            count: 0,
+            ..BvhChild::EMPTY
+        });
+        BvhNode {
+            children: [interior, leaf],
+        }
+    }
+
+    /// Gaps of every size, at page boundaries and across them, many per page and
+    /// none for long stretches: the compacted array is the kept nodes in order,
+    /// each child renumbered to where its node went.
+    #[test]
+    fn compaction_keeps_nodes_in_order_and_renumbers_children() {
+        let mut rng = Rng::new(11);
+        for round in 0..20 {
+            let end = 1 + rng.below(6 * PAGE);
+            let mut gaps = Vec::new();
+            let mut at = 1; // the root is kept
+            while at < end {
+                at += rng.below(if round % 2 == 0 { 50 } else { 3000 });
+                let count = match rng.below(4) {
+                    0 => 0,
+                    1 => PAGE - at % PAGE, // up to a page boundary
+                    _ => 1 + rng.below(700),
+                };
+                let count = count.min(end.saturating_sub(at));
+                gaps.push((at, count));
+                at += count + 1;
+            }
+            let in_gap = |i: usize| gaps.iter().any(|&(f, c)| (f..f + c).contains(&i));
+            let kept: Vec<usize> = (0..end).filter(|&i| !in_gap(i)).collect();
+            let mut new_index = vec![usize::MAX; end];
+            for (new, &old) in kept.iter().enumerate() {
+                new_index[old] = new;
+            }
+            // Each kept node refers to a random kept node after it, if any.
+            let mut nodes = vec![BvhNode::zeroed(); end + 5];
+            let mut children = Vec::with_capacity(kept.len());
+            for (k, &old) in kept.iter().enumerate() {
+                let later = kept.len() - k - 1;
+                let child = (later > 0).then(|| kept[k + 1 + rng.below(later)]);
+                nodes[old] = node(old as u32, child);
+                children.push(child);
+            }
+            // Gaps arrive in any order.
+            gaps.reverse();
+            let compacted = compact(nodes, end, gaps);
+            assert_eq!(compacted.len(), kept.len(), "round {round}");
+            for (new, ((&old, child), got)) in
+                kept.iter().zip(&children).zip(&compacted).enumerate()
+            {
+                let expected = node(old as u32, child.map(|c| new_index[c]));
+                assert_eq!(got, &expected, "round {round}: node {new}, old {old}");
+            }
+        }
+    }
 }
