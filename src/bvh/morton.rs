@@ -2,13 +2,15 @@
 //!
 //! Below a size set by [`BuildOptions::morton_subtree`], binning and partitioning
 //! every level costs more than it needs to. Such a subtree's triangles are sorted
-//! once by the Morton code of their centroids (10 bits per axis, relative to the
-//! subtree's own centroid bounds), and every node then splits its run of that order
-//! where the SAH is lowest: one sweep from each end gathers the boxes of every
-//! prefix and suffix (on long runs only around the best of 32 chunk boundaries),
-//! and the split is an index (nothing is moved). Boxes are
-//! gathered bottom-up, and a node small enough to be a leaf becomes one when the
-//! SAH cost of its whole subtree is not lower.
+//! once by the Morton code of their centroids (10 bits per axis over the subtree's
+//! own centroid bounds, in cubic cells: the widest axis spans 1024 of them and the
+//! others as many as their extent takes, so a flat subtree is first cut across its
+//! long axes rather than its thin one). Every node then splits its run of that
+//! order where the SAH is lowest: one sweep from each end gathers the boxes of
+//! every prefix and suffix (on long runs only around the best of 32 chunk
+//! boundaries), and the split is an index (nothing is moved). Boxes are gathered
+//! bottom-up, and a node small enough to be a leaf becomes one when the SAH cost of
+//! its whole subtree is not lower.
 //!
 //! From [`SAH_DEPTH`] on, nodes are split in the middle as in the binned builder,
 //! so the depth bound holds here too; equal codes (all centroids in one cell) are
@@ -52,9 +54,10 @@ pub(super) fn build(
 fn sort_by_code(prims: &mut [PrimRef], centroids: Aabb) -> Vec<u32> {
     let extent = centroids.hi - centroids.lo;
     let cells = (1u32 << BITS) as f32;
+    let widest = extent.truncate().max_element();
     let scale = glam::Vec4::select(
         extent.cmpgt(glam::Vec4::ZERO),
-        glam::Vec4::splat(cells * (1.0 - 1e-6)) / extent,
+        glam::Vec4::splat(cells * (1.0 - 1e-6) / widest),
         glam::Vec4::ZERO,
     );
     let mut keys: Vec<u64> = prims
