@@ -3,7 +3,7 @@
 //! A 1M-triangle build writes some 240 MB of fresh memory (packed triangles, boxes,
 //! the node array under construction and its compacted copy, the reordered
 //! triangles). Fresh pages are zeroed by the system as they are first touched: with
-//! 4 KiB pages that ran at about 3 GB/s on the machine the builder was tuned on,
+//! 4 KiB pages that ran at about 3 GB/s on a 2-core x86-64 virtual machine, and
 //! with 2 MiB pages at about 22 GB/s. On Linux every such buffer is therefore marked
 //! for transparent huge pages (`madvise(MADV_HUGEPAGE)`, which systems set to
 //! `madvise` honour). That includes the node array under construction, although
