@@ -641,13 +641,27 @@ fn bvh_without_hittable_triangles() {
 // Rays and comparisons
 // ---------------------------------------------------------------------------
 
+/// Ids of the mesh's hittable triangles.
+fn hittable_ids(mesh: &Mesh) -> Vec<usize> {
+    (0..mesh.triangle_count())
+        .filter(|&k| hittable(mesh.triangle(k)))
+        .collect()
+}
+
+/// A uniformly random point of a triangle.
+fn point_in_triangle(rng: &mut Rng, [a, b, c]: [Vec3; 3]) -> Vec3 {
+    let (mut u, mut v) = (rng.f32(), rng.f32());
+    if u + v > 1.0 {
+        (u, v) = (1.0 - v, 1.0 - u);
+    }
+    a + u * (b - a) + v * (c - a)
+}
+
 /// `n` rays aimed from close by (0.1 .. 10 triangle sizes away) at random points of
 /// random hittable triangles, so tiny and deep triangles are hit too. Directions
 /// are `target - origin` (not unit length: the hit is near `t = 1`).
 fn aimed_rays(mesh: &Mesh, rng: &mut Rng, n: usize) -> Vec<Ray> {
-    let proper: Vec<usize> = (0..mesh.triangle_count())
-        .filter(|&k| hittable(mesh.triangle(k)))
-        .collect();
+    let proper = hittable_ids(mesh);
     let mut rays = Vec::with_capacity(n);
     if proper.is_empty() {
         return rays;
@@ -659,11 +673,7 @@ fn aimed_rays(mesh: &Mesh, rng: &mut Rng, n: usize) -> Vec<Ray> {
         }
         let [a, b, c] = mesh.triangle(proper[rng.below(proper.len())]);
         let size = (b - a).abs().max(c - a).max_element();
-        let (mut u, mut v) = (rng.f32(), rng.f32());
-        if u + v > 1.0 {
-            (u, v) = (1.0 - v, 1.0 - u);
-        }
-        let target = a + u * (b - a) + v * (c - a);
+        let target = point_in_triangle(rng, [a, b, c]);
         let origin = target + rng.unit_vector() * (size * rng.log_range(0.1, 10.0));
         let ray = Ray::new(origin, target - origin);
         if ray.origin.is_finite() && ray.dir.is_finite() && ray.dir != Vec3::ZERO {
@@ -680,9 +690,7 @@ fn aimed_rays(mesh: &Mesh, rng: &mut Rng, n: usize) -> Vec<Ray> {
 /// has one invalid ray and every fifth one a ray turned into another octant, so the
 /// groups that cannot travel as a packet are covered as well.
 fn shared_origin_rays(mesh: &Mesh, rng: &mut Rng, groups: usize) -> Vec<Ray> {
-    let proper: Vec<usize> = (0..mesh.triangle_count())
-        .filter(|&k| hittable(mesh.triangle(k)))
-        .collect();
+    let proper = hittable_ids(mesh);
     let mut rays = Vec::with_capacity(16 * groups);
     if proper.is_empty() {
         return rays;
@@ -700,13 +708,7 @@ fn shared_origin_rays(mesh: &Mesh, rng: &mut Rng, groups: usize) -> Vec<Ray> {
                 0 => a,
                 1 => b + (c - b) * rng.f32(),
                 2 => p + (q - p) * 0.5,
-                _ => {
-                    let (mut u, mut v) = (rng.f32(), rng.f32());
-                    if u + v > 1.0 {
-                        (u, v) = (1.0 - v, 1.0 - u);
-                    }
-                    p + u * (q - p) + v * (r - p)
-                }
+                _ => point_in_triangle(rng, [p, q, r]),
             };
             let mut ray = Ray::new(origin, target - origin);
             match rng.below(6) {

@@ -13,7 +13,7 @@
 use super::intersect::{RayFrame, beyond};
 use super::query::{Closest, Collect};
 use super::wide_bvh::{WIDTH, WideBvh};
-use super::wide_traverse::{Slabs, nearest_first, offer_leaf};
+use super::wide_traverse::{Slabs, lanes, nearest_first, offer_leaf};
 use crate::prepare::is_valid_ray;
 use crate::types::Ray;
 
@@ -130,18 +130,6 @@ pub(super) fn trace_packet<const WATERTIGHT: bool>(
         stack.extend(order[1..count].iter().rev().map(|&lane| pending(lane)));
         next = Some(pending(order[0]));
     }
-}
-
-/// The set bits of `mask`, lowest first.
-#[inline(always)]
-fn lanes(mut mask: u32) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        (mask != 0).then(|| {
-            let lane = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            lane
-        })
-    })
 }
 
 /// Pops pending children until one is still wanted by some ray (its entry not

@@ -22,7 +22,7 @@ use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::wide_bvh::{EMPTY, ExactBoxes, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
-use crate::prepare::sanitize_ray;
+use crate::prepare::is_valid_ray;
 use crate::types::{Hit, MISS, Ray};
 
 /// Pending children: at most `WIDTH - 1` per level of a tree at most `MAX_DEPTH` deep,
@@ -52,7 +52,7 @@ struct Pending {
     entry: f32,
 }
 
-/// Offers the hits of one valid (sanitised, non-zero direction) ray to `collect`
+/// Offers the hits of one valid ray ([`is_valid_ray`]) to `collect`
 /// until it says stop; `stack` is scratch space.
 #[inline(always)]
 fn traverse<const WATERTIGHT: bool>(
@@ -222,14 +222,12 @@ impl Slabs {
 /// a list that is usually one to three long); returns how many there are.
 #[inline(always)]
 pub(super) fn nearest_first(
-    mut entered: u32,
+    entered: u32,
     near: &[f32; WIDTH],
     order: &mut [usize; WIDTH],
 ) -> usize {
     let mut count = 0;
-    while entered != 0 {
-        let lane = entered.trailing_zeros() as usize;
-        entered &= entered - 1;
+    for lane in lanes(entered) {
         let mut i = count;
         while i > 0 && near[order[i - 1]] > near[lane] {
             order[i] = order[i - 1];
@@ -239,6 +237,18 @@ pub(super) fn nearest_first(
         count += 1;
     }
     count
+}
+
+/// The set bits of `mask` (lanes of a node, or rays of a packet), lowest first.
+#[inline(always)]
+pub(super) fn lanes(mut mask: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let lane = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            lane
+        })
+    })
 }
 
 /// Offers the hits in `blocks` leaf blocks from `first` on to `collect`; `true` when
@@ -297,11 +307,10 @@ fn trace_rays_with<const WATERTIGHT: bool>(
             continue;
         }
         for (ray, hit) in rays.iter().zip(hits) {
-            let ray = sanitize_ray(ray);
-            *hit = if ray.dir == glam::Vec3::ZERO {
-                Hit::MISS // an invalid ray
+            *hit = if is_valid_ray(ray) {
+                trace_ray::<WATERTIGHT>(wide, ray, cull, &mut stack)
             } else {
-                trace_ray::<WATERTIGHT>(wide, &ray, cull, &mut stack)
+                Hit::MISS
             };
         }
     }
@@ -332,10 +341,9 @@ fn occluded_rays_with<const WATERTIGHT: bool>(
 ) {
     let mut stack: Stack = [Pending::default(); STACK];
     for (ray, out) in rays.iter().zip(occluded) {
-        let ray = sanitize_ray(ray);
         let mut any = AnyHit::default();
-        if ray.dir != glam::Vec3::ZERO {
-            traverse::<WATERTIGHT>(wide, &ray, cull, &mut any, &mut stack);
+        if is_valid_ray(ray) {
+            traverse::<WATERTIGHT>(wide, ray, cull, &mut any, &mut stack);
         }
         *out = any.0;
     }
@@ -373,10 +381,9 @@ fn collect_rays_with<const WATERTIGHT: bool>(
     let k = (slots.len() / rays.len().max(1)).max(1);
     let mut stack: Stack = [Pending::default(); STACK];
     for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
-        let ray = sanitize_ray(ray);
         let mut list = HitList::new(slots, 0);
-        if ray.dir != glam::Vec3::ZERO {
-            traverse::<WATERTIGHT>(wide, &ray, cull, &mut list, &mut stack);
+        if is_valid_ray(ray) {
+            traverse::<WATERTIGHT>(wide, ray, cull, &mut list, &mut stack);
         }
         *state = list.state();
     }
