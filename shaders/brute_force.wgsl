@@ -67,14 +67,14 @@ fn brute_force(
         // only one remains).
         if !done && QUERY == QUERY_ALL {
             for (var j = 0u; j < count; j++) {
-                let c = intersect(ray, frame, tile[j], params.cull, best.t, params.one, params.mode);
+                let c = intersect(ray, frame, tile[j], params.cull, best.t, params.one, MODE);
                 if c.accepted {
                     list_insert(first, params.max_hits, &state, Hit(c.t, c.u, c.v, params.tri_base + base + j));
                 }
             }
         } else if !done {
             for (var j = 0u; j < count; j++) {
-                let c = intersect(ray, frame, tile[j], params.cull, best.t, params.one, params.mode);
+                let c = intersect(ray, frame, tile[j], params.cull, best.t, params.one, MODE);
                 if c.accepted {
                     best = Hit(c.t, c.u, c.v, params.tri_base + base + j);
                     if QUERY == QUERY_ANY {

@@ -3,9 +3,10 @@
 // files and hit_list.wgsl.
 //
 // A fixed private stack of MAX_DEPTH entries (the builder bounds the depth), both
-// child boxes of a node tested together, the nearer child visited first, leaves
-// tested on the spot, the farther child pushed with its entry distance and skipped on
-// pop once a nearer hit is known. Box tests are conservative (padded boxes and a
+// child boxes of a node tested together, the nearer child visited first, leaf
+// children tested before the next node is visited (the nearer leaf first), the
+// farther child pushed with its entry distance and skipped on pop once a nearer hit
+// is known. Box tests are conservative (padded boxes and a
 // relative margin), triangles use the brute-force test, and a hit replaces the best
 // one when nearer or equally near with a lower triangle id: the same answer as brute
 // force. The loop is bounded by params.max_steps (node visits plus triangle tests;
@@ -22,10 +23,20 @@
 // any hit, and for the list the t of its last hit once it is full and more hits are
 // known to exist (list_bound), so a subtree that could still change the answer is
 // always visited.
+//
+// The loops are shaped for drivers that run invocations as SIMD lanes under a mask
+// (llvmpipe; GPUs when lanes diverge): there every branch of an `if` costs all lanes,
+// and a loop body runs at least once and then as long as any lane needs it. So the
+// inner loop only visits nodes (popping the stack when a lane has none to go on
+// with) until each lane has leaf children to test or nothing left, and then one loop
+// tests the leaves, both leaf children of a node in turn. The order of work is the
+// CPU mirror's, so the answers and step counts are the same. Every loop runs at most
+// max_steps + 1 times per ray.
 
 @group(0) @binding(0) var<uniform> params: TraverseParams;
-@group(0) @binding(1) var<storage, read> nodes: array<BvhNode>;
-@group(0) @binding(2) var<storage, read> triangles: array<PackedTriangle>;
+// BvhNode and PackedTriangle, read as rows of 16 bytes (child_at, triangle_at).
+@group(0) @binding(1) var<storage, read> nodes: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> triangles: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> rays: array<Ray>;
 @group(0) @binding(4) var<storage, read_write> hits: array<Hit>;
 @group(0) @binding(5) var<storage, read_write> all_hits: array<Hit>;
@@ -35,6 +46,22 @@ const MAX_DEPTH: u32 = 64u;
 const UNFINISHED: u32 = 0xfffffffeu;
 // A box entry distance meaning "not entered".
 const NOT_ENTERED: f32 = -3.0e38;
+
+// Child k of node `node` (a BvhNode is four rows, a BvhChild two): one load per row
+// (a driver may load each member of a struct on its own, lane by lane).
+fn child_at(node: u32, k: u32) -> BvhChild {
+    let a = nodes[node * 4u + k * 2u];
+    let b = nodes[node * 4u + k * 2u + 1u];
+    return BvhChild(a.xyz, bitcast<u32>(a.w), b.xyz, bitcast<u32>(b.w));
+}
+
+// Triangle i (a PackedTriangle is three rows).
+fn triangle_at(i: u32) -> PackedTriangle {
+    let a = triangles[i * 3u];
+    let b = triangles[i * 3u + 1u];
+    let c = triangles[i * 3u + 2u];
+    return PackedTriangle(a.xyz, bitcast<u32>(a.w), b.xyz, b.w, c.xyz, bitcast<u32>(c.w));
+}
 
 // Entry distance into `child`'s box when the ray overlaps it within [tmin, limit]
 // (conservatively), else NOT_ENTERED (also for an empty slot). Box distances are in
@@ -112,102 +139,104 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var node_index = 0u;
     var steps = 0u;
     var done = false; // QUERY_ANY found a hit
+    var finished = false; // nothing left to visit, or out of steps
     loop {
-        steps += 1u;
-        if steps > params.max_steps {
-            best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
-            break;
-        }
-        let a = nodes[node_index].children[0];
-        let b = nodes[node_index].children[1];
-        let limit = min(bound, ray.tmax) * to_frame;
-        let entry_a = enter(a, ray.origin, inv_dir, tmin, limit, frame.t_scale);
-        let entry_b = enter(b, ray.origin, inv_dir, tmin, limit, frame.t_scale);
-        // Visit the nearer child first.
-        let swap = entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a;
-        var near = a;
-        var far = b;
-        if swap {
-            near = b;
-            far = a;
-        }
-        let entry_near = select(entry_a, entry_b, swap);
-        let entry_far = select(entry_b, entry_a, swap);
-        var next = EMPTY_CHILD;
-        for (var k = 0u; k < 2u; k++) {
-            var child = near;
-            if k == 1u {
-                child = far;
-            }
-            let t_entry = select(entry_near, entry_far, k == 1u);
-            if t_entry == NOT_ENTERED {
-                continue;
-            }
-            if child.count > 0u {
-                if beyond(t_entry, bound) {
-                    continue; // a nearer leaf already beat this one
-                }
-                // One loop per kind of query (QUERY is fixed when the pipeline is
-                // built, so only one remains). Entering the list's loop and each hit
-                // it moves count as steps.
-                if listing {
-                    for (var i = child.index; i < child.index + child.count; i++) {
-                        steps += 1u;
-                        let tri = triangles[i];
-                        let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
-                        if cand.accepted {
-                            let hit = Hit(cand.t, cand.u, cand.v, tri.id);
-                            steps += 1u + list_insert(first, params.max_hits, &state, hit);
-                            bound = list_bound(first, params.max_hits, state, params.miss_t);
-                        }
+        // Visit nodes until one has leaf children to test, or none is left.
+        var first_a = 0u;
+        var count_a = 0u;
+        var first_b = 0u;
+        var count_b = 0u;
+        var entry_leaf_b = 0.0;
+        loop {
+            if node_index == EMPTY_CHILD {
+                // Pop the nearest pending subtree that can still change the answer.
+                loop {
+                    if depth == 0u {
+                        break;
                     }
-                } else {
-                    for (var i = child.index; i < child.index + child.count; i++) {
-                        steps += 1u;
-                        let tri = triangles[i];
-                        let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, params.mode);
-                        if cand.accepted && nearer(cand.t, tri.id, best) {
-                            best = Hit(cand.t, cand.u, cand.v, tri.id);
-                            bound = best.t;
-                            if QUERY == QUERY_ANY {
-                                done = true;
-                                break;
-                            }
-                        }
+                    depth -= 1u;
+                    let pending = stack[depth];
+                    if !beyond(bitcast<f32>(pending.y), bound) {
+                        node_index = pending.x;
+                        break;
                     }
                 }
-                if done {
+                if node_index == EMPTY_CHILD {
+                    finished = true;
                     break;
                 }
-            } else if next == EMPTY_CHILD {
-                next = child.index;
-            } else {
-                stack[depth] = vec2<u32>(child.index, bitcast<u32>(t_entry));
+            }
+            steps += 1u;
+            if steps > params.max_steps {
+                best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
+                finished = true;
+                break;
+            }
+            let a = child_at(node_index, 0u);
+            let b = child_at(node_index, 1u);
+            let limit = min(bound, ray.tmax) * to_frame;
+            let entry_a = enter(a, ray.origin, inv_dir, tmin, limit, frame.t_scale);
+            let entry_b = enter(b, ray.origin, inv_dir, tmin, limit, frame.t_scale);
+            // Visit the nearer child first.
+            let swap = entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a;
+            var near = a;
+            var far = b;
+            if swap {
+                near = b;
+                far = a;
+            }
+            let entry_near = select(entry_a, entry_b, swap);
+            let entry_far = select(entry_b, entry_a, swap);
+            let near_in = entry_near != NOT_ENTERED;
+            let far_in = entry_far != NOT_ENTERED;
+            let near_node = near_in && near.count == 0u;
+            let far_node = far_in && far.count == 0u;
+            node_index = select(select(EMPTY_CHILD, far.index, far_node), near.index, near_node);
+            if near_node && far_node {
+                stack[depth] = vec2<u32>(far.index, bitcast<u32>(entry_far));
                 depth += 1u;
             }
-        }
-        if done {
-            break;
-        }
-        if next == EMPTY_CHILD {
-            // Pop the nearest pending subtree that can still change the answer.
-            loop {
-                if depth == 0u {
-                    break;
-                }
-                depth -= 1u;
-                let pending = stack[depth];
-                let t_entry = bitcast<f32>(pending.y);
-                if !beyond(t_entry, bound) {
-                    next = pending.x;
-                    break;
-                }
-            }
-            if next == EMPTY_CHILD {
+            let near_leaf = near_in && near.count > 0u && !beyond(entry_near, bound);
+            let far_leaf = far_in && far.count > 0u;
+            first_a = select(0u, near.index, near_leaf);
+            count_a = select(0u, near.count, near_leaf);
+            first_b = select(0u, far.index, far_leaf);
+            count_b = select(0u, far.count, far_leaf);
+            entry_leaf_b = entry_far;
+            if count_a + count_b > 0u {
                 break;
             }
         }
-        node_index = next;
+        let total = count_a + count_b;
+        for (var j = 0u; j < total; j++) {
+            var i = first_a + j;
+            if j >= count_a {
+                if j == count_a && beyond(entry_leaf_b, bound) {
+                    break; // a nearer leaf already beat this one
+                }
+                i = first_b + (j - count_a);
+            }
+            steps += 1u;
+            let tri = triangle_at(i);
+            let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, MODE);
+            if listing {
+                if cand.accepted {
+                    let hit = Hit(cand.t, cand.u, cand.v, tri.id);
+                    steps += 1u + list_insert(first, params.max_hits, &state, hit);
+                    bound = list_bound(first, params.max_hits, state, params.miss_t);
+                }
+            } else if cand.accepted && nearer(cand.t, tri.id, best) {
+                best = Hit(cand.t, cand.u, cand.v, tri.id);
+                bound = best.t;
+                if QUERY == QUERY_ANY {
+                    done = true;
+                    break;
+                }
+            }
+        }
+        if done || finished {
+            break;
+        }
     }
     finish(ray_index, best, state);
 }

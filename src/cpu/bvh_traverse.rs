@@ -8,6 +8,10 @@
 //! tested with the same [`intersect`] as brute force, and a hit replaces the best one
 //! when it is nearer or equally near with a lower triangle id — so the answer is
 //! brute force's, bit for bit.
+//!
+//! The shader shapes its loops for SIMD drivers (nodes in an inner loop, a node's
+//! leaf children in one loop after it; see its header) but does the same work in the
+//! same order as this loop.
 
 use super::hit_list::HitList;
 use super::intersect::{RayFrame, beyond, intersect, overlaps};

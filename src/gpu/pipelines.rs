@@ -5,12 +5,14 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
+use crate::options::Mode;
 use crate::shaders;
 use crate::types::{QUERY_ALL, QUERY_ANY, QUERY_CLOSEST};
 
-/// Every compute pipeline raypick uses: each stage once per query (the `QUERY`
-/// pipeline constant). The closest-hit pipelines are built with the context, the
-/// others on first use.
+/// Every compute pipeline raypick uses: the tracing stages once per query and
+/// triangle test (the `QUERY` and `MODE` pipeline constants). The closest-hit
+/// pipelines of the default test are built with the context, the others on first
+/// use.
 #[derive(Debug)]
 pub(crate) struct Pipelines {
     /// `shaders/brute_force.wgsl`.
@@ -26,14 +28,15 @@ pub(crate) struct Pipelines {
     pub(crate) refit: wgpu::ComputePipeline,
 }
 
-/// One compute stage: its module and a pipeline per query.
+/// One compute stage: its module and a pipeline per query and triangle test.
 #[derive(Debug)]
 struct Stage {
     name: &'static str,
     entry: &'static str,
     module: wgpu::ShaderModule,
-    /// Indexed by query ([`QUERY_CLOSEST`], [`QUERY_ANY`], [`QUERY_ALL`]).
-    pipelines: [OnceLock<wgpu::ComputePipeline>; 3],
+    /// Indexed by query ([`QUERY_CLOSEST`], [`QUERY_ANY`], [`QUERY_ALL`]) times
+    /// two plus the mode ([`Mode::to_u32`]).
+    pipelines: [OnceLock<wgpu::ComputePipeline>; 6],
 }
 
 impl Pipelines {
@@ -65,27 +68,29 @@ impl Pipelines {
                 shaders::REFIT_ENTRY,
             )?,
         };
-        pipelines.brute_force(device, QUERY_CLOSEST)?;
-        pipelines.bvh_traverse(device, QUERY_CLOSEST)?;
+        pipelines.brute_force(device, QUERY_CLOSEST, Mode::default())?;
+        pipelines.bvh_traverse(device, QUERY_CLOSEST, Mode::default())?;
         Ok(pipelines)
     }
 
-    /// The brute-force pipeline of `query`.
+    /// The brute-force pipeline of `query` and `mode`.
     pub(crate) fn brute_force(
         &self,
         device: &wgpu::Device,
         query: u32,
+        mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
-        self.brute_force.pipeline(device, query)
+        self.brute_force.pipeline(device, query, mode)
     }
 
-    /// The BVH traversal pipeline of `query`.
+    /// The BVH traversal pipeline of `query` and `mode`.
     pub(crate) fn bvh_traverse(
         &self,
         device: &wgpu::Device,
         query: u32,
+        mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
-        self.bvh_traverse.pipeline(device, query)
+        self.bvh_traverse.pipeline(device, query, mode)
     }
 
     /// The instance traversal pipeline, compiled the first time an instance scene
@@ -131,15 +136,23 @@ impl Stage {
         }
     }
 
-    /// The pipeline with `QUERY = query`, built on first use.
-    fn pipeline(&self, device: &wgpu::Device, query: u32) -> Result<&wgpu::ComputePipeline> {
+    /// The pipeline with `QUERY = query` and `MODE = mode`, built on first use.
+    fn pipeline(
+        &self,
+        device: &wgpu::Device,
+        query: u32,
+        mode: Mode,
+    ) -> Result<&wgpu::ComputePipeline> {
         debug_assert!([QUERY_CLOSEST, QUERY_ANY, QUERY_ALL].contains(&query));
-        let slot = &self.pipelines[query as usize];
+        let slot = &self.pipelines[(query * 2 + mode.to_u32()) as usize];
         if let Some(pipeline) = slot.get() {
             return Ok(pipeline);
         }
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let constants = [("QUERY", f64::from(query))];
+        let constants = [
+            ("QUERY", f64::from(query)),
+            ("MODE", f64::from(mode.to_u32())),
+        ];
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(self.name),
             layout: None,
@@ -153,7 +166,7 @@ impl Stage {
         });
         match pollster::block_on(scope.pop()) {
             Some(e) => Err(Error::Gpu(format!(
-                "building the {} pipeline (query {query}): {e}",
+                "building the {} pipeline (query {query}, {mode:?}): {e}",
                 self.name
             ))),
             None => Ok(slot.get_or_init(|| pipeline)),

@@ -341,7 +341,9 @@ impl GpuContext {
         } else {
             self.max_triangles_per_dispatch()
         };
-        let pipeline = self.pipelines.brute_force(&self.device, query)?;
+        let pipeline = self
+            .pipelines
+            .brute_force(&self.device, query, options.mode)?;
         let layout = pipeline.get_bind_group_layout(0);
         let mut passes = Vec::new();
         for chunk in chunks {
@@ -393,7 +395,9 @@ impl GpuContext {
         (query, max_hits): (u32, u32),
         scratch: &Scratch,
     ) -> Result<()> {
-        let pipeline = self.pipelines.bvh_traverse(&self.device, query)?;
+        let pipeline = self
+            .pipelines
+            .bvh_traverse(&self.device, query, options.mode)?;
         let layout = pipeline.get_bind_group_layout(0);
         let passes = chunks
             .iter()
