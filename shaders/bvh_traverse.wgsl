@@ -34,7 +34,7 @@
 // max_steps + 1 times per ray.
 
 @group(0) @binding(0) var<uniform> params: TraverseParams;
-// BvhNode and PackedTriangle, read as rows of 16 bytes (child_at, triangle_at).
+// BvhNode and PackedTriangle, read as rows of 16 bytes (node_at, triangle_at).
 @group(0) @binding(1) var<storage, read> nodes: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> triangles: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> rays: array<Ray>;
@@ -44,15 +44,18 @@
 const WORKGROUP_SIZE: u32 = 64u;
 const MAX_DEPTH: u32 = 64u;
 const UNFINISHED: u32 = 0xfffffffeu;
-// A box entry distance meaning "not entered".
-const NOT_ENTERED: f32 = -3.0e38;
 
-// Child k of node `node` (a BvhNode is four rows, a BvhChild two): one load per row
-// (a driver may load each member of a struct on its own, lane by lane).
-fn child_at(node: u32, k: u32) -> BvhChild {
-    let a = nodes[node * 4u + k * 2u];
-    let b = nodes[node * 4u + k * 2u + 1u];
-    return BvhChild(a.xyz, bitcast<u32>(a.w), b.xyz, bitcast<u32>(b.w));
+// Node n (a BvhNode is four rows): one load per row (a driver may load each member
+// of a struct on its own, lane by lane).
+fn node_at(n: u32) -> BvhNode {
+    let a = nodes[n * 4u];
+    let b = nodes[n * 4u + 1u];
+    let c = nodes[n * 4u + 2u];
+    let d = nodes[n * 4u + 3u];
+    return BvhNode(array<BvhChild, 2>(
+        BvhChild(a.xyz, bitcast<u32>(a.w), b.xyz, bitcast<u32>(b.w)),
+        BvhChild(c.xyz, bitcast<u32>(c.w), d.xyz, bitcast<u32>(d.w)),
+    ));
 }
 
 // Triangle i (a PackedTriangle is three rows).
@@ -61,26 +64,6 @@ fn triangle_at(i: u32) -> PackedTriangle {
     let b = triangles[i * 3u + 1u];
     let c = triangles[i * 3u + 2u];
     return PackedTriangle(a.xyz, bitcast<u32>(a.w), b.xyz, b.w, c.xyz, bitcast<u32>(c.w));
-}
-
-// Entry distance into `child`'s box when the ray overlaps it within [tmin, limit]
-// (conservatively), else NOT_ENTERED (also for an empty slot). Box distances are in
-// units of the scaled direction (frame.dir, see RayFrame): inv_dir, tmin and limit
-// are in those units, the entry distance is scaled back by t_scale.
-fn enter(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limit: f32, t_scale: f32) -> f32 {
-    if child.index == EMPTY_CHILD && child.count == 0u {
-        return NOT_ENTERED;
-    }
-    let t0 = (child.lo - origin) * inv_dir;
-    let t1 = (child.hi - origin) * inv_dir;
-    let lo = min(t0, t1);
-    let hi = max(t0, t1);
-    let near = max(max(max(lo.x, lo.y), lo.z), tmin);
-    let far = min(min(min(hi.x, hi.y), hi.z), limit);
-    if overlaps(near, far, params.one) {
-        return near * t_scale;
-    }
-    return NOT_ENTERED;
 }
 
 fn nearer(t: f32, id: u32, best: Hit) -> bool {
@@ -172,37 +155,27 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 finished = true;
                 break;
             }
-            let a = child_at(node_index, 0u);
-            let b = child_at(node_index, 1u);
             let limit = min(bound, ray.tmax) * to_frame;
-            let entry_a = enter(a, ray.origin, inv_dir, tmin, limit, frame.t_scale);
-            let entry_b = enter(b, ray.origin, inv_dir, tmin, limit, frame.t_scale);
-            // Visit the nearer child first.
-            let swap = entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a;
-            var near = a;
-            var far = b;
-            if swap {
-                near = b;
-                far = a;
-            }
-            let entry_near = select(entry_a, entry_b, swap);
-            let entry_far = select(entry_b, entry_a, swap);
-            let near_in = entry_near != NOT_ENTERED;
-            let far_in = entry_far != NOT_ENTERED;
-            let near_node = near_in && near.count == 0u;
-            let far_node = far_in && far.count == 0u;
-            node_index = select(select(EMPTY_CHILD, far.index, far_node), near.index, near_node);
+            // Visit the nearer child first. Box distances are in units of the scaled
+            // direction (frame.dir, see RayFrame), entry distances scaled back by
+            // t_scale.
+            let order = order_children(node_at(node_index), ray.origin, inv_dir, tmin, limit, frame.t_scale, params.one);
+            let near_in = order.entry_near != NOT_ENTERED;
+            let far_in = order.entry_far != NOT_ENTERED;
+            let near_node = near_in && order.near.count == 0u;
+            let far_node = far_in && order.far.count == 0u;
+            node_index = select(select(EMPTY_CHILD, order.far.index, far_node), order.near.index, near_node);
             if near_node && far_node {
-                stack[depth] = vec2<u32>(far.index, bitcast<u32>(entry_far));
+                stack[depth] = vec2<u32>(order.far.index, bitcast<u32>(order.entry_far));
                 depth += 1u;
             }
-            let near_leaf = near_in && near.count > 0u && !beyond(entry_near, bound);
-            let far_leaf = far_in && far.count > 0u;
-            first_a = select(0u, near.index, near_leaf);
-            count_a = select(0u, near.count, near_leaf);
-            first_b = select(0u, far.index, far_leaf);
-            count_b = select(0u, far.count, far_leaf);
-            entry_leaf_b = entry_far;
+            let near_leaf = near_in && order.near.count > 0u && !beyond(order.entry_near, bound);
+            let far_leaf = far_in && order.far.count > 0u;
+            first_a = select(0u, order.near.index, near_leaf);
+            count_a = select(0u, order.near.count, near_leaf);
+            first_b = select(0u, order.far.index, far_leaf);
+            count_b = select(0u, order.far.count, far_leaf);
+            entry_leaf_b = order.entry_far;
             if count_a + count_b > 0u {
                 break;
             }

@@ -31,30 +31,10 @@
 const WORKGROUP_SIZE: u32 = 64u;
 const MAX_DEPTH: u32 = 64u;
 const UNFINISHED: u32 = 0xfffffffeu;
-// A box entry distance meaning "not entered".
-const NOT_ENTERED: f32 = -3.0e38;
 // Marks a top-level item that is an instance (a leaf), not a node.
 const LEAF_BIT: u32 = 0x80000000u;
 // No item / no instance.
 const NONE: u32 = 0xffffffffu;
-
-// Entry distance into `child`'s box when the ray overlaps it within [tmin, limit]
-// (conservatively), else NOT_ENTERED (also for an empty slot).
-fn enter_box(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limit: f32) -> f32 {
-    if child.index == EMPTY_CHILD && child.count == 0u {
-        return NOT_ENTERED;
-    }
-    let t0 = (child.lo - origin) * inv_dir;
-    let t1 = (child.hi - origin) * inv_dir;
-    let lo = min(t0, t1);
-    let hi = max(t0, t1);
-    let near = max(max(max(lo.x, lo.y), lo.z), tmin);
-    let far = min(min(min(hi.x, hi.y), hi.z), limit);
-    if overlaps(near, far, params.one) {
-        return near;
-    }
-    return NOT_ENTERED;
-}
 
 fn nearer_instance(t: f32, instance: u32, prim: u32, best: InstanceHitRecord) -> bool {
     return t < best.t || (t == best.t && (instance < best.instance || (instance == best.instance && prim < best.prim)));
@@ -160,27 +140,15 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 }
                 continue;
             }
-            let a = tlas[item].children[0];
-            let b = tlas[item].children[1];
             let limit = min(best.t, ray.tmax);
-            let entry_a = enter_box(a, ray.origin, world_inv_dir, ray.tmin, limit);
-            let entry_b = enter_box(b, ray.origin, world_inv_dir, ray.tmin, limit);
             // Take the nearer child next, push the farther.
-            let swap = entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a;
-            var near = a;
-            var far = b;
-            if swap {
-                near = b;
-                far = a;
-            }
-            let entry_near = select(entry_a, entry_b, swap);
-            let entry_far = select(entry_b, entry_a, swap);
+            let order = order_children(tlas[item], ray.origin, world_inv_dir, ray.tmin, limit, 1.0, params.one);
             for (var k = 0u; k < 2u; k++) {
-                var child = near;
+                var child = order.near;
                 if k == 1u {
-                    child = far;
+                    child = order.far;
                 }
-                let t_entry = select(entry_near, entry_far, k == 1u);
+                let t_entry = select(order.entry_near, order.entry_far, k == 1u);
                 if t_entry == NOT_ENTERED {
                     continue;
                 }
@@ -195,27 +163,15 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
             continue;
         }
         // Bottom level: one node of the instance's mesh BVH.
-        let a = nodes[inst.node_offset + node_index].children[0];
-        let b = nodes[inst.node_offset + node_index].children[1];
         let limit = min(best.t, local.tmax);
-        let entry_a = enter_box(a, local.origin, local_inv_dir, local.tmin, limit);
-        let entry_b = enter_box(b, local.origin, local_inv_dir, local.tmin, limit);
-        let swap = entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a;
-        var near = a;
-        var far = b;
-        if swap {
-            near = b;
-            far = a;
-        }
-        let entry_near = select(entry_a, entry_b, swap);
-        let entry_far = select(entry_b, entry_a, swap);
+        let order = order_children(nodes[inst.node_offset + node_index], local.origin, local_inv_dir, local.tmin, limit, 1.0, params.one);
         var next = EMPTY_CHILD;
         for (var k = 0u; k < 2u; k++) {
-            var child = near;
+            var child = order.near;
             if k == 1u {
-                child = far;
+                child = order.far;
             }
-            let t_entry = select(entry_near, entry_far, k == 1u);
+            let t_entry = select(order.entry_near, order.entry_far, k == 1u);
             if t_entry == NOT_ENTERED {
                 continue;
             }

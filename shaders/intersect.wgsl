@@ -84,6 +84,57 @@ fn beyond(entry: f32, bound: f32) -> bool {
     return entry - abs(entry) * BOX_MARGIN > bound;
 }
 
+// A box entry distance meaning "not entered".
+const NOT_ENTERED: f32 = -3.0e38;
+
+// Entry distance into `child`'s box, times `scale`, when the ray overlaps it within
+// [tmin, limit] (conservatively, by overlaps), else NOT_ENTERED (also for an empty
+// slot). inv_dir, tmin and limit are in the units of the direction inv_dir inverts;
+// `scale` turns the entry distance into the caller's units (1.0 keeps them). Mirrored
+// by RayBoxes::enter in src/cpu/bvh_traverse.rs.
+fn enter_child(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limit: f32, scale: f32, one: f32) -> f32 {
+    if child.index == EMPTY_CHILD && child.count == 0u {
+        return NOT_ENTERED;
+    }
+    let t0 = (child.lo - origin) * inv_dir;
+    let t1 = (child.hi - origin) * inv_dir;
+    let lo = min(t0, t1);
+    let hi = max(t0, t1);
+    let near = max(max(max(lo.x, lo.y), lo.z), tmin);
+    let far = min(min(min(hi.x, hi.y), hi.z), limit);
+    if overlaps(near, far, one) {
+        return near * scale;
+    }
+    return NOT_ENTERED;
+}
+
+// A node's two children in visiting order, with their entry distances (enter_child):
+// the nearer one first when both are entered, else in slot order.
+struct ChildOrder {
+    near: BvhChild,
+    far: BvhChild,
+    entry_near: f32,
+    entry_far: f32,
+}
+
+fn order_children(node: BvhNode, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limit: f32, scale: f32, one: f32) -> ChildOrder {
+    let a = node.children[0];
+    let b = node.children[1];
+    let entry_a = enter_child(a, origin, inv_dir, tmin, limit, scale, one);
+    let entry_b = enter_child(b, origin, inv_dir, tmin, limit, scale, one);
+    if entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a {
+        return ChildOrder(b, a, entry_b, entry_a);
+    }
+    return ChildOrder(a, b, entry_a, entry_b);
+}
+
+fn nearer_first(a: BvhChild, b: BvhChild, entry_a: f32, entry_b: f32) -> ChildOrder {
+    if entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a {
+        return ChildOrder(b, a, entry_b, entry_a);
+    }
+    return ChildOrder(a, b, entry_a, entry_b);
+}
+
 // 1 / dir, with BIG for zero components.
 fn inverse_dir(dir: vec3<f32>) -> vec3<f32> {
     return select(1.0 / dir, vec3<f32>(BIG), dir == vec3<f32>(0.0));
