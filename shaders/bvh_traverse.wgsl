@@ -1,6 +1,7 @@
 // BVH traversal: one invocation per ray, nearest hit kept.
 // Mirrored by src/cpu/bvh_traverse.rs. Prepended with types.wgsl, the intersection
-// files and hit_list.wgsl.
+// files, hit_list.wgsl and bvh_walk.wgsl (the walk's steps, shared with the instance
+// traversal).
 //
 // A fixed private stack of MAX_DEPTH entries (the builder bounds the depth), both
 // child boxes of a node tested together, the nearer child visited first, leaf
@@ -42,29 +43,6 @@
 @group(0) @binding(5) var<storage, read_write> all_hits: array<Hit>;
 
 const WORKGROUP_SIZE: u32 = 64u;
-const MAX_DEPTH: u32 = 64u;
-const UNFINISHED: u32 = 0xfffffffeu;
-
-// Node n (a BvhNode is four rows): one load per row (a driver may load each member
-// of a struct on its own, lane by lane).
-fn node_at(n: u32) -> BvhNode {
-    let a = nodes[n * 4u];
-    let b = nodes[n * 4u + 1u];
-    let c = nodes[n * 4u + 2u];
-    let d = nodes[n * 4u + 3u];
-    return BvhNode(array<BvhChild, 2>(
-        BvhChild(a.xyz, bitcast<u32>(a.w), b.xyz, bitcast<u32>(b.w)),
-        BvhChild(c.xyz, bitcast<u32>(c.w), d.xyz, bitcast<u32>(d.w)),
-    ));
-}
-
-// Triangle i (a PackedTriangle is three rows).
-fn triangle_at(i: u32) -> PackedTriangle {
-    let a = triangles[i * 3u];
-    let b = triangles[i * 3u + 1u];
-    let c = triangles[i * 3u + 2u];
-    return PackedTriangle(a.xyz, bitcast<u32>(a.w), b.xyz, b.w, c.xyz, bitcast<u32>(c.w));
-}
 
 fn nearer(t: f32, id: u32, best: Hit) -> bool {
     return t < best.t || (t == best.t && id < best.prim);
@@ -113,9 +91,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         bound = list_bound(first, params.max_hits, state, params.miss_t);
     }
     let frame = ray_frame(ray);
-    let inv_dir = frame.inv_dir;
-    let to_frame = 1.0 / frame.t_scale;
-    let tmin = ray.tmin * to_frame;
+    let boxes = ray_boxes(ray, frame);
     // Pending subtrees: node index and entry distance (as bits).
     var stack: array<vec2<u32>, MAX_DEPTH>;
     var depth = 0u;
@@ -125,69 +101,33 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var finished = false; // nothing left to visit, or out of steps
     loop {
         // Visit nodes until one has leaf children to test, or none is left.
-        var first_a = 0u;
-        var count_a = 0u;
-        var first_b = 0u;
-        var count_b = 0u;
-        var entry_leaf_b = 0.0;
+        var visit = NO_VISIT;
         loop {
+            node_index = take_next(node_index, &stack, &depth, bound);
             if node_index == EMPTY_CHILD {
-                // Pop the nearest pending subtree that can still change the answer.
-                loop {
-                    if depth == 0u {
-                        break;
-                    }
-                    depth -= 1u;
-                    let pending = stack[depth];
-                    if !beyond(bitcast<f32>(pending.y), bound) {
-                        node_index = pending.x;
-                        break;
-                    }
-                }
-                if node_index == EMPTY_CHILD {
-                    finished = true;
-                    break;
-                }
+                finished = true;
+                break;
             }
-            steps += 1u;
-            if steps > params.max_steps {
+            if out_of_steps(&steps, params.max_steps) {
                 best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
                 finished = true;
                 break;
             }
-            let limit = min(bound, ray.tmax) * to_frame;
-            // Visit the nearer child first. Box distances are in units of the scaled
-            // direction (frame.dir, see RayFrame), entry distances scaled back by
-            // t_scale.
-            let order = order_children(node_at(node_index), ray.origin, inv_dir, tmin, limit, frame.t_scale, params.one);
-            let near_in = order.entry_near != NOT_ENTERED;
-            let far_in = order.entry_far != NOT_ENTERED;
-            let near_node = near_in && order.near.count == 0u;
-            let far_node = far_in && order.far.count == 0u;
-            node_index = select(select(EMPTY_CHILD, order.far.index, far_node), order.near.index, near_node);
-            if near_node && far_node {
-                stack[depth] = vec2<u32>(order.far.index, bitcast<u32>(order.entry_far));
+            visit = visit_node(node_at(node_index), boxes, min(bound, ray.tmax), bound, params.one);
+            node_index = visit.next;
+            if visit.push {
+                stack[depth] = visit.pending;
                 depth += 1u;
             }
-            let near_leaf = near_in && order.near.count > 0u && !beyond(order.entry_near, bound);
-            let far_leaf = far_in && order.far.count > 0u;
-            first_a = select(0u, order.near.index, near_leaf);
-            count_a = select(0u, order.near.count, near_leaf);
-            first_b = select(0u, order.far.index, far_leaf);
-            count_b = select(0u, order.far.count, far_leaf);
-            entry_leaf_b = order.entry_far;
-            if count_a + count_b > 0u {
+            if visit.count_a + visit.count_b > 0u {
                 break;
             }
         }
-        let total = count_a + count_b;
+        let total = visit.count_a + visit.count_b;
         for (var j = 0u; j < total; j++) {
-            var i = first_a + j;
-            if j >= count_a {
-                if j == count_a && beyond(entry_leaf_b, bound) {
-                    break; // a nearer leaf already beat this one
-                }
-                i = first_b + (j - count_a);
+            let i = leaf_triangle(visit, j, bound);
+            if i == EMPTY_CHILD {
+                break;
             }
             steps += 1u;
             let tri = triangle_at(i);

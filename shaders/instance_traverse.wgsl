@@ -1,40 +1,64 @@
 // Two-level traversal of an instance scene: one invocation per ray, nearest hit kept.
-// Mirrored by src/instances/instance_traverse.rs. Prepended with types.wgsl and the
-// intersection files.
+// Mirrored by src/instances/instance_traverse.rs. Prepended with types.wgsl, the
+// intersection files and bvh_walk.wgsl (the mesh BVH walk's steps, shared with
+// bvh_traverse.wgsl).
 //
 // One loop walks two trees. The top level (TLAS) holds one instance per leaf; its
-// nodes are handled like bvh_traverse.wgsl's (both child boxes tested together, the
-// nearer child taken next, the farther pushed with its entry distance and skipped
-// on pop once a nearer hit is known), except that a leaf is also an item taken or
-// pushed: taking it enters the instance. Entering an instance takes the ray into
-// object space by the rows of the inverse transform (origin as a point, direction as
-// a vector, not renormalised, so t means the same in both spaces; every product
+// nodes are handled like a mesh BVH's (both child boxes tested together, the nearer
+// child taken next, the farther pushed with its entry distance and skipped on pop
+// once a nearer hit is known), except that a leaf is also an item taken or pushed:
+// taking it enters the instance. Entering an instance takes the ray into object
+// space by the rows of the inverse transform (origin as a point, direction as a
+// vector, not renormalised, so t means the same in both spaces; every product
 // multiplied by `one` so it is rounded on its own, as on the CPU) and walks the
 // instance's mesh BVH, whose nodes and triangles sit in the shared arrays at the
-// instance's offsets, with a stack of its own; when that stack runs empty, the top
-// level goes on. Both stacks hold MAX_DEPTH entries (both trees are depth-bounded).
+// instance's offsets, with a stack of its own, the way bvh_traverse.wgsl walks one;
+// when that stack runs empty, the top level goes on. Both stacks hold MAX_DEPTH
+// entries (both trees are depth-bounded).
 //
 // A hit replaces the best one when nearer, or as near with a lower instance index,
 // or the same instance and a lower triangle id: the answer of a naive loop over all
-// instances and triangles. The loop is bounded by params.max_steps (top-level
-// items, mesh nodes and triangle tests); a ray that runs out is reported UNFINISHED
-// and the host completes it on the CPU.
+// instances and triangles, whatever the visiting order. The loops are bounded by
+// params.max_steps (top-level items, mesh nodes and triangle tests); a ray that runs
+// out is reported UNFINISHED and the host completes it on the CPU.
+//
+// The loops are shaped for drivers that run invocations as SIMD lanes under a mask,
+// like bvh_traverse.wgsl's (see its header): one loop takes top-level items until a
+// lane enters an instance or has none left, one visits mesh nodes until a lane has
+// leaf children to test or its mesh is done, and one tests those leaves. MODE (a
+// pipeline constant) selects the triangle test.
 
 @group(0) @binding(0) var<uniform> params: TraverseParams;
-@group(0) @binding(1) var<storage, read> tlas: array<BvhNode>;
-@group(0) @binding(2) var<storage, read> instances: array<PackedInstance>;
-@group(0) @binding(3) var<storage, read> nodes: array<BvhNode>;
-@group(0) @binding(4) var<storage, read> triangles: array<PackedTriangle>;
+// BvhNode, PackedInstance and PackedTriangle, read as rows of 16 bytes (tlas_node_at,
+// instance_at, node_at, triangle_at).
+@group(0) @binding(1) var<storage, read> tlas: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> instances: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> nodes: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> triangles: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> rays: array<Ray>;
 @group(0) @binding(6) var<storage, read_write> hits: array<InstanceHitRecord>;
 
 const WORKGROUP_SIZE: u32 = 64u;
-const MAX_DEPTH: u32 = 64u;
-const UNFINISHED: u32 = 0xfffffffeu;
 // Marks a top-level item that is an instance (a leaf), not a node.
 const LEAF_BIT: u32 = 0x80000000u;
 // No item / no instance.
 const NONE: u32 = 0xffffffffu;
+
+// Top-level node n.
+fn tlas_node_at(n: u32) -> BvhNode {
+    return bvh_node(tlas[n * 4u], tlas[n * 4u + 1u], tlas[n * 4u + 2u], tlas[n * 4u + 3u]);
+}
+
+// Instance i (a PackedInstance is four rows).
+fn instance_at(i: u32) -> PackedInstance {
+    let d = bitcast<vec4<u32>>(instances[i * 4u + 3u]);
+    return PackedInstance(instances[i * 4u], instances[i * 4u + 1u], instances[i * 4u + 2u], d.x, d.y, d.z, d.w);
+}
+
+// The record of a ray that ran out of loop steps.
+fn unfinished() -> InstanceHitRecord {
+    return InstanceHitRecord(params.miss_t, 0.0, 0.0, UNFINISHED, MISS, 0u, 0u, 0u);
+}
 
 fn nearer_instance(t: f32, instance: u32, prim: u32, best: InstanceHitRecord) -> bool {
     return t < best.t || (t == best.t && (instance < best.instance || (instance == best.instance && prim < best.prim)));
@@ -69,7 +93,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let one = params.one;
-    let world_inv_dir = inverse_dir(ray.dir);
+    let world_boxes = ray_boxes(ray, ray_frame(ray));
     // Pending top-level items and mesh nodes: index and entry distance (as bits).
     var tlas_stack: array<vec2<u32>, MAX_DEPTH>;
     var tlas_depth = 0u;
@@ -77,48 +101,40 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var blas_depth = 0u;
     // The top-level item to take next (NONE: pop one).
     var next_item = 0u;
-    // The instance whose mesh BVH is being walked (NONE: the top level), its record,
-    // the ray in its object space, and the mesh node to visit.
+    // The instance whose mesh BVH is being walked (NONE: the top level), where its
+    // mesh sits in the shared arrays, the ray in its object space, and the mesh node
+    // to visit (EMPTY_CHILD: pop one).
     var instance = NONE;
-    var inst: PackedInstance;
+    var node_offset = 0u;
+    var tri_offset = 0u;
     var local = ray;
     var frame = ray_frame(ray);
-    var local_inv_dir = world_inv_dir;
-    var node_index = 0u;
+    var boxes = world_boxes;
+    var node_index = EMPTY_CHILD;
     var steps = 0u;
+    var finished = false; // nothing left to visit, or out of steps
     loop {
-        steps += 1u;
-        if steps > params.max_steps {
-            best = InstanceHitRecord(params.miss_t, 0.0, 0.0, UNFINISHED, MISS, 0u, 0u, 0u);
-            break;
-        }
-        if instance == NONE {
-            // Top level: take the next item, or pop the nearest one that can still
-            // hold a nearer hit.
-            var item = next_item;
+        // Top level: take items until this lane enters an instance, or none is left.
+        loop {
+            if instance != NONE {
+                break;
+            }
+            let item = take_next(next_item, &tlas_stack, &tlas_depth, best.t);
             next_item = NONE;
             if item == NONE {
-                loop {
-                    if tlas_depth == 0u {
-                        break;
-                    }
-                    tlas_depth -= 1u;
-                    let pending = tlas_stack[tlas_depth];
-                    let t_entry = bitcast<f32>(pending.y);
-                    if !beyond(t_entry, best.t) {
-                        item = pending.x;
-                        break;
-                    }
-                }
-                if item == NONE {
-                    break;
-                }
+                finished = true;
+                break;
+            }
+            if out_of_steps(&steps, params.max_steps) {
+                best = unfinished();
+                finished = true;
+                break;
             }
             if (item & LEAF_BIT) != 0u {
                 // Enter the instance: the ray in its object space, limited to the
                 // best t so far.
                 let index = item & ~LEAF_BIT;
-                inst = instances[index];
+                let inst = instance_at(index);
                 let origin = vec3<f32>(
                     transform_point(inst.inv0, ray.origin, one),
                     transform_point(inst.inv1, ray.origin, one),
@@ -132,88 +148,70 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 let live = finite3(origin) && finite3(dir) && any(dir != vec3<f32>(0.0));
                 if inst.node_count > 0u && live {
                     instance = index;
+                    node_offset = inst.node_offset;
+                    tri_offset = inst.tri_offset;
                     local = Ray(origin, ray.tmin, dir, min(ray.tmax, best.t));
                     frame = ray_frame(local);
-                    local_inv_dir = inverse_dir(dir);
+                    boxes = ray_boxes(local, frame);
                     node_index = 0u;
-                    blas_depth = 0u;
                 }
                 continue;
             }
-            let limit = min(best.t, ray.tmax);
             // Take the nearer child next, push the farther.
-            let order = order_children(tlas[item], ray.origin, world_inv_dir, ray.tmin, limit, 1.0, params.one);
-            for (var k = 0u; k < 2u; k++) {
-                var child = order.near;
-                if k == 1u {
-                    child = order.far;
-                }
-                let t_entry = select(order.entry_near, order.entry_far, k == 1u);
-                if t_entry == NOT_ENTERED {
-                    continue;
-                }
-                let child_item = select(child.index, child.index | LEAF_BIT, child.count > 0u);
-                if next_item == NONE {
-                    next_item = child_item;
-                } else {
-                    tlas_stack[tlas_depth] = vec2<u32>(child_item, bitcast<u32>(t_entry));
-                    tlas_depth += 1u;
-                }
+            let order = order_children(tlas_node_at(item), world_boxes, min(best.t, ray.tmax), one);
+            let near_in = order.entry_near != NOT_ENTERED;
+            let far_in = order.entry_far != NOT_ENTERED;
+            let near_item = select(order.near.index, order.near.index | LEAF_BIT, order.near.count > 0u);
+            let far_item = select(order.far.index, order.far.index | LEAF_BIT, order.far.count > 0u);
+            next_item = select(select(NONE, far_item, far_in), near_item, near_in);
+            if near_in && far_in {
+                tlas_stack[tlas_depth] = vec2<u32>(far_item, bitcast<u32>(order.entry_far));
+                tlas_depth += 1u;
             }
-            continue;
         }
-        // Bottom level: one node of the instance's mesh BVH.
-        let limit = min(best.t, local.tmax);
-        let order = order_children(nodes[inst.node_offset + node_index], local.origin, local_inv_dir, local.tmin, limit, 1.0, params.one);
-        var next = EMPTY_CHILD;
-        for (var k = 0u; k < 2u; k++) {
-            var child = order.near;
-            if k == 1u {
-                child = order.far;
+        if finished {
+            break;
+        }
+        // Bottom level: visit the mesh's nodes until one has leaf children to test,
+        // or the mesh is done (back to the top level).
+        var visit = NO_VISIT;
+        loop {
+            node_index = take_next(node_index, &blas_stack, &blas_depth, best.t);
+            if node_index == EMPTY_CHILD {
+                instance = NONE;
+                break;
             }
-            let t_entry = select(order.entry_near, order.entry_far, k == 1u);
-            if t_entry == NOT_ENTERED {
-                continue;
+            if out_of_steps(&steps, params.max_steps) {
+                best = unfinished();
+                finished = true;
+                break;
             }
-            if child.count > 0u {
-                if beyond(t_entry, best.t) {
-                    continue; // a nearer hit already beat this leaf
-                }
-                let first = inst.tri_offset + child.index;
-                for (var i = first; i < first + child.count; i++) {
-                    steps += 1u;
-                    let tri = triangles[i];
-                    let cand = intersect(local, frame, tri, params.cull, params.miss_t, one, params.mode);
-                    if cand.accepted && nearer_instance(cand.t, instance, tri.id, best) {
-                        best = InstanceHitRecord(cand.t, cand.u, cand.v, tri.id, instance, 0u, 0u, 0u);
-                    }
-                }
-            } else if next == EMPTY_CHILD {
-                next = child.index;
-            } else {
-                blas_stack[blas_depth] = vec2<u32>(child.index, bitcast<u32>(t_entry));
+            visit = visit_node(node_at(node_offset + node_index), boxes, min(best.t, local.tmax), best.t, one);
+            node_index = visit.next;
+            if visit.push {
+                blas_stack[blas_depth] = visit.pending;
                 blas_depth += 1u;
             }
-        }
-        if next == EMPTY_CHILD {
-            loop {
-                if blas_depth == 0u {
-                    break;
-                }
-                blas_depth -= 1u;
-                let pending = blas_stack[blas_depth];
-                let t_entry = bitcast<f32>(pending.y);
-                if !beyond(t_entry, best.t) {
-                    next = pending.x;
-                    break;
-                }
-            }
-            if next == EMPTY_CHILD {
-                instance = NONE; // this mesh is done: back to the top level
-                continue;
+            if visit.count_a + visit.count_b > 0u {
+                break;
             }
         }
-        node_index = next;
+        let total = visit.count_a + visit.count_b;
+        for (var j = 0u; j < total; j++) {
+            let i = leaf_triangle(visit, j, best.t);
+            if i == EMPTY_CHILD {
+                break;
+            }
+            steps += 1u;
+            let tri = triangle_at(tri_offset + i);
+            let cand = intersect(local, frame, tri, params.cull, params.miss_t, one, MODE);
+            if cand.accepted && nearer_instance(cand.t, instance, tri.id, best) {
+                best = InstanceHitRecord(cand.t, cand.u, cand.v, tri.id, instance, 0u, 0u, 0u);
+            }
+        }
+        if finished {
+            break;
+        }
     }
     hits[ray_index] = best;
 }

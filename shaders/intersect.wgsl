@@ -87,23 +87,40 @@ fn beyond(entry: f32, bound: f32) -> bool {
 // A box entry distance meaning "not entered".
 const NOT_ENTERED: f32 = -3.0e38;
 
-// Entry distance into `child`'s box, times `scale`, when the ray overlaps it within
-// [tmin, limit] (conservatively, by overlaps), else NOT_ENTERED (also for an empty
-// slot). inv_dir, tmin and limit are in the units of the direction inv_dir inverts;
-// `scale` turns the entry distance into the caller's units (1.0 keeps them). Mirrored
-// by RayBoxes::enter in src/cpu/bvh_traverse.rs.
-fn enter_child(child: BvhChild, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limit: f32, scale: f32, one: f32) -> f32 {
+// What the box tests need of a ray (mirrors RayBoxes in src/cpu/bvh_traverse.rs):
+// they run on the direction scaled by t_scale (RayFrame::dir), so their distances
+// are in its units, the interval scaled into them (to_frame) and the entry distance
+// back out (t_scale), and huge or tiny directions neither overflow 1 / dir nor make
+// BIG a distance real hits reach.
+struct RayBoxes {
+    origin: vec3<f32>,
+    inv_dir: vec3<f32>,
+    tmin: f32,
+    to_frame: f32,
+    t_scale: f32,
+}
+
+fn ray_boxes(ray: Ray, frame: RayFrame) -> RayBoxes {
+    let to_frame = 1.0 / frame.t_scale;
+    return RayBoxes(ray.origin, frame.inv_dir, ray.tmin * to_frame, to_frame, frame.t_scale);
+}
+
+// Entry distance into `child`'s box when the ray overlaps it within [tmin, limit]
+// (conservatively, by overlaps), else NOT_ENTERED (also for an empty slot); `limit`
+// and the entry distance in the units of the ray's direction. Mirrored by
+// RayBoxes::enter in src/cpu/bvh_traverse.rs.
+fn enter_child(child: BvhChild, boxes: RayBoxes, limit: f32, one: f32) -> f32 {
     if child.index == EMPTY_CHILD && child.count == 0u {
         return NOT_ENTERED;
     }
-    let t0 = (child.lo - origin) * inv_dir;
-    let t1 = (child.hi - origin) * inv_dir;
+    let t0 = (child.lo - boxes.origin) * boxes.inv_dir;
+    let t1 = (child.hi - boxes.origin) * boxes.inv_dir;
     let lo = min(t0, t1);
     let hi = max(t0, t1);
-    let near = max(max(max(lo.x, lo.y), lo.z), tmin);
-    let far = min(min(min(hi.x, hi.y), hi.z), limit);
+    let near = max(max(max(lo.x, lo.y), lo.z), boxes.tmin);
+    let far = min(min(min(hi.x, hi.y), hi.z), limit * boxes.to_frame);
     if overlaps(near, far, one) {
-        return near * scale;
+        return near * boxes.t_scale;
     }
     return NOT_ENTERED;
 }
@@ -117,18 +134,11 @@ struct ChildOrder {
     entry_far: f32,
 }
 
-fn order_children(node: BvhNode, origin: vec3<f32>, inv_dir: vec3<f32>, tmin: f32, limit: f32, scale: f32, one: f32) -> ChildOrder {
+fn order_children(node: BvhNode, boxes: RayBoxes, limit: f32, one: f32) -> ChildOrder {
     let a = node.children[0];
     let b = node.children[1];
-    let entry_a = enter_child(a, origin, inv_dir, tmin, limit, scale, one);
-    let entry_b = enter_child(b, origin, inv_dir, tmin, limit, scale, one);
-    if entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a {
-        return ChildOrder(b, a, entry_b, entry_a);
-    }
-    return ChildOrder(a, b, entry_a, entry_b);
-}
-
-fn nearer_first(a: BvhChild, b: BvhChild, entry_a: f32, entry_b: f32) -> ChildOrder {
+    let entry_a = enter_child(a, boxes, limit, one);
+    let entry_b = enter_child(b, boxes, limit, one);
     if entry_a != NOT_ENTERED && entry_b != NOT_ENTERED && entry_b < entry_a {
         return ChildOrder(b, a, entry_b, entry_a);
     }

@@ -58,6 +58,14 @@ struct BvhNode {
     children: array<BvhChild, 2>,
 }
 
+// A BvhNode from its four 16-byte rows (the stages read nodes row by row).
+fn bvh_node(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>) -> BvhNode {
+    return BvhNode(array<BvhChild, 2>(
+        BvhChild(a.xyz, bitcast<u32>(a.w), b.xyz, bitcast<u32>(b.w)),
+        BvhChild(c.xyz, bitcast<u32>(c.w), d.xyz, bitcast<u32>(d.w)),
+    ));
+}
+
 // Per-dispatch parameters of the BVH traversal (uniform, 32 bytes).
 struct TraverseParams {
     ray_count: u32,

@@ -17,6 +17,10 @@ pub const HIT_LIST: &str = include_str!("../shaders/hit_list.wgsl");
 /// The brute-force stage (mirrored by `src/cpu/brute_force.rs`).
 pub const BRUTE_FORCE: &str = include_str!("../shaders/brute_force.wgsl");
 
+/// The steps of a mesh BVH walk shared by the BVH and instance traversal stages
+/// (mirrored by `src/cpu/bvh_traverse.rs`).
+pub const BVH_WALK: &str = include_str!("../shaders/bvh_walk.wgsl");
+
 /// The BVH traversal stage (mirrored by `src/cpu/bvh_traverse.rs`).
 pub const BVH_TRAVERSE: &str = include_str!("../shaders/bvh_traverse.wgsl");
 
@@ -77,6 +81,7 @@ pub fn bvh_traverse_module() -> String {
         MOLLER_TRUMBORE,
         WATERTIGHT,
         HIT_LIST,
+        BVH_WALK,
         BVH_TRAVERSE,
     ]
     .join("\n")
@@ -89,6 +94,7 @@ pub fn instance_traverse_module() -> String {
         INTERSECT,
         MOLLER_TRUMBORE,
         WATERTIGHT,
+        BVH_WALK,
         INSTANCE_TRAVERSE,
     ]
     .join("\n")

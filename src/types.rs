@@ -220,9 +220,9 @@ pub struct TraverseParams {
     /// Most loop steps (node visits plus triangle tests) one ray may take; a ray
     /// that needs more is reported unfinished and completed on the CPU.
     pub max_steps: u32,
-    /// Triangle test: 0 fast, 1 watertight (see [`crate::Mode`]), read by the
-    /// instance traversal. The BVH traversal is compiled per test (its `MODE`
-    /// pipeline constant) and does not read it; it is set to the same value.
+    /// Triangle test: 0 fast, 1 watertight (see [`crate::Mode`]). The BVH and
+    /// instance traversals are compiled per test (their `MODE` pipeline constant)
+    /// and do not read it; it is set to the same value.
     pub mode: u32,
     /// Slots per ray of the all-hits list ([`QUERY_ALL`]).
     pub max_hits: u32,

@@ -19,9 +19,9 @@ pub(crate) struct Pipelines {
     brute_force: Stage,
     /// `shaders/bvh_traverse.wgsl`.
     bvh_traverse: Stage,
-    /// `shaders/instance_traverse.wgsl`, compiled on first use (see
-    /// [`Pipelines::instance_traverse`]).
-    instance_traverse: std::sync::OnceLock<wgpu::ComputePipeline>,
+    /// `shaders/instance_traverse.wgsl` (closest hit only), compiled on first use
+    /// (see [`Pipelines::instance_traverse`]).
+    instance_traverse: OnceLock<Stage>,
     /// `shaders/gather.wgsl`.
     pub(crate) gather: wgpu::ComputePipeline,
     /// `shaders/refit.wgsl`.
@@ -93,22 +93,26 @@ impl Pipelines {
         self.bvh_traverse.pipeline(device, query, mode)
     }
 
-    /// The instance traversal pipeline, compiled the first time an instance scene
-    /// is traced (contexts that never trace one do not pay for it).
+    /// The instance traversal pipeline of `mode`, compiled the first time an
+    /// instance scene is traced (contexts that never trace one do not pay for it).
     pub(crate) fn instance_traverse(
         &self,
         device: &wgpu::Device,
+        mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
-        if let Some(built) = self.instance_traverse.get() {
-            return Ok(built);
-        }
-        let built = pipeline(
-            device,
-            "instance_traverse",
-            shaders::instance_traverse_module(),
-            shaders::INSTANCE_TRAVERSE_ENTRY,
-        )?;
-        Ok(self.instance_traverse.get_or_init(|| built))
+        let stage = match self.instance_traverse.get() {
+            Some(stage) => stage,
+            None => {
+                let built = Stage::new(
+                    device,
+                    "instance_traverse",
+                    shaders::instance_traverse_module(),
+                    shaders::INSTANCE_TRAVERSE_ENTRY,
+                )?;
+                self.instance_traverse.get_or_init(|| built)
+            }
+        };
+        stage.pipeline(device, QUERY_CLOSEST, mode)
     }
 }
 

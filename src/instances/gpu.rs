@@ -292,7 +292,9 @@ impl GpuContext {
                 *scratch = Some(self.scoped(|| Scratch::new(&self.device, capacity))?);
             }
             let scratch = scratch.as_ref().expect("scratch was just created");
-            let pipeline = self.pipelines.instance_traverse(&self.device)?;
+            let pipeline = self
+                .pipelines
+                .instance_traverse(&self.device, options.mode)?;
             for (rays, records) in sanitized
                 .chunks(per_dispatch)
                 .zip(records.chunks_mut(per_dispatch))
