@@ -130,7 +130,7 @@ const CULL_BACK: u32 = 1u;
 const CULL_FRONT: u32 = 2u;
 const MODE_FAST: u32 = 0u;
 const MODE_WATERTIGHT: u32 = 1u;
-// The triangle test of the brute-force and BVH stages (MODE_FAST or
+// The triangle test of the brute-force, BVH and instance stages (MODE_FAST or
 // MODE_WATERTIGHT): a pipeline constant for the reason QUERY is one (below).
 override MODE: u32 = MODE_WATERTIGHT;
 // What a pipeline seeks (QUERY): the nearest hit, any hit, or the `max_hits` nearest
