@@ -93,7 +93,8 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let one = params.one;
-    let world_boxes = ray_boxes(ray, ray_frame(ray));
+    let world = ray_frame(ray);
+    let world_boxes = ray_boxes(ray, world);
     // Pending top-level items and mesh nodes: index and entry distance (as bits).
     var tlas_stack: array<vec2<u32>, MAX_DEPTH>;
     var tlas_depth = 0u;
@@ -108,7 +109,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var node_offset = 0u;
     var tri_offset = 0u;
     var local = ray;
-    var frame = ray_frame(ray);
+    var frame = world;
     var boxes = world_boxes;
     var node_index = EMPTY_CHILD;
     var steps = 0u;

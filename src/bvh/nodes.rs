@@ -176,36 +176,35 @@ impl Runs {
 
     /// The new index of the kept node at old index `old`.
     fn renumber(&self, old: usize) -> usize {
-        let mut run = self.pages[old / PAGE];
-        while self
-            .runs
-            .get(run + 1)
-            .is_some_and(|&(first, _)| first <= old)
-        {
-            run += 1;
-        }
+        let run = self.step(self.pages[old / PAGE], old, |&(first, _)| first);
         old - self.runs[run].1
     }
 
     /// The run that fills output position `new`.
     fn holding_new(&self, new: usize) -> usize {
-        self.runs
-            .partition_point(|&(first, shift)| first - shift <= new)
-            - 1
+        self.runs.partition_point(|run| new_first(run) <= new) - 1
     }
 
     /// The run that fills output position `new`, stepping on from `run` (which
     /// fills a position before it).
-    fn advance_new(&self, mut run: usize, new: usize) -> usize {
-        while self
-            .runs
-            .get(run + 1)
-            .is_some_and(|&(first, shift)| first - shift <= new)
-        {
+    fn advance_new(&self, run: usize, new: usize) -> usize {
+        self.step(run, new, new_first)
+    }
+
+    /// The last run from `run` on whose first index, old or new as `first` reads
+    /// it, is at or before `at`.
+    #[inline(always)]
+    fn step(&self, mut run: usize, at: usize, first: impl Fn(&(usize, usize)) -> usize) -> usize {
+        while self.runs.get(run + 1).is_some_and(|r| first(r) <= at) {
             run += 1;
         }
         run
     }
+}
+
+/// A run's first index in the compacted array.
+fn new_first(&(first, shift): &(usize, usize)) -> usize {
+    first - shift
 }
 
 /// Whether a child slot refers to a node.

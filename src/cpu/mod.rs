@@ -15,7 +15,7 @@ pub mod moller_trumbore;
 mod packet_traverse;
 pub mod query;
 mod refit;
-mod simd;
+pub(crate) mod simd;
 pub mod watertight;
 pub mod wide_bvh;
 pub mod wide_traverse;

@@ -286,6 +286,36 @@ fn trace_ray<const WATERTIGHT: bool>(
     closest.0
 }
 
+/// Scratch space of the lone-ray traversal for callers that trace one ray at a time
+/// ([`trace_one`]): made once for many rays, like the stack of [`trace_rays`].
+pub(crate) struct RayStack(Stack);
+
+impl Default for RayStack {
+    fn default() -> Self {
+        Self([Pending::default(); STACK])
+    }
+}
+
+/// Nearest hit of one ray (`Hit::MISS` for an invalid one), with `stack` as scratch.
+/// Inlined into the caller, so it runs on the vector unit the caller was compiled
+/// for (call it from a [`simd_dispatch`]ed loop).
+#[inline(always)]
+pub(crate) fn trace_one(
+    wide: &WideBvh,
+    ray: &Ray,
+    cull: u32,
+    mode: u32,
+    stack: &mut RayStack,
+) -> Hit {
+    if !is_valid_ray(ray) {
+        Hit::MISS
+    } else if mode == MODE_WATERTIGHT {
+        trace_ray::<true>(wide, ray, cull, &mut stack.0)
+    } else {
+        trace_ray::<false>(wide, ray, cull, &mut stack.0)
+    }
+}
+
 #[inline(always)]
 fn trace_rays_with<const WATERTIGHT: bool>(
     wide: &WideBvh,

@@ -5,32 +5,59 @@ use rayon::prelude::*;
 
 use super::instance_traverse::{instance_ray, merge, traverse};
 use super::{InstanceHit, InstanceScene};
-use crate::cpu::{CpuBackend, wide_traverse};
+use crate::cpu::CpuBackend;
+use crate::cpu::simd::simd_dispatch;
+use crate::cpu::wide_traverse::{self, RayStack};
 use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
-use crate::types::{Hit, InstanceHitRecord, Ray};
+use crate::types::{InstanceHitRecord, Ray};
 
 /// Rays handed to one rayon task.
 const RAYS_PER_TASK: usize = 64;
 
-/// Nearest hit of one world ray: the two-level traversal with the wide mesh BVH.
-/// Inlined into the loop over a task's rays: left as a call of its own (as a build
-/// with many codegen units does), camera rays ran 1.65× slower.
+/// Nearest hit of one world ray: the two-level traversal with the wide mesh BVH,
+/// `stack` the mesh traversal's scratch space (one per task, not one per instance
+/// entered).
 #[inline(always)]
-fn trace_ray(scene: &InstanceScene, ray: &Ray, cull: u32, mode: u32) -> InstanceHit {
+fn trace_ray(
+    scene: &InstanceScene,
+    ray: &Ray,
+    cull: u32,
+    mode: u32,
+    stack: &mut RayStack,
+) -> InstanceHit {
     let ray = sanitize_ray(ray);
     let mut best = InstanceHitRecord::MISS;
     if ray.dir != glam::Vec3::ZERO {
         traverse(scene.tlas_nodes(), &ray, &mut best, |index, best| {
             if let Some(local) = instance_ray(scene, index, &ray, best) {
-                let mut hit = [Hit::MISS];
                 let wide = scene.blas_of(index as usize).wide();
-                wide_traverse::trace_rays(wide, &[local], &mut hit, cull, mode);
-                merge(index, &hit[0], best);
+                let hit = wide_traverse::trace_one(wide, &local, cull, mode, stack);
+                merge(index, &hit, best);
             }
         });
     }
     scene.finish(&ray, &best)
+}
+
+#[inline(always)]
+fn trace_task_portable(
+    scene: &InstanceScene,
+    rays: &[Ray],
+    hits: &mut [InstanceHit],
+    cull: u32,
+    mode: u32,
+) {
+    let mut stack = RayStack::default();
+    for (ray, hit) in rays.iter().zip(hits) {
+        *hit = trace_ray(scene, ray, cull, mode, &mut stack);
+    }
+}
+
+simd_dispatch! {
+    /// Traces one task's rays into `hits`, the top level and the meshes with the
+    /// widest vector unit the CPU has.
+    fn trace_task(scene: &InstanceScene, rays: &[Ray], hits: &mut [InstanceHit], cull: u32, mode: u32) => trace_task_portable
 }
 
 impl CpuBackend {
@@ -46,11 +73,7 @@ impl CpuBackend {
         self.install(|| {
             rays.par_chunks(RAYS_PER_TASK)
                 .zip(hits.par_chunks_mut(RAYS_PER_TASK))
-                .for_each(|(rays, hits)| {
-                    for (ray, hit) in rays.iter().zip(hits) {
-                        *hit = trace_ray(scene, ray, cull, mode);
-                    }
-                })
+                .for_each(|(rays, hits)| trace_task(scene, rays, hits, cull, mode))
         });
         hits
     }
