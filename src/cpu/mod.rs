@@ -4,7 +4,10 @@
 //! same names, [`brute_force`] mirrors
 //! `shaders/brute_force.wgsl`, [`bvh_traverse`] `shaders/bvh_traverse.wgsl` and
 //! [`hit_list`] `shaders/hit_list.wgsl`; [`query`] is what the kernels keep of the
-//! hits they find. Rays are traced in parallel on a rayon thread pool.
+//! hits they find. Rays are traced in parallel on a rayon thread pool; large
+//! batches of incoherent rays against a BVH in an order of their own (sorted by
+//! where they enter the mesh's box, module `ray_order`), each answer written back
+//! to its ray's slot.
 
 pub mod brute_force;
 pub mod bvh_traverse;
@@ -14,6 +17,7 @@ pub mod intersect;
 pub mod moller_trumbore;
 mod packet_traverse;
 pub mod query;
+mod ray_order;
 mod refit;
 pub(crate) mod simd;
 pub mod watertight;
@@ -32,6 +36,7 @@ use crate::options::{Accel, TraceOptions};
 use crate::prepare::pack_mesh;
 use crate::types::{Hit, Ray};
 use brute_force::TriangleBlocks;
+use ray_order::RayOrder;
 use wide_bvh::WideBvh;
 
 /// Rays handed to one rayon task: big enough to amortise scheduling, small enough to
@@ -74,6 +79,16 @@ impl CpuMesh {
         match self {
             CpuMesh::Brute(blocks) => blocks.triangle_count(),
             CpuMesh::Bvh(bvh) => bvh.mesh_triangle_count(),
+        }
+    }
+
+    /// The box whose entry points order large batches of incoherent rays
+    /// ([`RayOrder`]); `None` (rays traced as given) for brute force, which reads
+    /// every triangle for every ray whatever the order.
+    fn ray_order_bounds(&self) -> Option<(glam::Vec3, glam::Vec3)> {
+        match self {
+            CpuMesh::Brute(_) => None,
+            CpuMesh::Bvh(bvh) => bvh.bounds(),
         }
     }
 
@@ -139,16 +154,19 @@ impl CpuBackend {
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
-        let tasks = rays
-            .par_chunks(RAYS_PER_TASK)
-            .zip(hits.par_chunks_mut(RAYS_PER_TASK));
-        let run = || match mesh {
-            CpuMesh::Brute(blocks) => tasks
-                .for_each(|(rays, hits)| brute_force::trace_rays(blocks, rays, hits, cull, mode)),
-            CpuMesh::Bvh(bvh) => tasks
-                .for_each(|(rays, hits)| wide_traverse::trace_rays(bvh, rays, hits, cull, mode)),
-        };
-        self.install(run)
+        self.in_tracing_order(mesh, rays, hits, 1, |rays, hits| {
+            let tasks = rays
+                .par_chunks(RAYS_PER_TASK)
+                .zip(hits.par_chunks_mut(RAYS_PER_TASK));
+            match mesh {
+                CpuMesh::Brute(blocks) => tasks.for_each(|(rays, hits)| {
+                    brute_force::trace_rays(blocks, rays, hits, cull, mode)
+                }),
+                CpuMesh::Bvh(bvh) => tasks.for_each(|(rays, hits)| {
+                    wide_traverse::trace_rays(bvh, rays, hits, cull, mode)
+                }),
+            }
+        })
     }
 
     /// Whether each ray hits anything (the same as `trace(..)[i].is_hit()`, found
@@ -156,14 +174,18 @@ impl CpuBackend {
     pub fn occluded(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions) -> Vec<bool> {
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         let mut occluded = vec![false; rays.len()];
-        let tasks = rays
-            .par_chunks(RAYS_PER_TASK)
-            .zip(occluded.par_chunks_mut(RAYS_PER_TASK));
-        self.install(|| match mesh {
-            CpuMesh::Brute(blocks) => tasks
-                .for_each(|(rays, out)| brute_force::occluded_rays(blocks, rays, out, cull, mode)),
-            CpuMesh::Bvh(bvh) => tasks
-                .for_each(|(rays, out)| wide_traverse::occluded_rays(bvh, rays, out, cull, mode)),
+        self.in_tracing_order(mesh, rays, &mut occluded, 1, |rays, occluded| {
+            let tasks = rays
+                .par_chunks(RAYS_PER_TASK)
+                .zip(occluded.par_chunks_mut(RAYS_PER_TASK));
+            match mesh {
+                CpuMesh::Brute(blocks) => tasks.for_each(|(rays, out)| {
+                    brute_force::occluded_rays(blocks, rays, out, cull, mode)
+                }),
+                CpuMesh::Bvh(bvh) => tasks.for_each(|(rays, out)| {
+                    wide_traverse::occluded_rays(bvh, rays, out, cull, mode)
+                }),
+            }
         });
         occluded
     }
@@ -180,19 +202,67 @@ impl CpuBackend {
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         let mut all = AllHits::new(rays.len(), max_hits)?;
         let (slots, states) = all.parts_mut();
-        let tasks = rays
-            .par_chunks(RAYS_PER_TASK)
-            .zip(slots.par_chunks_mut(RAYS_PER_TASK * max_hits))
-            .zip(states.par_chunks_mut(RAYS_PER_TASK));
-        self.install(|| match mesh {
-            CpuMesh::Brute(blocks) => tasks.for_each(|((rays, slots), states)| {
-                brute_force::collect_rays(blocks, rays, slots, states, cull, mode)
-            }),
-            CpuMesh::Bvh(bvh) => tasks.for_each(|((rays, slots), states)| {
-                wide_traverse::collect_rays(bvh, rays, slots, states, cull, mode)
-            }),
-        });
+        let collect = |rays: &[Ray], slots: &mut [Hit], states: &mut [u32]| {
+            let tasks = rays
+                .par_chunks(RAYS_PER_TASK)
+                .zip(slots.par_chunks_mut(RAYS_PER_TASK * max_hits))
+                .zip(states.par_chunks_mut(RAYS_PER_TASK));
+            match mesh {
+                CpuMesh::Brute(blocks) => tasks.for_each(|((rays, slots), states)| {
+                    brute_force::collect_rays(blocks, rays, slots, states, cull, mode)
+                }),
+                CpuMesh::Bvh(bvh) => tasks.for_each(|((rays, slots), states)| {
+                    wide_traverse::collect_rays(bvh, rays, slots, states, cull, mode)
+                }),
+            }
+        };
+        let windows = rays
+            .chunks(ray_order::WINDOW)
+            .zip(slots.chunks_mut(ray_order::WINDOW * max_hits))
+            .zip(states.chunks_mut(ray_order::WINDOW));
+        for ((rays, slots), states) in windows {
+            self.install(
+                || match RayOrder::for_batch(rays, mesh.ray_order_bounds()) {
+                    None => collect(rays, slots, states),
+                    Some(order) => {
+                        let (mut sorted_slots, mut sorted_states) =
+                            (order.gather(slots, max_hits), order.gather(states, 1));
+                        collect(&order.rays, &mut sorted_slots, &mut sorted_states);
+                        order.scatter(&sorted_slots, max_hits, slots);
+                        order.scatter(&sorted_states, 1, states);
+                    }
+                },
+            );
+        }
         Ok(all)
+    }
+
+    /// Runs `trace` over `rays` and `out` (`per_ray` values per ray) on the pool,
+    /// window by window ([`ray_order::WINDOW`] rays), each window in the order
+    /// [`RayOrder`] picks for it.
+    fn in_tracing_order<T: Copy + Send + Sync>(
+        &self,
+        mesh: &CpuMesh,
+        rays: &[Ray],
+        out: &mut [T],
+        per_ray: usize,
+        trace: impl Fn(&[Ray], &mut [T]) + Send + Sync,
+    ) {
+        let windows = rays
+            .chunks(ray_order::WINDOW)
+            .zip(out.chunks_mut(ray_order::WINDOW * per_ray));
+        for (rays, out) in windows {
+            self.install(
+                || match RayOrder::for_batch(rays, mesh.ray_order_bounds()) {
+                    None => trace(rays, out),
+                    Some(order) => {
+                        let mut sorted = order.gather(out, per_ray);
+                        trace(&order.rays, &mut sorted);
+                        order.scatter(&sorted, per_ray, out);
+                    }
+                },
+            );
+        }
     }
 
     /// Runs `f` on this backend's thread pool (rayon's global pool when it has none

@@ -234,6 +234,21 @@ impl WideBvh {
         boxes
     }
 
+    /// The box around everything in the BVH (the root's children's decoded boxes),
+    /// or `None` when it is empty.
+    pub fn bounds(&self) -> Option<(glam::Vec3, glam::Vec3)> {
+        let root = self.nodes.first()?;
+        let boxes = self.boxes(root);
+        let (mut lo, mut hi) = (glam::Vec3::INFINITY, glam::Vec3::NEG_INFINITY);
+        for lane in (0..WIDTH).filter(|&l| root.child[l] != EMPTY) {
+            for axis in 0..3 {
+                lo[axis] = lo[axis].min(boxes.lo[axis][lane]);
+                hi[axis] = hi[axis].max(boxes.hi[axis][lane]);
+            }
+        }
+        (lo.x <= hi.x).then_some((lo, hi))
+    }
+
     /// Number of wide nodes.
     pub fn node_count(&self) -> usize {
         self.nodes.len()
