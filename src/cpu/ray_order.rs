@@ -18,7 +18,8 @@ use crate::types::Ray;
 pub(crate) const MIN_RAYS: usize = 1 << 14;
 
 /// Rays sorted at a time; longer batches are sorted window by window, which bounds
-/// the memory a sorted copy takes (some 48 bytes per ray of the window).
+/// the memory the sorted copies take (some 52 bytes per ray of the window for
+/// nearest hits: the order, the rays and their answers; more for hit lists).
 pub(crate) const WINDOW: usize = 1 << 20;
 
 /// Neighbouring rays checked when deciding whether a batch is already coherent.
