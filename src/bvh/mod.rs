@@ -21,6 +21,7 @@ mod split;
 mod validate;
 
 pub use build::{BuildOptions, triangle_box, vertices_box};
+pub(crate) use morton::spread;
 pub use refit::{RefitError, Refitted};
 pub use split::BvhChunk;
 pub use validate::BvhError;

@@ -77,9 +77,9 @@ fn sort_by_code(prims: &mut [PrimRef], centroids: Aabb) -> Vec<u32> {
     keys.iter().map(|&k| (k >> 32) as u32).collect()
 }
 
-/// Spreads the low 10 bits of `x` to every third bit.
+/// Spreads `x` (below 1024) to every third bit: one axis of a 30-bit Morton code.
 #[inline(always)]
-fn spread(x: u32) -> u32 {
+pub(crate) fn spread(x: u32) -> u32 {
     let x = (x | x << 16) & 0x0300_00FF;
     let x = (x | x << 8) & 0x0300_F00F;
     let x = (x | x << 4) & 0x030C_30C3;

@@ -154,7 +154,7 @@ impl CpuBackend {
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
-        self.in_tracing_order(mesh, rays, hits, 1, |rays, hits| {
+        self.in_tracing_order(mesh, rays, hits, 1, Hit::MISS, |rays, hits| {
             let tasks = rays
                 .par_chunks(RAYS_PER_TASK)
                 .zip(hits.par_chunks_mut(RAYS_PER_TASK));
@@ -174,7 +174,7 @@ impl CpuBackend {
     pub fn occluded(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions) -> Vec<bool> {
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         let mut occluded = vec![false; rays.len()];
-        self.in_tracing_order(mesh, rays, &mut occluded, 1, |rays, occluded| {
+        self.in_tracing_order(mesh, rays, &mut occluded, 1, false, |rays, occluded| {
             let tasks = rays
                 .par_chunks(RAYS_PER_TASK)
                 .zip(occluded.par_chunks_mut(RAYS_PER_TASK));
@@ -216,52 +216,53 @@ impl CpuBackend {
                 }),
             }
         };
+        // The sorted copies start as `AllHits::new` leaves the lists: empty.
+        let bounds = mesh.ray_order_bounds();
         let windows = rays
             .chunks(ray_order::WINDOW)
             .zip(slots.chunks_mut(ray_order::WINDOW * max_hits))
             .zip(states.chunks_mut(ray_order::WINDOW));
         for ((rays, slots), states) in windows {
-            self.install(
-                || match RayOrder::for_batch(rays, mesh.ray_order_bounds()) {
-                    None => collect(rays, slots, states),
-                    Some(order) => {
-                        let (mut sorted_slots, mut sorted_states) =
-                            (order.gather(slots, max_hits), order.gather(states, 1));
-                        collect(&order.rays, &mut sorted_slots, &mut sorted_states);
-                        order.scatter(&sorted_slots, max_hits, slots);
-                        order.scatter(&sorted_states, 1, states);
-                    }
-                },
-            );
+            self.install(|| match RayOrder::for_batch(rays, bounds) {
+                None => collect(rays, slots, states),
+                Some(order) => {
+                    let mut sorted_slots = vec![Hit::MISS; slots.len()];
+                    let mut sorted_states = vec![0; states.len()];
+                    collect(&order.rays, &mut sorted_slots, &mut sorted_states);
+                    order.scatter(&sorted_slots, max_hits, slots);
+                    order.scatter(&sorted_states, 1, states);
+                }
+            });
         }
         Ok(all)
     }
 
-    /// Runs `trace` over `rays` and `out` (`per_ray` values per ray) on the pool,
-    /// window by window ([`ray_order::WINDOW`] rays), each window in the order
-    /// [`RayOrder`] picks for it.
+    /// Runs `trace` over `rays` and `out` (`per_ray` values per ray, every one of
+    /// which `trace` writes) on the pool, window by window ([`ray_order::WINDOW`]
+    /// rays), each window in the order [`RayOrder`] picks for it (into a copy
+    /// filled with `fill`).
     fn in_tracing_order<T: Copy + Send + Sync>(
         &self,
         mesh: &CpuMesh,
         rays: &[Ray],
         out: &mut [T],
         per_ray: usize,
+        fill: T,
         trace: impl Fn(&[Ray], &mut [T]) + Send + Sync,
     ) {
+        let bounds = mesh.ray_order_bounds();
         let windows = rays
             .chunks(ray_order::WINDOW)
             .zip(out.chunks_mut(ray_order::WINDOW * per_ray));
         for (rays, out) in windows {
-            self.install(
-                || match RayOrder::for_batch(rays, mesh.ray_order_bounds()) {
-                    None => trace(rays, out),
-                    Some(order) => {
-                        let mut sorted = order.gather(out, per_ray);
-                        trace(&order.rays, &mut sorted);
-                        order.scatter(&sorted, per_ray, out);
-                    }
-                },
-            );
+            self.install(|| match RayOrder::for_batch(rays, bounds) {
+                None => trace(rays, out),
+                Some(order) => {
+                    let mut sorted = vec![fill; out.len()];
+                    trace(&order.rays, &mut sorted);
+                    order.scatter(&sorted, per_ray, out);
+                }
+            });
         }
     }
 

@@ -11,6 +11,7 @@
 use glam::Vec3;
 use rayon::prelude::*;
 
+use crate::bvh::spread;
 use crate::types::Ray;
 
 /// Batches of fewer rays are traced as given: too few rays per node for the caches
@@ -30,7 +31,7 @@ const SAMPLES: usize = 256;
 /// between their unit directions. A batch is coherent when most are.
 const CLOSE: f32 = 0.05;
 
-/// Bits per axis of the Morton code of an entry point.
+/// Bits per axis of the Morton code of an entry point (all that [`spread`] takes).
 const BITS: u32 = 10;
 
 /// The rays of a window in tracing order.
@@ -61,22 +62,6 @@ impl RayOrder {
         Some(Self { order, rays })
     }
 
-    /// `values` (`per_ray` per ray, in the caller's order) in tracing order.
-    pub(crate) fn gather<T: Copy + Send + Sync>(&self, values: &[T], per_ray: usize) -> Vec<T> {
-        debug_assert_eq!(values.len(), self.order.len() * per_ray);
-        let Some(&first) = values.first() else {
-            return Vec::new();
-        };
-        let mut gathered = vec![first; values.len()];
-        gathered
-            .par_chunks_mut(per_ray)
-            .zip(&self.order)
-            .for_each(|(out, &slot)| {
-                out.copy_from_slice(&values[slot as usize * per_ray..][..per_ray]);
-            });
-        gathered
-    }
-
     /// Writes `traced` (the answers in tracing order, `per_ray` values each) to
     /// `out` in the caller's order.
     pub(crate) fn scatter<T: Copy>(&self, traced: &[T], per_ray: usize, out: &mut [T]) {
@@ -105,15 +90,6 @@ fn entry_code(ray: &Ray, bounds: (Vec3, Vec3)) -> u32 {
     let p = entry_point(ray, bounds) * ((1u32 << BITS) - 1) as f32;
     // `as` saturates and maps NaN to 0.
     spread(p.x as u32) | (spread(p.y as u32) << 1) | (spread(p.z as u32) << 2)
-}
-
-/// The low [`BITS`] bits of `x` moved to every third bit.
-fn spread(x: u32) -> u32 {
-    let mut x = x & ((1 << BITS) - 1);
-    x = (x | (x << 16)) & 0x0300_00ff;
-    x = (x | (x << 8)) & 0x0300_f00f;
-    x = (x | (x << 4)) & 0x030c_30c3;
-    (x | (x << 2)) & 0x0924_9249
 }
 
 /// Whether most neighbouring rays of the batch (a sample of [`SAMPLES`] pairs, at
