@@ -223,7 +223,7 @@ impl CpuBackend {
             .zip(slots.chunks_mut(ray_order::WINDOW * max_hits))
             .zip(states.chunks_mut(ray_order::WINDOW));
         for ((rays, slots), states) in windows {
-            self.install(|| match RayOrder::for_batch(rays, bounds) {
+            self.install_for(rays.len(), || match RayOrder::for_batch(rays, bounds) {
                 None => collect(rays, slots, states),
                 Some(order) => {
                     let mut sorted_slots = vec![Hit::MISS; slots.len()];
@@ -255,7 +255,7 @@ impl CpuBackend {
             .chunks(ray_order::WINDOW)
             .zip(out.chunks_mut(ray_order::WINDOW * per_ray));
         for (rays, out) in windows {
-            self.install(|| match RayOrder::for_batch(rays, bounds) {
+            self.install_for(rays.len(), || match RayOrder::for_batch(rays, bounds) {
                 None => trace(rays, out),
                 Some(order) => {
                     let mut sorted = vec![fill; out.len()];
@@ -266,6 +266,18 @@ impl CpuBackend {
         }
     }
 
+    /// Runs `f`, the trace of `rays` rays, on this backend's thread pool, or on the
+    /// calling thread when the rays make one task ([`RAYS_PER_TASK`]): a pick or a
+    /// handful of rays gains nothing from other threads, and a trip to the pool and
+    /// back would cost it more than its trace.
+    pub(crate) fn install_for<R: Send>(&self, rays: usize, f: impl FnOnce() -> R + Send) -> R {
+        if rays <= RAYS_PER_TASK {
+            f()
+        } else {
+            self.install(f)
+        }
+    }
+
     /// Runs `f` on this backend's thread pool (rayon's global pool when it has none
     /// of its own).
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
@@ -273,5 +285,31 @@ impl CpuBackend {
             Some(pool) => pool.install(f),
             None => f(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch of one task runs on the calling thread, a larger one on the
+    /// backend's own pool.
+    #[test]
+    fn small_batches_stay_on_the_calling_thread() {
+        let backend = CpuBackend::with_threads(2).expect("a pool");
+        let here = std::thread::current().id();
+        let on = |rays| backend.install_for(rays, || std::thread::current().id());
+        assert_eq!(on(1), here);
+        assert_eq!(on(RAYS_PER_TASK), here);
+        assert_ne!(on(RAYS_PER_TASK + 1), here);
+        let pool_thread = backend.install_for(RAYS_PER_TASK + 1, || {
+            std::thread::current().name().map(str::to_owned)
+        });
+        assert!(
+            pool_thread
+                .as_deref()
+                .is_some_and(|name| name.starts_with("raypick-cpu-")),
+            "{pool_thread:?}"
+        );
     }
 }
