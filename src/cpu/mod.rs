@@ -154,18 +154,9 @@ impl CpuBackend {
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
-        self.in_tracing_order(mesh, rays, hits, 1, Hit::MISS, |rays, hits| {
-            let tasks = rays
-                .par_chunks(RAYS_PER_TASK)
-                .zip(hits.par_chunks_mut(RAYS_PER_TASK));
-            match mesh {
-                CpuMesh::Brute(blocks) => tasks.for_each(|(rays, hits)| {
-                    brute_force::trace_rays(blocks, rays, hits, cull, mode)
-                }),
-                CpuMesh::Bvh(bvh) => tasks.for_each(|(rays, hits)| {
-                    wide_traverse::trace_rays(bvh, rays, hits, cull, mode)
-                }),
-            }
+        self.in_tracing_order(mesh, rays, hits, 1, Hit::MISS, |rays, hits| match mesh {
+            CpuMesh::Brute(blocks) => brute_force::trace_rays(blocks, rays, hits, cull, mode),
+            CpuMesh::Bvh(bvh) => wide_traverse::trace_rays(bvh, rays, hits, cull, mode),
         })
     }
 
@@ -174,19 +165,17 @@ impl CpuBackend {
     pub fn occluded(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions) -> Vec<bool> {
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         let mut occluded = vec![false; rays.len()];
-        self.in_tracing_order(mesh, rays, &mut occluded, 1, false, |rays, occluded| {
-            let tasks = rays
-                .par_chunks(RAYS_PER_TASK)
-                .zip(occluded.par_chunks_mut(RAYS_PER_TASK));
-            match mesh {
-                CpuMesh::Brute(blocks) => tasks.for_each(|(rays, out)| {
-                    brute_force::occluded_rays(blocks, rays, out, cull, mode)
-                }),
-                CpuMesh::Bvh(bvh) => tasks.for_each(|(rays, out)| {
-                    wide_traverse::occluded_rays(bvh, rays, out, cull, mode)
-                }),
-            }
-        });
+        self.in_tracing_order(
+            mesh,
+            rays,
+            &mut occluded,
+            1,
+            false,
+            |rays, out| match mesh {
+                CpuMesh::Brute(blocks) => brute_force::occluded_rays(blocks, rays, out, cull, mode),
+                CpuMesh::Bvh(bvh) => wide_traverse::occluded_rays(bvh, rays, out, cull, mode),
+            },
+        );
         occluded
     }
 
@@ -202,19 +191,21 @@ impl CpuBackend {
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         let mut all = AllHits::new(rays.len(), max_hits)?;
         let (slots, states) = all.parts_mut();
-        let collect = |rays: &[Ray], slots: &mut [Hit], states: &mut [u32]| {
-            let tasks = rays
-                .par_chunks(RAYS_PER_TASK)
-                .zip(slots.par_chunks_mut(RAYS_PER_TASK * max_hits))
-                .zip(states.par_chunks_mut(RAYS_PER_TASK));
-            match mesh {
-                CpuMesh::Brute(blocks) => tasks.for_each(|((rays, slots), states)| {
-                    brute_force::collect_rays(blocks, rays, slots, states, cull, mode)
-                }),
-                CpuMesh::Bvh(bvh) => tasks.for_each(|((rays, slots), states)| {
-                    wide_traverse::collect_rays(bvh, rays, slots, states, cull, mode)
-                }),
+        let task = |rays: &[Ray], slots: &mut [Hit], states: &mut [u32]| match mesh {
+            CpuMesh::Brute(blocks) => {
+                brute_force::collect_rays(blocks, rays, slots, states, cull, mode)
             }
+            CpuMesh::Bvh(bvh) => wide_traverse::collect_rays(bvh, rays, slots, states, cull, mode),
+        };
+        if Self::runs_here(rays.len()) {
+            task(rays, slots, states);
+            return Ok(all);
+        }
+        let collect = |rays: &[Ray], slots: &mut [Hit], states: &mut [u32]| {
+            rays.par_chunks(RAYS_PER_TASK)
+                .zip(slots.par_chunks_mut(RAYS_PER_TASK * max_hits))
+                .zip(states.par_chunks_mut(RAYS_PER_TASK))
+                .for_each(|((rays, slots), states)| task(rays, slots, states))
         };
         // The sorted copies start as `AllHits::new` leaves the lists: empty.
         let bounds = mesh.ray_order_bounds();
@@ -223,7 +214,7 @@ impl CpuBackend {
             .zip(slots.chunks_mut(ray_order::WINDOW * max_hits))
             .zip(states.chunks_mut(ray_order::WINDOW));
         for ((rays, slots), states) in windows {
-            self.install_for(rays.len(), || match RayOrder::for_batch(rays, bounds) {
+            self.install(|| match RayOrder::for_batch(rays, bounds) {
                 None => collect(rays, slots, states),
                 Some(order) => {
                     let mut sorted_slots = vec![Hit::MISS; slots.len()];
@@ -237,10 +228,11 @@ impl CpuBackend {
         Ok(all)
     }
 
-    /// Runs `trace` over `rays` and `out` (`per_ray` values per ray, every one of
-    /// which `trace` writes) on the pool, window by window ([`ray_order::WINDOW`]
-    /// rays), each window in the order [`RayOrder`] picks for it (into a copy
-    /// filled with `fill`).
+    /// Runs `task` over `rays` and `out` (`per_ray` values per ray, every one of
+    /// which `task` writes) in tasks of [`RAYS_PER_TASK`] rays on the pool, window by
+    /// window ([`ray_order::WINDOW`] rays), each window in the order [`RayOrder`]
+    /// picks for it (into a copy filled with `fill`). A batch of one task runs on the
+    /// calling thread instead ([`CpuBackend::runs_here`]).
     fn in_tracing_order<T: Copy + Send + Sync>(
         &self,
         mesh: &CpuMesh,
@@ -248,14 +240,22 @@ impl CpuBackend {
         out: &mut [T],
         per_ray: usize,
         fill: T,
-        trace: impl Fn(&[Ray], &mut [T]) + Send + Sync,
+        task: impl Fn(&[Ray], &mut [T]) + Send + Sync,
     ) {
+        if Self::runs_here(rays.len()) {
+            return task(rays, out);
+        }
+        let trace = |rays: &[Ray], out: &mut [T]| {
+            rays.par_chunks(RAYS_PER_TASK)
+                .zip(out.par_chunks_mut(RAYS_PER_TASK * per_ray))
+                .for_each(|(rays, out)| task(rays, out))
+        };
         let bounds = mesh.ray_order_bounds();
         let windows = rays
             .chunks(ray_order::WINDOW)
             .zip(out.chunks_mut(ray_order::WINDOW * per_ray));
         for (rays, out) in windows {
-            self.install_for(rays.len(), || match RayOrder::for_batch(rays, bounds) {
+            self.install(|| match RayOrder::for_batch(rays, bounds) {
                 None => trace(rays, out),
                 Some(order) => {
                     let mut sorted = vec![fill; out.len()];
@@ -266,16 +266,12 @@ impl CpuBackend {
         }
     }
 
-    /// Runs `f`, the trace of `rays` rays, on this backend's thread pool, or on the
-    /// calling thread when the rays make one task ([`RAYS_PER_TASK`]): a pick or a
-    /// handful of rays gains nothing from other threads, and a trip to the pool and
-    /// back would cost it more than its trace.
-    pub(crate) fn install_for<R: Send>(&self, rays: usize, f: impl FnOnce() -> R + Send) -> R {
-        if rays <= RAYS_PER_TASK {
-            f()
-        } else {
-            self.install(f)
-        }
+    /// Whether a batch of `rays` rays is traced on the calling thread, without rayon:
+    /// when it makes one task ([`RAYS_PER_TASK`]), as a pick or a handful of rays
+    /// does, other threads cannot help, and a trip to the pool and back would cost
+    /// it more than its trace.
+    pub(crate) fn runs_here(rays: usize) -> bool {
+        rays <= RAYS_PER_TASK
     }
 
     /// Runs `f` on this backend's thread pool (rayon's global pool when it has none
@@ -290,26 +286,49 @@ impl CpuBackend {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use glam::Vec3;
+
     use super::*;
 
-    /// A batch of one task runs on the calling thread, a larger one on the
-    /// backend's own pool.
+    /// Picks of up to a task's rays are traced on the calling thread: they finish
+    /// while the backend's only pool thread is busy. (Through the pool they would
+    /// wait until the busy job gives up, and it would report so.)
     #[test]
-    fn small_batches_stay_on_the_calling_thread() {
-        let backend = CpuBackend::with_threads(2).expect("a pool");
-        let here = std::thread::current().id();
-        let on = |rays| backend.install_for(rays, || std::thread::current().id());
-        assert_eq!(on(1), here);
-        assert_eq!(on(RAYS_PER_TASK), here);
-        assert_ne!(on(RAYS_PER_TASK + 1), here);
-        let pool_thread = backend.install_for(RAYS_PER_TASK + 1, || {
-            std::thread::current().name().map(str::to_owned)
+    fn picks_do_not_wait_for_a_busy_pool() {
+        let backend = CpuBackend::with_threads(1).expect("a pool");
+        let (started, has_started) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let (outcome, busy_job) = mpsc::channel();
+        let pool = backend.pool.as_ref().expect("its own pool");
+        pool.spawn(move || {
+            started.send(()).ok();
+            let by_release = released.recv_timeout(Duration::from_secs(30)).is_ok();
+            outcome.send(by_release).ok();
         });
-        assert!(
-            pool_thread
-                .as_deref()
-                .is_some_and(|name| name.starts_with("raypick-cpu-")),
-            "{pool_thread:?}"
-        );
+        has_started.recv().expect("the busy job starts");
+
+        let positions = vec![Vec3::ZERO, Vec3::X, Vec3::Y];
+        let mesh = Mesh::new(positions, vec![[0, 1, 2]]).expect("a valid mesh");
+        let options = TraceOptions::default();
+        let ray = Ray::new(Vec3::new(0.25, 0.25, 1.0), Vec3::NEG_Z);
+        let rays = vec![ray; RAYS_PER_TASK];
+        for accel in [Accel::Bvh, Accel::Brute] {
+            let mesh = CpuMesh::with_accel(&mesh, accel);
+            for rays in [&rays[..1], &rays[..]] {
+                let hits = backend.trace(&mesh, rays, &options);
+                assert!(hits.iter().all(|h| h.prim == 0 && h.t == 1.0), "{hits:?}");
+                assert!(backend.occluded(&mesh, rays, &options).iter().all(|&o| o));
+                let all = backend
+                    .trace_all(&mesh, rays, 2, &options)
+                    .expect("hit lists");
+                assert!((0..rays.len()).all(|i| all.hits_of(i).len() == 1));
+            }
+        }
+        release.send(()).ok();
+        let by_release = busy_job.recv().expect("the busy job ends");
+        assert!(by_release, "a pick waited for the pool's busy thread");
     }
 }

@@ -70,11 +70,15 @@ impl CpuBackend {
     ) -> Vec<InstanceHit> {
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         let mut hits = vec![InstanceHit::MISS; rays.len()];
-        self.install_for(rays.len(), || {
-            rays.par_chunks(RAYS_PER_TASK)
-                .zip(hits.par_chunks_mut(RAYS_PER_TASK))
-                .for_each(|(rays, hits)| trace_task(scene, rays, hits, cull, mode))
-        });
+        if CpuBackend::runs_here(rays.len()) {
+            trace_task(scene, rays, &mut hits, cull, mode);
+        } else {
+            self.install(|| {
+                rays.par_chunks(RAYS_PER_TASK)
+                    .zip(hits.par_chunks_mut(RAYS_PER_TASK))
+                    .for_each(|(rays, hits)| trace_task(scene, rays, hits, cull, mode))
+            });
+        }
         hits
     }
 }
