@@ -154,7 +154,8 @@ impl CpuBackend {
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
-        self.in_tracing_order(mesh, rays, hits, 1, Hit::MISS, |rays, hits| match mesh {
+        let bounds = mesh.ray_order_bounds();
+        self.in_tracing_order(bounds, rays, hits, 1, Hit::MISS, |rays, hits| match mesh {
             CpuMesh::Brute(blocks) => brute_force::trace_rays(blocks, rays, hits, cull, mode),
             CpuMesh::Bvh(bvh) => wide_traverse::trace_rays(bvh, rays, hits, cull, mode),
         })
@@ -166,7 +167,7 @@ impl CpuBackend {
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         let mut occluded = vec![false; rays.len()];
         self.in_tracing_order(
-            mesh,
+            mesh.ray_order_bounds(),
             rays,
             &mut occluded,
             1,
@@ -231,11 +232,12 @@ impl CpuBackend {
     /// Runs `task` over `rays` and `out` (`per_ray` values per ray, every one of
     /// which `task` writes) in tasks of [`RAYS_PER_TASK`] rays on the pool, window by
     /// window ([`ray_order::WINDOW`] rays), each window in the order [`RayOrder`]
-    /// picks for it (into a copy filled with `fill`). A batch of one task runs on the
-    /// calling thread instead ([`CpuBackend::runs_here`]).
-    fn in_tracing_order<T: Copy + Send + Sync>(
+    /// picks for it against a mesh box `bounds` (`None`: as given) into a copy
+    /// filled with `fill`. A batch of one task runs on the calling thread instead
+    /// ([`CpuBackend::runs_here`]).
+    pub(crate) fn in_tracing_order<T: Copy + Send + Sync>(
         &self,
-        mesh: &CpuMesh,
+        bounds: Option<(glam::Vec3, glam::Vec3)>,
         rays: &[Ray],
         out: &mut [T],
         per_ray: usize,
@@ -250,7 +252,6 @@ impl CpuBackend {
                 .zip(out.par_chunks_mut(RAYS_PER_TASK * per_ray))
                 .for_each(|(rays, out)| task(rays, out))
         };
-        let bounds = mesh.ray_order_bounds();
         let windows = rays
             .chunks(ray_order::WINDOW)
             .zip(out.chunks_mut(ray_order::WINDOW * per_ray));
@@ -270,7 +271,7 @@ impl CpuBackend {
     /// when it makes one task ([`RAYS_PER_TASK`]), as a pick or a handful of rays
     /// does, other threads cannot help, and a trip to the pool and back would cost
     /// it more than its trace.
-    pub(crate) fn runs_here(rays: usize) -> bool {
+    fn runs_here(rays: usize) -> bool {
         rays <= RAYS_PER_TASK
     }
 

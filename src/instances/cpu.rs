@@ -1,8 +1,6 @@
 //! Instance scenes on the CPU backend: rays in parallel on the backend's pool, the
 //! mirror's top-level loop ([`traverse`]) with the CPU's 8-wide mesh BVH below it.
 
-use rayon::prelude::*;
-
 use super::instance_traverse::{instance_ray, merge, traverse};
 use super::{InstanceHit, InstanceScene};
 use crate::cpu::CpuBackend;
@@ -11,9 +9,6 @@ use crate::cpu::wide_traverse::{self, RayStack};
 use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
 use crate::types::{InstanceHitRecord, Ray};
-
-/// Rays handed to one rayon task.
-const RAYS_PER_TASK: usize = 64;
 
 /// Nearest hit of one world ray: the two-level traversal with the wide mesh BVH,
 /// `stack` the mesh traversal's scratch space (one per task, not one per instance
@@ -70,15 +65,10 @@ impl CpuBackend {
     ) -> Vec<InstanceHit> {
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         let mut hits = vec![InstanceHit::MISS; rays.len()];
-        if CpuBackend::runs_here(rays.len()) {
-            trace_task(scene, rays, &mut hits, cull, mode);
-        } else {
-            self.install(|| {
-                rays.par_chunks(RAYS_PER_TASK)
-                    .zip(hits.par_chunks_mut(RAYS_PER_TASK))
-                    .for_each(|(rays, hits)| trace_task(scene, rays, hits, cull, mode))
-            });
-        }
+        // In the caller's order: no box orders rays across instances yet.
+        self.in_tracing_order(None, rays, &mut hits, 1, InstanceHit::MISS, |rays, hits| {
+            trace_task(scene, rays, hits, cull, mode)
+        });
         hits
     }
 }
