@@ -6,7 +6,7 @@
 //!   become [`Mesh`]es whose BVH passes [`Bvh::validate`];
 //! - the ray–triangle test: an accepted hit is finite, inside the ray interval, on
 //!   the right side for the culling mode, and confirmed by the f64 reference within
-//!   its tolerance model ([`raypick::reference::check_kernel_hit`]); the block
+//!   its tolerance model ([`raypick_testkit::reference::check_kernel_hit`]); the block
 //!   kernel agrees with the scalar one bit for bit;
 //! - BVH traversal (the WGSL mirror and the wide CPU one) gives brute force's answer
 //!   bit for bit, except where brute force's hit is not one f64 confirms (see
@@ -19,7 +19,7 @@ use raypick::cpu::intersect::{RayFrame, intersect as intersect_one};
 use raypick::cpu::wide_bvh::WideBvh;
 use raypick::cpu::{bvh_traverse, wide_traverse};
 use raypick::prepare::{pack_mesh, pack_triangle, sanitize_ray};
-use raypick::reference::{check_kernel_hit, intersect_f64, kernel_tolerance};
+use raypick_testkit::reference::{check_kernel_hit, intersect_f64, kernel_tolerance};
 use raypick::{Cull, Hit, Mesh, Mode, Ray};
 
 /// Meshes up to this many triangles also get a BVH built and validated.

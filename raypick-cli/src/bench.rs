@@ -1,0 +1,896 @@
+//! Timing and comparison helpers behind `raypick trace` and `raypick bench`, usable
+//! from benches and tests too.
+//!
+//! - [`open_picker`] opens a backend (with a CPU thread count) and says why
+//!   [`Backend::Auto`] fell back to the CPU.
+//! - [`prepare`] prepares a mesh for a picker and times the CPU work (`build_ms`)
+//!   and the transfer to the GPU (`upload_ms`) separately.
+//! - [`time_trace`] traces one ray batch once as warm-up, then `repeat` more times,
+//!   and keeps the best wall time.
+//! - [`parity`] counts the rays two backends agree on.
+//! - [`run_trace`] and [`run_bench`] put these together into a [`TraceReport`] and a
+//!   [`BenchReport`], which format themselves as text and serialise with serde.
+//!
+//! What the times measure:
+//! - `build_ms`: CPU preparation of the mesh: building the BVH, or for brute force
+//!   packing the triangles (and on the CPU backend laying them out in SIMD blocks).
+//! - `upload_ms`: creating the GPU triangle buffers from the packed triangles and
+//!   waiting until the queue has finished the copy; always 0 on the CPU backend.
+//! - `trace_ms`: the best wall time of one [`Picker::trace_into`] call over the whole
+//!   ray batch, after one untimed warm-up call. On the GPU that includes writing the
+//!   rays to the GPU, the dispatches and reading the hits back (the time a caller
+//!   waits for its answers), but never device or pipeline creation, mesh upload or
+//!   file I/O.
+
+use std::fmt::{self, Write as _};
+use std::sync::Arc;
+use std::time::Instant;
+
+use raypick::bvh::Bvh;
+use raypick::cpu::CpuBackend;
+use raypick::gpu::GpuContext;
+use raypick::prepare::pack_mesh;
+use raypick::types::PackedTriangle;
+use raypick::{
+    Accel, Backend, Error, Hit, Mesh, PickMesh, Picker, PickerOptions, Ray, Result, TraceOptions,
+    TraceRay,
+};
+use raypick_testkit::fixtures::RaySet;
+
+/// Ray–triangle tests one default bench trace may cost (rays × triangles with brute
+/// force): 16,384 rays (a 128 × 128 camera) on the 100,000-triangle built-in scene.
+/// Measured on a shared 2-core machine: 0.8–1.4 s per trace on the CPU backend
+/// (1,200–2,100 M tests/s), 5–10 s on lavapipe (170–300 M tests/s); far less on a
+/// real GPU.
+pub const DEFAULT_TEST_BUDGET: u64 = 16_384 * 100_000;
+
+/// Default rays per ray set with a BVH: a 1024 × 1024 camera.
+pub const DEFAULT_BVH_RAYS: usize = 1 << 20;
+
+/// Relative `t` tolerance of [`Parity::within_tolerance`].
+pub const PARITY_REL_T: f32 = 1e-5;
+
+/// How to get a GPU adapter without a graphics card.
+pub const GET_A_GPU_HINT: &str = "to run the GPU path without a graphics card, install Mesa's lavapipe \
+     Vulkan driver (Debian/Ubuntu: apt-get install mesa-vulkan-drivers libvulkan1)";
+
+/// What to tell users whose GPU did not open: [`GET_A_GPU_HINT`], and that
+/// `WGPU_BACKEND` restricts the graphics APIs tried when it is set.
+pub fn no_gpu_hint() -> String {
+    match std::env::var("WGPU_BACKEND") {
+        Ok(v) if !v.trim().is_empty() => {
+            format!(
+                "WGPU_BACKEND={v} limits the graphics APIs tried (unset it to try all); {GET_A_GPU_HINT}"
+            )
+        }
+        _ => GET_A_GPU_HINT.to_string(),
+    }
+}
+
+/// The default number of rays per ray set for a mesh of `triangles` triangles: a
+/// square power of two (a `2^k × 2^k` camera) with at most [`DEFAULT_TEST_BUDGET`]
+/// ray–triangle tests, between 32² = 1,024 and 1,024² = 1,048,576 rays.
+///
+/// ```
+/// assert_eq!(raypick::bench::default_ray_count(100_000), 16_384);
+/// assert_eq!(raypick::bench::default_ray_count(10_000_000), 1_024);
+/// ```
+pub fn default_ray_count(triangles: usize) -> usize {
+    let budget = DEFAULT_TEST_BUDGET / triangles.max(1) as u64;
+    let mut side = 32u64;
+    while side < 1024 && (2 * side) * (2 * side) <= budget {
+        side *= 2;
+    }
+    (side * side) as usize
+}
+
+/// A CPU backend on `threads` threads, or on rayon's global pool (all cores) for `None`.
+pub fn cpu_backend(threads: Option<usize>) -> Result<CpuBackend> {
+    match threads {
+        Some(n) => CpuBackend::with_threads(n),
+        None => Ok(CpuBackend::new()),
+    }
+}
+
+/// Opens a picker on `backend`; the CPU backend runs on `threads` threads (all cores
+/// for `None`).
+///
+/// [`Backend::Auto`] opens the GPU when it can, else the CPU; the second value is
+/// then the reason the GPU could not be opened (the error text). [`Backend::Gpu`]
+/// returns that error instead.
+pub fn open_picker(backend: Backend, threads: Option<usize>) -> Result<(Picker, Option<String>)> {
+    let options = PickerOptions {
+        threads,
+        ..PickerOptions::default()
+    };
+    let picker = Picker::with_options(backend, options)?;
+    let fallback = picker.fallback_reason().map(str::to_string);
+    Ok((picker, fallback))
+}
+
+/// The number of threads [`cpu_backend`]`(threads)` traces on.
+pub fn cpu_thread_count(threads: Option<usize>) -> usize {
+    threads.unwrap_or_else(rayon::current_num_threads).max(1)
+}
+
+/// The CPU thread count of a picker made by [`open_picker`]`(_, threads)`, or `None`
+/// on the GPU.
+pub fn picker_threads(picker: &Picker, threads: Option<usize>) -> Option<usize> {
+    (picker.backend() == Backend::Cpu).then(|| cpu_thread_count(threads))
+}
+
+/// Milliseconds elapsed since `start`.
+fn ms_since(start: Instant) -> f64 {
+    (start.elapsed().as_secs_f64() * 1e9).round() / 1e6
+}
+
+/// A mesh prepared for a picker, with the time each step took.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The prepared mesh.
+    pub mesh: PickMesh,
+    /// CPU preparation time in milliseconds (see the [module docs](self)).
+    pub build_ms: f64,
+    /// GPU upload time in milliseconds, 0 on the CPU (see the [module docs](self)).
+    pub upload_ms: f64,
+}
+
+/// Prepares `mesh` for `picker`, timing the CPU preparation and the GPU upload
+/// separately (see the [module docs](self)).
+pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
+    match picker.gpu() {
+        None => {
+            let start = Instant::now();
+            let prepared = picker.upload_with(mesh, accel)?;
+            Ok(Prepared {
+                mesh: prepared,
+                build_ms: ms_since(start),
+                upload_ms: 0.0,
+            })
+        }
+        Some(gpu) => {
+            let start = Instant::now();
+            let built = match accel {
+                Accel::Brute => Built::Packed(pack_mesh(mesh)),
+                _ => Built::Bvh(Arc::new(Bvh::build(mesh))),
+            };
+            let build_ms = ms_since(start);
+            let start = Instant::now();
+            let uploaded = match built {
+                Built::Packed(packed) => gpu.upload_packed(&packed)?,
+                Built::Bvh(bvh) => gpu.upload_bvh(bvh)?,
+            };
+            // The buffer contents are copied on the next submission: make it happen now.
+            gpu.queue().submit([]);
+            gpu.device()
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| Error::Gpu(e.to_string()))?;
+            Ok(Prepared {
+                mesh: PickMesh::from_gpu(uploaded, mesh.origin()),
+                build_ms,
+                upload_ms: ms_since(start),
+            })
+        }
+    }
+}
+
+/// What the CPU builds before a GPU upload.
+enum Built {
+    Packed(Vec<PackedTriangle>),
+    Bvh(Arc<Bvh>),
+}
+
+/// The result of [`time_trace`].
+#[derive(Clone, Debug)]
+pub struct Timed {
+    /// The hits of the last run.
+    pub hits: Vec<Hit>,
+    /// Wall time of each timed run, in milliseconds.
+    pub runs_ms: Vec<f64>,
+    /// The best of [`Timed::runs_ms`].
+    pub best_ms: f64,
+}
+
+/// Traces `rays` once as warm-up, then `repeat` more times (at least once), timing
+/// each [`Picker::trace_into`] call; the best time is [`Timed::best_ms`].
+///
+/// Fails if a timed run's hits differ from the warm-up's (a backend must be
+/// deterministic).
+pub fn time_trace<R: TraceRay>(
+    picker: &Picker,
+    mesh: &PickMesh,
+    rays: &[R],
+    options: &TraceOptions,
+    repeat: usize,
+) -> Result<Timed> {
+    let mut first = vec![Hit::MISS; rays.len()];
+    picker.trace_rays_into(mesh, rays, options, &mut first)?;
+    let mut hits = vec![Hit::MISS; rays.len()];
+    let mut runs_ms = Vec::with_capacity(repeat.max(1));
+    for _ in 0..repeat.max(1) {
+        let start = Instant::now();
+        picker.trace_rays_into(mesh, rays, options, &mut hits)?;
+        runs_ms.push(ms_since(start));
+        if parity(&first, &hits).identical != rays.len() {
+            return Err(Error::Unsupported(format!(
+                "the {} backend returned different hits for the same rays on two runs",
+                picker.backend().name()
+            )));
+        }
+    }
+    let best_ms = runs_ms.iter().copied().fold(f64::INFINITY, f64::min);
+    Ok(Timed {
+        hits,
+        runs_ms,
+        best_ms,
+    })
+}
+
+/// Millions of rays per second for `rays` rays in `ms` milliseconds (0 when `ms` is 0).
+pub fn mrays_per_s(rays: usize, ms: f64) -> f64 {
+    if ms > 0.0 {
+        rays as f64 / ms / 1e3
+    } else {
+        0.0
+    }
+}
+
+/// Millions of ray–triangle tests per second (brute force: every ray against every
+/// triangle) for `rays × triangles` tests in `ms` milliseconds (0 when `ms` is 0).
+pub fn mtests_per_s(rays: usize, triangles: usize, ms: f64) -> f64 {
+    if ms > 0.0 {
+        rays as f64 * triangles as f64 / ms / 1e3
+    } else {
+        0.0
+    }
+}
+
+/// Number of hits (rays that hit a triangle).
+pub fn hit_count(hits: &[Hit]) -> usize {
+    hits.iter().filter(|h| h.is_hit()).count()
+}
+
+/// How many rays two hit lists agree on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Parity {
+    /// Rays compared (the length of the shorter list).
+    pub rays: usize,
+    /// Rays whose hits are bit-for-bit identical (`t`, `u`, `v`, `prim`).
+    pub identical: usize,
+    /// Rays with the same triangle (or both missing) and `t` within [`PARITY_REL_T`]
+    /// relative; includes the identical ones.
+    pub within_tolerance: usize,
+}
+
+impl Parity {
+    /// Rays that disagree beyond the tolerance.
+    pub fn differing(&self) -> usize {
+        self.rays - self.within_tolerance
+    }
+}
+
+/// Counts the rays on which `a` and `b` agree (see [`Parity`]).
+pub fn parity(a: &[Hit], b: &[Hit]) -> Parity {
+    let mut p = Parity {
+        rays: a.len().min(b.len()),
+        ..Parity::default()
+    };
+    for (x, y) in a.iter().zip(b) {
+        let bits = |h: &Hit| (h.t.to_bits(), h.u.to_bits(), h.v.to_bits(), h.prim);
+        if bits(x) == bits(y) {
+            p.identical += 1;
+            p.within_tolerance += 1;
+        } else if x.prim == y.prim
+            && (!x.is_hit() || (x.t - y.t).abs() <= PARITY_REL_T * x.t.abs().max(y.t.abs()))
+        {
+            p.within_tolerance += 1;
+        }
+    }
+    p
+}
+
+/// Counts and times of one traced batch, shared by [`TraceReport`] and [`BenchRow`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Measurement {
+    /// Rays traced.
+    pub rays: usize,
+    /// Rays that hit a triangle.
+    pub hits: usize,
+    /// CPU preparation of the mesh, in milliseconds (see the [module docs](self)).
+    pub build_ms: f64,
+    /// Mesh upload to the GPU, in milliseconds; 0 on the CPU.
+    pub upload_ms: f64,
+    /// Best trace time of the timed runs after a warm-up, in milliseconds.
+    pub trace_ms: f64,
+    /// Millions of rays per second at `trace_ms`.
+    pub mrays_per_s: f64,
+    /// Millions of ray–triangle tests per second at `trace_ms`.
+    pub mtests_per_s: f64,
+}
+
+impl Measurement {
+    /// The measurement of `timed` runs over `rays` rays and `triangles` triangles.
+    pub fn new(prepared: &Prepared, timed: &Timed, rays: usize, triangles: usize) -> Self {
+        Self {
+            rays,
+            hits: hit_count(&timed.hits),
+            build_ms: prepared.build_ms,
+            upload_ms: prepared.upload_ms,
+            trace_ms: timed.best_ms,
+            mrays_per_s: mrays_per_s(rays, timed.best_ms),
+            mtests_per_s: mtests_per_s(rays, triangles, timed.best_ms),
+        }
+    }
+}
+
+/// What `raypick trace` reports (its `--json` object).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TraceReport {
+    /// `"cpu"` or `"gpu"`.
+    pub backend: String,
+    /// The device that traced ([`Picker::device_name`]).
+    pub adapter: String,
+    /// Acceleration structure ([`accel_name`]).
+    pub accel: String,
+    /// Culling mode ([`cull_name`]).
+    pub cull: String,
+    /// Ray–triangle test ([`mode_name`]).
+    pub mode: String,
+    /// Triangles in the mesh.
+    pub triangles: usize,
+    /// Counts and times of the traced batch.
+    #[serde(flatten)]
+    pub measured: Measurement,
+    /// Timed runs after the warm-up.
+    pub repeat: usize,
+    /// CPU threads, or `None` on the GPU.
+    pub threads: Option<usize>,
+    /// Why `--backend auto` fell back to the CPU, if it did.
+    pub fallback: Option<String>,
+}
+
+/// Prepares `mesh` for `picker`, traces `rays` (one warm-up, then `repeat` timed
+/// runs) and returns the report and the hits.
+///
+/// `cpu_threads` is the thread count the CPU backend was made with (`None`: rayon's
+/// global pool), `fallback` the reason [`open_picker`] gave for not using the GPU.
+#[allow(clippy::too_many_arguments)]
+pub fn run_trace<R: TraceRay>(
+    picker: &Picker,
+    mesh: &Mesh,
+    rays: &[R],
+    accel: Accel,
+    options: &TraceOptions,
+    repeat: usize,
+    cpu_threads: Option<usize>,
+    fallback: Option<String>,
+) -> Result<(TraceReport, Vec<Hit>)> {
+    let prepared = prepare(picker, mesh, accel)?;
+    let timed = time_trace(picker, &prepared.mesh, rays, options, repeat)?;
+    let triangles = mesh.triangle_count();
+    let report = TraceReport {
+        backend: picker.backend().name().to_string(),
+        adapter: picker.device_name(),
+        accel: accel.name().to_string(),
+        cull: options.cull.name().to_string(),
+        mode: options.mode.name().to_string(),
+        triangles,
+        measured: Measurement::new(&prepared, &timed, rays.len(), triangles),
+        repeat: timed.runs_ms.len(),
+        threads: picker_threads(picker, cpu_threads),
+        // A GPU lost or out of memory during the run also sends `Backend::Auto` to the CPU.
+        fallback: fallback.or_else(|| picker.fallback_reason().map(str::to_string)),
+    };
+    Ok((report, timed.hits))
+}
+
+impl fmt::Display for TraceReport {
+    /// A few aligned lines for people.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hit_pct = if self.measured.rays > 0 {
+            100.0 * self.measured.hits as f64 / self.measured.rays as f64
+        } else {
+            0.0
+        };
+        writeln!(f, "backend    {}", self.backend)?;
+        writeln!(f, "device     {}", self.adapter)?;
+        writeln!(
+            f,
+            "accel      {}, cull {}, mode {}",
+            self.accel, self.cull, self.mode
+        )?;
+        writeln!(f, "triangles  {}", self.triangles)?;
+        writeln!(f, "rays       {}", self.measured.rays)?;
+        writeln!(f, "hits       {} ({hit_pct:.1}%)", self.measured.hits)?;
+        writeln!(f, "build      {:.3} ms", self.measured.build_ms)?;
+        writeln!(f, "upload     {:.3} ms", self.measured.upload_ms)?;
+        writeln!(
+            f,
+            "trace      {:.3} ms (best of {} after a warm-up)",
+            self.measured.trace_ms, self.repeat
+        )?;
+        writeln!(
+            f,
+            "speed      {} Mrays/s, {} M ray-triangle tests/s",
+            sig3(self.measured.mrays_per_s),
+            sig3(self.measured.mtests_per_s)
+        )
+    }
+}
+
+/// Which backends [`run_bench`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BenchBackends {
+    /// Run the CPU backend.
+    pub cpu: bool,
+    /// Run the GPU backend: `Some(true)` requires it (no adapter is an error),
+    /// `Some(false)` runs it when an adapter opens, `None` skips it.
+    pub gpu: Option<bool>,
+}
+
+impl Default for BenchBackends {
+    /// Every available backend: the CPU, and the GPU when an adapter opens.
+    fn default() -> Self {
+        Self {
+            cpu: true,
+            gpu: Some(false),
+        }
+    }
+}
+
+/// What [`run_bench`] runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BenchConfig {
+    /// Ray sets, in report order.
+    pub ray_sets: Vec<RaySet>,
+    /// Rays per set; `None` for [`default_ray_count`].
+    pub rays: Option<usize>,
+    /// Backends.
+    pub backends: BenchBackends,
+    /// Timed runs after the warm-up (at least 1).
+    pub repeat: usize,
+    /// CPU threads (`None`: all cores).
+    pub threads: Option<usize>,
+    /// Acceleration structures to compare, in report order.
+    pub accels: Vec<Accel>,
+    /// Trace options.
+    pub options: TraceOptions,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        Self {
+            ray_sets: RaySet::ALL.to_vec(),
+            rays: None,
+            backends: BenchBackends::default(),
+            repeat: 1,
+            threads: None,
+            accels: vec![Accel::Bvh, Accel::Brute],
+            options: TraceOptions::default(),
+        }
+    }
+}
+
+/// One backend on one ray set.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct BenchRow {
+    /// `"cpu"` or `"gpu"`.
+    pub backend: String,
+    /// The device that traced ([`Picker::device_name`]).
+    pub adapter: String,
+    /// Acceleration structure ([`accel_name`]).
+    pub accel: String,
+    /// The ray set.
+    pub ray_set: RaySet,
+    /// Counts and times of the traced batch.
+    #[serde(flatten)]
+    pub measured: Measurement,
+}
+
+/// Agreement of two runs on one ray set: the CPU and the GPU with one acceleration
+/// structure, or the BVH and brute force on the CPU.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ParityRow {
+    /// What was compared, e.g. `bvh cpu/gpu` or `cpu bvh/brute`.
+    pub compared: String,
+    /// The ray set.
+    pub ray_set: RaySet,
+    /// Rays compared.
+    pub rays: usize,
+    /// Rays with bit-identical hits.
+    pub identical: usize,
+    /// Rays with the same triangle and `t` within [`PARITY_REL_T`] relative.
+    pub within_tolerance: usize,
+    /// Rays that differ beyond that.
+    pub differing: usize,
+}
+
+/// GPU speed relative to the CPU on one ray set.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SpeedRatio {
+    /// Acceleration structure ([`accel_name`]).
+    pub accel: String,
+    /// The ray set.
+    pub ray_set: RaySet,
+    /// CPU trace time / GPU trace time: above 1 the GPU is faster.
+    pub gpu_over_cpu: f64,
+}
+
+/// What `raypick bench` reports (its `--json` object).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct BenchReport {
+    /// The scene: a mesh file path, or `builtin` for [`fixtures::builtin_scene`].
+    pub scene: String,
+    /// Triangles in the scene.
+    pub triangles: usize,
+    /// Culling mode ([`cull_name`]).
+    pub cull: String,
+    /// Ray–triangle test ([`mode_name`]).
+    pub mode: String,
+    /// Timed runs after the warm-up per row.
+    pub repeat: usize,
+    /// CPU threads, when the CPU ran.
+    pub threads: Option<usize>,
+    /// One row per backend, acceleration structure and ray set.
+    pub rows: Vec<BenchRow>,
+    /// GPU/CPU speed per ray set, when both ran.
+    pub speed: Vec<SpeedRatio>,
+    /// CPU/GPU agreement per acceleration structure and ray set, and BVH/brute
+    /// force agreement on the CPU, when both ran.
+    pub parity: Vec<ParityRow>,
+    /// Why the GPU did not run although it was wanted, with a hint on getting one.
+    pub notice: Option<String>,
+}
+
+/// A step of [`run_bench`] about to run, for a progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress<'a> {
+    /// Steps finished so far.
+    pub done: usize,
+    /// All steps of the run: per acceleration structure and backend, one
+    /// preparation and one trace per ray set.
+    pub total: usize,
+    /// What runs next, e.g. `tracing 16384 primary rays (bvh) on the gpu`.
+    pub what: &'a str,
+}
+
+/// Runs the benchmark: for each backend, prepares `mesh`, then traces each ray set
+/// (one warm-up, then `repeat` timed runs); compares speed and hits of the CPU and
+/// the GPU. `progress` is told what is about to run (for a progress bar), and once
+/// more with `done == total` at the end.
+///
+/// Fails if the mesh has no finite vertices, if a required GPU cannot be opened, or
+/// if a backend fails.
+pub fn run_bench(
+    scene: &str,
+    mesh: &Mesh,
+    config: &BenchConfig,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<BenchReport> {
+    let bounds = mesh.bounds().ok_or_else(|| {
+        Error::Unsupported(format!(
+            "{scene}: the mesh has no triangles with finite vertices to aim rays at"
+        ))
+    })?;
+    let triangles = mesh.triangle_count();
+    let ray_count = |accel: Accel| {
+        config.rays.unwrap_or_else(|| match accel {
+            Accel::Brute => default_ray_count(triangles),
+            _ => DEFAULT_BVH_RAYS,
+        })
+    };
+    let mut pickers = Vec::new();
+    let mut notice = None;
+    if config.backends.cpu {
+        pickers.push(Picker::from_cpu(cpu_backend(config.threads)?));
+    }
+    match config.backends.gpu {
+        Some(true) => pickers.push(Picker::from_gpu(GpuContext::new()?)),
+        Some(false) => match GpuContext::new() {
+            Ok(gpu) => pickers.push(Picker::from_gpu(gpu)),
+            Err(e) => notice = Some(format!("no GPU results: {e}; {}", no_gpu_hint())),
+        },
+        None => {}
+    }
+
+    let total = config.accels.len() * pickers.len() * (1 + config.ray_sets.len());
+    let mut done = 0;
+    let mut step = |what: &str| {
+        progress(Progress { done, total, what });
+        done += 1;
+    };
+    let mut rows = Vec::new();
+    let mut speed = Vec::new();
+    let mut parity_rows = Vec::new();
+    // Hits of the CPU per (accel, ray set), for the BVH/brute comparison.
+    let mut cpu_hits: Vec<(Accel, RaySet, Vec<Ray>, Vec<Hit>)> = Vec::new();
+    for &accel in &config.accels {
+        let count = ray_count(accel);
+        let ray_sets: Vec<(RaySet, Vec<Ray>)> = config
+            .ray_sets
+            .iter()
+            .map(|&s| (s, s.generate(bounds, count)))
+            .collect();
+        let mut hits: Vec<(Backend, RaySet, Vec<Hit>)> = Vec::new();
+        let mut times: Vec<(Backend, RaySet, f64)> = Vec::new();
+        for picker in &pickers {
+            let backend = picker.backend().name();
+            let name = accel.name();
+            step(&format!(
+                "preparing {triangles} triangles ({name}) on the {backend}"
+            ));
+            let prepared = prepare(picker, mesh, accel)?;
+            for (set, rays) in &ray_sets {
+                step(&format!(
+                    "tracing {} {set} rays ({name}) on the {backend}",
+                    rays.len()
+                ));
+                let timed =
+                    time_trace(picker, &prepared.mesh, rays, &config.options, config.repeat)?;
+                rows.push(BenchRow {
+                    backend: backend.to_string(),
+                    adapter: picker.device_name(),
+                    accel: name.to_string(),
+                    ray_set: *set,
+                    measured: Measurement::new(&prepared, &timed, rays.len(), triangles),
+                });
+                times.push((picker.backend(), *set, timed.best_ms));
+                hits.push((picker.backend(), *set, timed.hits));
+            }
+        }
+        let find_hits =
+            |b: Backend, s: RaySet| hits.iter().find(|h| h.0 == b && h.1 == s).map(|h| &h.2);
+        let find_ms =
+            |b: Backend, s: RaySet| times.iter().find(|h| h.0 == b && h.1 == s).map(|h| h.2);
+        for (set, rays) in &ray_sets {
+            if let (Some(cpu), Some(gpu)) =
+                (find_ms(Backend::Cpu, *set), find_ms(Backend::Gpu, *set))
+            {
+                speed.push(SpeedRatio {
+                    accel: accel.name().to_string(),
+                    ray_set: *set,
+                    gpu_over_cpu: if gpu > 0.0 { cpu / gpu } else { 0.0 },
+                });
+            }
+            if let (Some(cpu), Some(gpu)) =
+                (find_hits(Backend::Cpu, *set), find_hits(Backend::Gpu, *set))
+            {
+                parity_rows.push(ParityRow::new(
+                    format!("{} cpu/gpu", accel.name()),
+                    *set,
+                    parity(cpu, gpu),
+                ));
+            }
+            if let Some(cpu) = find_hits(Backend::Cpu, *set) {
+                cpu_hits.push((accel, *set, rays.clone(), cpu.clone()));
+            }
+        }
+    }
+    progress(Progress {
+        done: total,
+        total,
+        what: "comparing hits",
+    });
+    // The BVH against brute force on the CPU, on brute force's rays.
+    if let Some(cpu) = pickers.iter().find(|p| p.backend() == Backend::Cpu)
+        && config.accels.contains(&Accel::Bvh)
+    {
+        let mut prepared = None;
+        for (_, set, rays, brute) in cpu_hits.iter().filter(|h| h.0 == Accel::Brute) {
+            if prepared.is_none() {
+                prepared = Some(cpu.upload_with(mesh, Accel::Bvh)?);
+            }
+            let bvh = cpu.trace(
+                prepared.as_ref().expect("just prepared"),
+                rays,
+                &config.options,
+            )?;
+            parity_rows.push(ParityRow::new(
+                "cpu bvh/brute".to_string(),
+                *set,
+                parity(&bvh, brute),
+            ));
+        }
+    }
+
+    Ok(BenchReport {
+        scene: scene.to_string(),
+        triangles,
+        cull: config.options.cull.name().to_string(),
+        mode: config.options.mode.name().to_string(),
+        repeat: config.repeat.max(1),
+        threads: config
+            .backends
+            .cpu
+            .then(|| cpu_thread_count(config.threads)),
+        rows,
+        speed,
+        parity: parity_rows,
+        notice,
+    })
+}
+
+impl ParityRow {
+    fn new(compared: String, ray_set: RaySet, p: Parity) -> Self {
+        Self {
+            compared,
+            ray_set,
+            rays: p.rays,
+            identical: p.identical,
+            within_tolerance: p.within_tolerance,
+            differing: p.differing(),
+        }
+    }
+}
+
+/// `x` with three significant digits (`0.00239`, `2.39`, `239`, `2387`).
+pub(crate) fn sig3(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let decimals = (2 - x.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// Lays out `cells` (first row = header) as a table: text columns left-aligned,
+/// numbers right-aligned.
+fn table(cells: &[Vec<String>], numeric: &[bool]) -> String {
+    let columns = cells.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            cells
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in cells {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            if c > 0 {
+                line.push_str("  ");
+            }
+            let _ = if numeric[c] {
+                write!(line, "{cell:>w$}", w = widths[c])
+            } else {
+                write!(line, "{cell:<w$}", w = widths[c])
+            };
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+impl fmt::Display for BenchReport {
+    /// The comparison table, then speed ratios, parity and the notice, for people.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut cells = vec![
+            [
+                "scene",
+                "triangles",
+                "accel",
+                "ray set",
+                "rays",
+                "backend",
+                "device",
+                "build ms",
+                "trace ms",
+                "Mrays/s",
+                "Mtests/s",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ];
+        for r in &self.rows {
+            cells.push(vec![
+                self.scene.clone(),
+                self.triangles.to_string(),
+                r.accel.clone(),
+                r.ray_set.to_string(),
+                r.measured.rays.to_string(),
+                r.backend.clone(),
+                r.adapter.clone(),
+                sig3(r.measured.build_ms + r.measured.upload_ms),
+                sig3(r.measured.trace_ms),
+                sig3(r.measured.mrays_per_s),
+                sig3(r.measured.mtests_per_s),
+            ]);
+        }
+        f.write_str(&table(
+            &cells,
+            &[
+                false, true, false, false, true, false, false, true, true, true, true,
+            ],
+        ))?;
+        writeln!(
+            f,
+            "(cull {}, mode {}; build ms = BVH build or packing, plus upload to the GPU; trace ms = best of {} after a warm-up; Mtests/s counts rays x triangles)",
+            self.cull, self.mode, self.repeat
+        )?;
+        for s in &self.speed {
+            let verdict = if s.gpu_over_cpu >= 1.0 {
+                "faster"
+            } else {
+                "slower"
+            };
+            writeln!(
+                f,
+                "gpu/cpu speed {} {}: {}x (GPU {verdict})",
+                s.accel,
+                s.ray_set,
+                sig3(s.gpu_over_cpu)
+            )?;
+        }
+        for p in &self.parity {
+            write!(
+                f,
+                "parity {} {}: {}/{} identical",
+                p.compared, p.ray_set, p.identical, p.rays
+            )?;
+            if p.identical != p.rays {
+                write!(
+                    f,
+                    ", {}/{} same triangle within {PARITY_REL_T:e} relative t, {} differ",
+                    p.within_tolerance, p.rays, p.differing
+                )?;
+            }
+            writeln!(f)?;
+        }
+        if let Some(notice) = &self.notice {
+            writeln!(f, "notice: {notice}")?;
+        } else if self.parity.is_empty() {
+            writeln!(f, "parity: not checked (only one backend ran)")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(sig3(0.0), "0");
+        assert_eq!(sig3(0.0023871), "0.00239");
+        assert_eq!(sig3(2.3871), "2.39");
+        assert_eq!(sig3(238.71), "239");
+        assert_eq!(sig3(2387.1), "2387");
+    }
+
+    #[test]
+    fn parity_counts() {
+        let a = [
+            Hit {
+                t: 1.0,
+                u: 0.1,
+                v: 0.2,
+                prim: 3,
+            },
+            Hit::MISS,
+            Hit {
+                t: 2.0,
+                u: 0.1,
+                v: 0.2,
+                prim: 3,
+            },
+            Hit {
+                t: 2.0,
+                u: 0.1,
+                v: 0.2,
+                prim: 3,
+            },
+        ];
+        let mut b = a;
+        b[2].t = 2.0 * (1.0 + 1e-6);
+        b[3].prim = 4;
+        let p = parity(&a, &b);
+        assert_eq!(
+            (p.rays, p.identical, p.within_tolerance, p.differing()),
+            (4, 2, 3, 1)
+        );
+    }
+}

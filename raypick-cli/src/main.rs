@@ -1,0 +1,831 @@
+//! `raypick`: trace ray files against meshes, benchmark the CPU and GPU backends,
+//! render what a camera's rays hit, pick the triangle under a pixel, and list the
+//! adapters.
+//!
+//! Thin over the library: parses the command line, calls [`raypick::io`],
+//! [`raypick::render`] and [`raypick::screen`], runs the benchmark (`bench`), writes
+//! reports (`report`) and PNG files (`png`), prints.
+//! Every failure is one line `raypick: error: <message>` on stderr and a non-zero exit
+//! status (clap's own usage errors keep clap's format and exit status 2).
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+mod bench;
+mod png;
+mod report;
+
+use bench::{BenchBackends, BenchConfig};
+use raypick::{Accel, Backend, Cull, Mode, TraceOptions, io, render};
+use raypick_testkit::fixtures;
+use raypick_testkit::fixtures::RaySet;
+use report::{BenchRecord, InfoReport, write_bench_report};
+
+#[derive(Parser)]
+#[command(
+    name = "raypick",
+    version,
+    about = "Ray-triangle picking on the GPU (wgpu) and the CPU"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Trace a ray file against a mesh and write a hit file.
+    Trace(TraceArgs),
+    /// Compare the CPU and GPU backends on a mesh (default: a generated scene).
+    Bench(BenchArgs),
+    /// Render what the primary rays of a camera hit, as a PNG image.
+    Render(RenderArgs),
+    /// Pick the triangle under one pixel of a camera's image.
+    Pick(PickArgs),
+    /// List the GPU adapters, their limits and the one `--backend auto` uses, and
+    /// the CPU.
+    Info(InfoArgs),
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Options shared by `trace` and `bench`.
+#[derive(Args)]
+struct Common {
+    /// Face culling.
+    #[arg(long, value_enum, default_value_t = CullArg::None)]
+    cull: CullArg,
+    /// Ray-triangle test: watertight never lets a ray slip through a shared edge or
+    /// vertex; fast is Moller-Trumbore.
+    #[arg(long, value_enum, default_value_t = ModeArg::from(Mode::default()))]
+    mode: ModeArg,
+    /// Timed runs after one warm-up; the best time is reported.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// CPU threads (default: all cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    threads: Option<u32>,
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+impl Common {
+    fn options(&self) -> TraceOptions {
+        TraceOptions {
+            cull: self.cull.cull(),
+            mode: self.mode.mode(),
+        }
+    }
+
+    fn threads(&self) -> Option<usize> {
+        self.threads.map(|n| n as usize)
+    }
+}
+
+#[derive(Args)]
+struct TraceArgs {
+    /// Mesh file (.obj, .gltf, .glb, .ply, .stl).
+    #[arg(long, value_name = "FILE")]
+    mesh: PathBuf,
+    /// Ray file (.rays, .npy or .csv).
+    #[arg(long, value_name = "FILE")]
+    rays: PathBuf,
+    /// Hit file to write (.hits, .npy or .csv).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Backend: auto uses the GPU when an adapter opens, else the CPU.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    /// Acceleration structure.
+    #[arg(long, value_enum, default_value_t = AccelArg::Bvh)]
+    accel: AccelArg,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Mesh file (.obj, .gltf, .glb, .ply, .stl); default: the built-in generated scene.
+    #[arg(long, value_name = "FILE")]
+    mesh: Option<PathBuf>,
+    /// Triangles in the built-in scene.
+    #[arg(long, value_name = "N", conflicts_with = "mesh",
+          default_value_t = fixtures::DEFAULT_SCENE_TRIANGLES as u64,
+          value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    triangles: u64,
+    /// Ray sets (primary, random; default both) and/or the number of rays in each
+    /// (default: sized so brute force stays quick). Comma-separated or repeated.
+    #[arg(long, value_name = "primary|random|N", value_delimiter = ',', value_parser = parse_rays_arg)]
+    rays: Vec<RaysArg>,
+    /// Backends to run, comma-separated (default: the CPU, and the GPU if an adapter opens).
+    #[arg(long, value_name = "cpu,gpu", value_enum, value_delimiter = ',')]
+    backend: Vec<BenchBackendArg>,
+    /// Acceleration structures to compare, comma-separated (default: bvh,brute).
+    #[arg(long, value_name = "bvh,brute", value_enum, value_delimiter = ',')]
+    accel: Vec<AccelArg>,
+    /// Also write DIR/bench.json (every measurement, the machine, the command line)
+    /// and DIR/bench.svg (a bar chart of Mrays/s); DIR is created if missing.
+    #[arg(long, value_name = "DIR")]
+    report: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args)]
+struct RenderArgs {
+    /// Mesh file, or `builtin[:N]` for the generated scene of N triangles
+    /// (default: the built-in scene).
+    #[arg(long, value_name = "FILE|builtin[:N]")]
+    mesh: Option<String>,
+    /// PNG file to write.
+    #[arg(long, value_name = "FILE.png")]
+    out: PathBuf,
+    #[command(flatten)]
+    view: ViewArgs,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// What traces the rays of `render` and `pick`, and how.
+#[derive(Args)]
+struct EngineArgs {
+    /// Backend: auto uses the GPU when an adapter opens, else the CPU.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    /// Acceleration structure.
+    #[arg(long, value_enum, default_value_t = AccelArg::Bvh)]
+    accel: AccelArg,
+    /// Face culling.
+    #[arg(long, value_enum, default_value_t = CullArg::None)]
+    cull: CullArg,
+    /// Ray-triangle test.
+    #[arg(long, value_enum, default_value_t = ModeArg::from(Mode::default()))]
+    mode: ModeArg,
+}
+
+impl EngineArgs {
+    fn options(&self) -> TraceOptions {
+        TraceOptions {
+            cull: self.cull.cull(),
+            mode: self.mode.mode(),
+        }
+    }
+}
+
+/// The camera and image of `render` and `pick` (the same arguments give the same
+/// image, so a pixel of a rendered image can be picked). Vectors and the size are
+/// checked after parsing, so a bad value is one `raypick: error:` line.
+#[derive(Args)]
+struct ViewArgs {
+    /// Eye position (default: framed to see the whole mesh).
+    #[arg(long, value_name = "X,Y,Z")]
+    eye: Option<String>,
+    /// The point looked at (default: the mesh's centre when --eye is given, else
+    /// framed to see the whole mesh).
+    #[arg(long, value_name = "X,Y,Z")]
+    target: Option<String>,
+    /// Up direction.
+    #[arg(long, value_name = "X,Y,Z", default_value = "0,1,0")]
+    up: String,
+    /// Vertical field of view in degrees.
+    #[arg(long, value_name = "DEG", default_value_t = 50.0)]
+    fov_y: f32,
+    /// Image size in pixels.
+    #[arg(long, value_name = "WxH", default_value = "640x400")]
+    size: String,
+}
+
+impl ViewArgs {
+    /// The image size and the checked camera for `mesh` (named `name` in errors).
+    fn camera(
+        &self,
+        name: &str,
+        mesh: &raypick::Mesh,
+    ) -> Result<(raypick::camera::Camera, u32, u32), String> {
+        let (width, height) = parse_size(&self.size)?;
+        let vector = |flag: &str, value: &Option<String>| {
+            value
+                .as_deref()
+                .map(|v| parse_vec3(v).map_err(|e| format!("{flag} {v}: {e}")))
+                .transpose()
+        };
+        let (eye, target) = (
+            vector("--eye", &self.eye)?,
+            vector("--target", &self.target)?,
+        );
+        let up = parse_vec3(&self.up).map_err(|e| format!("--up {}: {e}", self.up))?;
+        let bounds = mesh
+            .bounds()
+            .ok_or_else(|| format!("{name}: the mesh has no triangles with finite vertices"))?;
+        let mut camera = raypick::camera::Camera::framing(
+            bounds.0,
+            bounds.1,
+            glam::Vec3::new(0.2, 1.0, 1.0),
+            self.fov_y.to_radians(),
+            raypick::camera::aspect(width, height),
+        );
+        if eye.is_some() || target.is_some() {
+            camera.eye = eye.unwrap_or(camera.eye);
+            camera.target = target.unwrap_or(0.5 * (bounds.0 + bounds.1));
+        }
+        camera.up = up;
+        camera.check().map_err(|e| format!("bad camera: {e}"))?;
+        Ok((camera, width, height))
+    }
+}
+
+#[derive(Args)]
+struct PickArgs {
+    /// Mesh file, or `builtin[:N]` for the generated scene of N triangles.
+    #[arg(long, value_name = "FILE|builtin[:N]")]
+    mesh: String,
+    #[command(flatten)]
+    view: ViewArgs,
+    /// The pixel to pick, counted from the top-left pixel (0,0); its centre is picked.
+    #[arg(long, value_name = "PX,PY")]
+    pixel: String,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Print one JSON object on stdout instead of a line of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `PX,PY`: two non-negative integers.
+fn parse_pixel(s: &str) -> Result<(u32, u32), String> {
+    let parts: Vec<Option<u32>> = s.split(',').map(|p| p.trim().parse().ok()).collect();
+    match parts[..] {
+        [Some(x), Some(y)] => Ok((x, y)),
+        _ => Err("expected two whole numbers PX,PY (pixels from the top-left)".into()),
+    }
+}
+
+fn parse_vec3(s: &str) -> Result<glam::Vec3, String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let values: Vec<f32> = parts
+        .iter()
+        .filter_map(|p| p.parse::<f32>().ok().filter(|v| v.is_finite()))
+        .collect();
+    match values[..] {
+        [x, y, z] if parts.len() == 3 => Ok(glam::Vec3::new(x, y, z)),
+        _ => Err("expected three finite numbers X,Y,Z".into()),
+    }
+}
+
+/// `WxH`, each side 1 to [`render::MAX_SIDE`].
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let bad = || {
+        format!(
+            "--size {s}: expected WIDTHxHEIGHT, each side 1 to {} pixels",
+            render::MAX_SIDE
+        )
+    };
+    let (w, h) = s.trim().split_once(['x', 'X']).ok_or_else(bad)?;
+    let (w, h) = (
+        w.trim().parse::<u32>().map_err(|_| bad())?,
+        h.trim().parse::<u32>().map_err(|_| bad())?,
+    );
+    render::check_size(w, h).map_err(|_| bad())?;
+    Ok((w, h))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ModeArg {
+    Fast,
+    Watertight,
+}
+
+impl ModeArg {
+    fn mode(self) -> Mode {
+        match self {
+            ModeArg::Fast => Mode::Fast,
+            ModeArg::Watertight => Mode::Watertight,
+        }
+    }
+}
+
+impl From<Mode> for ModeArg {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Fast => ModeArg::Fast,
+            Mode::Watertight => ModeArg::Watertight,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BackendArg {
+    Auto,
+    Cpu,
+    Gpu,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BenchBackendArg {
+    Cpu,
+    Gpu,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AccelArg {
+    /// A bounding volume hierarchy.
+    Bvh,
+    /// Every ray against every triangle.
+    Brute,
+}
+
+impl BackendArg {
+    fn backend(self) -> Backend {
+        match self {
+            BackendArg::Auto => Backend::Auto,
+            BackendArg::Cpu => Backend::Cpu,
+            BackendArg::Gpu => Backend::Gpu,
+        }
+    }
+}
+
+impl CullArg {
+    fn cull(self) -> Cull {
+        match self {
+            CullArg::None => Cull::None,
+            CullArg::Back => Cull::Back,
+            CullArg::Front => Cull::Front,
+        }
+    }
+}
+
+impl AccelArg {
+    fn accel(self) -> Accel {
+        match self {
+            AccelArg::Bvh => Accel::Bvh,
+            AccelArg::Brute => Accel::Brute,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CullArg {
+    /// Double-sided.
+    None,
+    /// Skip back faces.
+    Back,
+    /// Skip front faces.
+    Front,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RaysArg {
+    Set(RaySet),
+    Count(usize),
+}
+
+fn parse_rays_arg(s: &str) -> Result<RaysArg, String> {
+    let s = s.trim();
+    if let Some(set) = RaySet::ALL
+        .into_iter()
+        .find(|set| set.name().eq_ignore_ascii_case(s))
+    {
+        return Ok(RaysArg::Set(set));
+    }
+    match s.replace('_', "").parse::<usize>() {
+        Ok(0) => Err("the ray count must be at least 1".into()),
+        Ok(n) if n > 1 << 26 => Err(format!(
+            "{n} rays is more than this bench allows ({})",
+            1 << 26
+        )),
+        Ok(n) => Ok(RaysArg::Count(n)),
+        Err(_) => Err("expected primary, random or a ray count".into()),
+    }
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("raypick: error: internal error: {}{at}", one_line(&message));
+    }));
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Trace(args) => trace(args),
+        Command::Bench(args) => bench_command(args),
+        Command::Render(args) => render_command(args),
+        Command::Pick(args) => pick_command(args),
+        Command::Info(args) => info_command(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("raypick: error: {}", one_line(&message));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The message on one line (multi-line driver errors are joined).
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Writes `text` to stdout; a closed pipe (`raypick ... | head`) is not an error.
+fn emit(text: &str) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write to stdout: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, String> {
+    serde_json::to_string(value)
+        .map(|s| s + "\n")
+        .map_err(|e| format!("cannot format JSON: {e}"))
+}
+
+fn gpu_error(e: raypick::Error) -> String {
+    format!("cannot open the GPU backend: {e}; {}", bench::no_gpu_hint())
+}
+
+/// Fails early (before any tracing) when `path` has none of the `extensions` of a
+/// `what` file, is a directory, or its directory does not exist.
+fn check_output_path(path: &Path, extensions: &[&str], what: &str) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!(
+            "{}: cannot write there: it is a directory",
+            path.display()
+        ));
+    }
+    if let Some(dir) = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+    {
+        return Err(format!(
+            "{}: cannot write there: {} is not a directory",
+            path.display(),
+            dir.display()
+        ));
+    }
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some(e) if extensions.contains(&e) => Ok(()),
+        _ => Err(format!(
+            "{}: unknown {what} file format ({}); supported: {}",
+            path.display(),
+            match path.extension() {
+                Some(e) => format!("extension '.{}'", e.to_string_lossy()),
+                None => "no extension".into(),
+            },
+            extensions
+                .iter()
+                .map(|e| format!(".{e}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// Opens a picker on `backend`, telling on stderr when `auto` fell back to the CPU.
+fn open_picker(
+    backend: Backend,
+    threads: Option<usize>,
+) -> Result<(raypick::Picker, Option<String>), String> {
+    let (picker, fallback) = bench::open_picker(backend, threads).map_err(|e| match backend {
+        Backend::Gpu => gpu_error(e),
+        _ => format!("cannot open the backend: {e}"),
+    })?;
+    if let Some(reason) = &fallback {
+        eprintln!(
+            "raypick: notice: no GPU, tracing on the CPU instead: {}; {}",
+            one_line(reason),
+            bench::no_gpu_hint()
+        );
+    }
+    Ok((picker, fallback))
+}
+
+/// Loads `--mesh`: a file, or `builtin[:N]` (and no value) for the generated scene.
+fn load_mesh_arg(arg: Option<&str>) -> Result<(String, raypick::Mesh), String> {
+    let builtin = |n: usize| ("builtin".to_string(), fixtures::builtin_scene(n));
+    match arg.map(str::trim) {
+        None | Some("builtin") => Ok(builtin(fixtures::DEFAULT_SCENE_TRIANGLES)),
+        Some(spec) if spec.starts_with("builtin:") => {
+            match spec["builtin:".len()..].replace('_', "").parse::<usize>() {
+                Ok(n) if (1..=100_000_000).contains(&n) => Ok(builtin(n)),
+                _ => Err(format!(
+                    "--mesh {spec}: expected builtin:N with N between 1 and 100000000 triangles"
+                )),
+            }
+        }
+        Some(path) => io::load_mesh(path)
+            .map(|mesh| (path.to_string(), mesh))
+            .map_err(|e| format!("cannot load mesh: {e}")),
+    }
+}
+
+fn render_command(args: RenderArgs) -> Result<(), String> {
+    parse_size(&args.view.size)?;
+    check_output_path(&args.out, &["png"], "image")?;
+    let (name, mesh) = load_mesh_arg(args.mesh.as_deref())?;
+    let (camera, width, height) = args.view.camera(&name, &mesh)?;
+    let (picker, _) = open_picker(args.engine.backend.backend(), None)?;
+    let options = args.engine.options();
+    let rendered = render::render(
+        &picker,
+        &mesh,
+        args.engine.accel.accel(),
+        &camera,
+        width,
+        height,
+        &options,
+    )
+    .map_err(|e| format!("render failed: {e}"))?;
+    png::write_png(&args.out, &rendered.image).map_err(|e| format!("cannot write image: {e}"))?;
+    emit(&format!(
+        "wrote {} ({width}x{height}, {} of {} pixels hit {name} on the {})\n",
+        args.out.display(),
+        render::covered_pixels(&rendered.image),
+        rendered.hits.len(),
+        picker.device_name(),
+    ))
+}
+
+/// What `raypick pick --json` prints: the hit fields are null on a miss.
+#[derive(serde::Serialize)]
+struct PickReport {
+    pixel: [u32; 2],
+    size: [u32; 2],
+    hit: bool,
+    prim: Option<u32>,
+    t: Option<f32>,
+    u: Option<f32>,
+    v: Option<f32>,
+    point: Option<[f64; 3]>,
+    ray: PickRay,
+    backend: &'static str,
+    device: String,
+    accel: &'static str,
+    mesh: String,
+    triangles: usize,
+}
+
+#[derive(serde::Serialize)]
+struct PickRay {
+    origin: [f32; 3],
+    dir: [f32; 3],
+}
+
+fn pick_command(args: PickArgs) -> Result<(), String> {
+    let (width, height) = parse_size(&args.view.size)?;
+    let (px, py) = parse_pixel(&args.pixel).map_err(|e| format!("--pixel {}: {e}", args.pixel))?;
+    if px >= width || py >= height {
+        return Err(format!(
+            "--pixel {px},{py} is outside the {width}x{height} image (0..{} x 0..{})",
+            width - 1,
+            height - 1
+        ));
+    }
+    let (name, mesh) = load_mesh_arg(Some(&args.mesh))?;
+    let (camera, width, height) = args.view.camera(&name, &mesh)?;
+    let (picker, _) = open_picker(args.engine.backend.backend(), None)?;
+    let accel = args.engine.accel.accel();
+    let options = args.engine.options();
+    let ray = camera.ray(px, py, width, height);
+    let prepared = picker
+        .upload_with(&mesh, accel)
+        .map_err(|e| format!("cannot prepare the mesh: {e}"))?;
+    let pick = raypick::screen::pick(&picker, &prepared, &mesh, &[ray], &options)
+        .map_err(|e| format!("pick failed: {e}"))?[0];
+    let hit = pick.hit.is_hit().then_some(pick.hit);
+    if args.json {
+        return emit(&to_json(&PickReport {
+            pixel: [px, py],
+            size: [width, height],
+            hit: hit.is_some(),
+            prim: hit.map(|h| h.prim),
+            t: hit.map(|h| h.t),
+            u: hit.map(|h| h.u),
+            v: hit.map(|h| h.v),
+            point: pick.point.map(|p| p.to_array()),
+            ray: PickRay {
+                origin: ray.origin.to_array(),
+                dir: ray.dir.to_array(),
+            },
+            backend: picker.backend().name(),
+            device: picker.device_name(),
+            accel: accel.name(),
+            mesh: name,
+            triangles: mesh.triangle_count(),
+        })?);
+    }
+    let what = match (hit, pick.point) {
+        (Some(h), Some(p)) => format!(
+            "triangle {} at t {} (u {}, v {}), point ({}, {}, {})",
+            h.prim, h.t, h.u, h.v, p.x, p.y, p.z
+        ),
+        _ => "miss".to_string(),
+    };
+    emit(&format!(
+        "pixel {px},{py} of {width}x{height}: {what} [{}]\n",
+        picker.device_name()
+    ))
+}
+
+fn trace(args: TraceArgs) -> Result<(), String> {
+    check_output_path(&args.out, &["hits", "npy", "csv"], "hit")?;
+    // f64 mesh and rays: far from the origin both are moved into the mesh's local
+    // frame before anything is rounded to f32.
+    let mesh = io::load_mesh_rebased(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
+    let rays = io::read_rays64(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
+    let threads = args.common.threads();
+    let (picker, fallback) = open_picker(args.backend.backend(), threads)?;
+    let fell_back_at_start = fallback.is_some();
+    let (report, hits) = bench::run_trace(
+        &picker,
+        &mesh,
+        &rays,
+        args.accel.accel(),
+        &args.common.options(),
+        args.common.repeat as usize,
+        threads,
+        fallback,
+    )
+    .map_err(|e| format!("trace failed: {e}"))?;
+    if let (false, Some(reason)) = (fell_back_at_start, &report.fallback) {
+        eprintln!(
+            "raypick: notice: the GPU failed, traced on the CPU instead: {}",
+            one_line(reason)
+        );
+    }
+    io::write_hits(&args.out, &hits).map_err(|e| format!("cannot write hits: {e}"))?;
+    if args.common.json {
+        emit(&to_json(&report)?)
+    } else {
+        emit(&format!("{report}wrote      {}\n", args.out.display()))
+    }
+}
+
+fn bench_command(args: BenchArgs) -> Result<(), String> {
+    let mut config = BenchConfig {
+        repeat: args.common.repeat as usize,
+        threads: args.common.threads(),
+        options: args.common.options(),
+        ..BenchConfig::default()
+    };
+    if !args.accel.is_empty() {
+        config.accels = args.accel.iter().map(|a| a.accel()).collect();
+        config.accels.dedup();
+    }
+    let sets: Vec<RaySet> = args
+        .rays
+        .iter()
+        .filter_map(|r| match r {
+            RaysArg::Set(s) => Some(*s),
+            RaysArg::Count(_) => None,
+        })
+        .collect();
+    if !sets.is_empty() {
+        config.ray_sets = RaySet::ALL
+            .into_iter()
+            .filter(|s| sets.contains(s))
+            .collect();
+    }
+    let counts: Vec<usize> = args
+        .rays
+        .iter()
+        .filter_map(|r| match r {
+            RaysArg::Count(n) => Some(*n),
+            RaysArg::Set(_) => None,
+        })
+        .collect();
+    match counts[..] {
+        [] => {}
+        [n] => config.rays = Some(n),
+        _ => return Err("--rays: give at most one ray count".into()),
+    }
+    if !args.backend.is_empty() {
+        config.backends = BenchBackends {
+            cpu: args.backend.contains(&BenchBackendArg::Cpu),
+            gpu: args.backend.contains(&BenchBackendArg::Gpu).then_some(true),
+        };
+    }
+
+    let (scene_name, mesh) = match &args.mesh {
+        Some(path) => (
+            path.display().to_string(),
+            io::load_mesh(path).map_err(|e| format!("cannot load mesh: {e}"))?,
+        ),
+        None => (
+            "builtin".to_string(),
+            fixtures::builtin_scene(args.triangles as usize),
+        ),
+    };
+    if let Some(dir) = &args.report {
+        // Fail before the run, not after it.
+        std::fs::create_dir_all(dir).map_err(|e| {
+            format!(
+                "--report {}: cannot create the directory: {e}",
+                dir.display()
+            )
+        })?;
+    }
+    let mut bar = ProgressBar::new(!args.common.json && std::io::stderr().is_terminal());
+    let report = bench::run_bench(&scene_name, &mesh, &config, &mut |p| bar.update(p));
+    bar.finish();
+    let report = report.map_err(|e| match e {
+        e @ (raypick::Error::NoAdapter(_) | raypick::Error::Device(_)) => gpu_error(e),
+        e => format!("bench failed: {e}"),
+    })?;
+    let written = match &args.report {
+        Some(dir) => {
+            let record = BenchRecord::new(&report, std::env::args().collect());
+            let (json, svg) = write_bench_report(dir, &record)
+                .map_err(|e| format!("cannot write the bench report: {e}"))?;
+            format!("wrote {} and {}\n", json.display(), svg.display())
+        }
+        None => String::new(),
+    };
+    if args.common.json {
+        if let Some(notice) = &report.notice {
+            eprintln!("raypick: notice: {}", one_line(notice));
+        }
+        if !written.is_empty() {
+            eprint!("raypick: {written}");
+        }
+        emit(&to_json(&report)?)
+    } else {
+        emit(&format!("{report}{written}"))
+    }
+}
+
+/// A progress bar on stderr over the steps of `raypick bench` (hidden unless
+/// enabled: stderr is a terminal and `--json` is not given).
+struct ProgressBar {
+    enabled: bool,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl ProgressBar {
+    fn new(enabled: bool) -> Self {
+        Self { enabled, bar: None }
+    }
+
+    fn update(&mut self, p: bench::Progress<'_>) {
+        if !self.enabled {
+            return;
+        }
+        let bar = self.bar.get_or_insert_with(|| {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(p.total as u64),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{spinner} [{bar:30}] {pos}/{len} {elapsed:>4} {msg}",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            bar
+        });
+        bar.set_position(p.done as u64);
+        bar.set_message(p.what.to_string());
+    }
+
+    fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn info_command(args: InfoArgs) -> Result<(), String> {
+    let info = InfoReport::collect();
+    if args.json {
+        emit(&to_json(&info)?)
+    } else {
+        emit(&info.to_string())
+    }
+}

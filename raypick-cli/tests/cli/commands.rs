@@ -1,0 +1,844 @@
+//! The `raypick` command line: `trace` writes the same hits as the library, `--json`
+//! reports what it should, bad input gives one error line and no output file, and
+//! `bench` runs.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::support::{assert_error, raypick, stderr, success, trace};
+
+use glam::Vec3;
+use raypick::cpu::{CpuBackend, CpuMesh};
+use raypick::{Accel, Cull, Hit, Mesh, Ray, TraceOptions, io};
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// Three unit-ish quads stacked in z (6 triangles after fan triangulation):
+/// `z = 0` facing +z, `z = 1` (shifted by 0.5 in x) facing -z, `z = 2` (small)
+/// facing +z.
+const OBJ: &str = "\
+# three quads
+v 0 0 0
+v 1 0 0
+v 1 1 0
+v 0 1 0
+v 0.5 0 1
+v 1.5 0 1
+v 1.5 1 1
+v 0.5 1 1
+v 0.25 0.25 2
+v 0.75 0.25 2
+v 0.75 0.75 2
+v 0.25 0.75 2
+f 1 2 3 4
+f 8 7 6 5
+f 9 10 11 12
+";
+
+/// A temp dir holding `mesh.obj` and `rays.rays`, and what they hold.
+struct Fixture {
+    dir: TempDir,
+    mesh: Mesh,
+    rays: Vec<Ray>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("mesh.obj"), OBJ).expect("write obj");
+        // A grid over (and beyond) the quads, shot from above and from below, plus a
+        // ray from the side that passes between the layers.
+        let mut rays = Vec::new();
+        for i in 0..9 {
+            for j in 0..7 {
+                let (x, y) = (-0.3 + 0.23 * i as f32, -0.2 + 0.23 * j as f32);
+                rays.push(Ray::new(Vec3::new(x, y, 5.0), Vec3::NEG_Z));
+                rays.push(Ray::new(Vec3::new(x, y, -5.0), Vec3::new(0.0, 0.0, 2.0)));
+            }
+        }
+        rays.push(Ray::new(Vec3::new(-3.0, 0.5, 0.5), Vec3::X));
+        io::write_rays(dir.path().join("rays.rays"), &rays).expect("write rays");
+        let mesh = io::load_mesh(dir.path().join("mesh.obj")).expect("load obj");
+        assert_eq!(mesh.triangle_count(), 6);
+        Self { dir, mesh, rays }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn mesh_path(&self) -> PathBuf {
+        self.path("mesh.obj")
+    }
+
+    fn rays_path(&self) -> PathBuf {
+        self.path("rays.rays")
+    }
+
+    /// The library's own CPU answer.
+    fn expected(&self, cull: Cull) -> Vec<Hit> {
+        let options = TraceOptions::default().with_cull(cull);
+        CpuBackend::new().trace(
+            &CpuMesh::with_accel(&self.mesh, Accel::Brute),
+            &self.rays,
+            &options,
+        )
+    }
+
+    /// `raypick trace --mesh mesh.obj --rays rays.rays --out <out> <extra..>`.
+    fn trace(&self, out: &Path, extra: &[&str]) -> Output {
+        trace(&self.mesh_path(), &self.rays_path(), out, extra, &[])
+    }
+}
+
+fn parse_json(text: &str) -> Value {
+    let value: Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("not one JSON value ({e}):\n{text}"));
+    assert!(value.is_object(), "not a JSON object: {text}");
+    value
+}
+
+fn gpu_available() -> bool {
+    crate::support::gpu().is_some()
+}
+
+#[test]
+fn trace_writes_the_library_cpu_hits_in_every_format() {
+    let fx = Fixture::new();
+    let expected = fx.expected(Cull::None);
+    assert!(expected.iter().any(Hit::is_hit) && expected.iter().any(|h| !h.is_hit()));
+    for name in ["out.hits", "out.npy", "out.csv", "OUT.HITS"] {
+        let out = fx.path(name);
+        let text = success(&fx.trace(&out, &["--backend", "cpu"]));
+        assert!(
+            text.contains("triangles") && text.contains("Mrays/s"),
+            "{text}"
+        );
+        assert_eq!(io::read_hits(&out).expect("read hits"), expected, "{name}");
+    }
+    // `.hits` is the raw records, byte for byte.
+    let bytes = std::fs::read(fx.path("out.hits")).unwrap();
+    assert_eq!(bytes, bytemuck::cast_slice::<Hit, u8>(&expected));
+}
+
+#[test]
+fn trace_json_reports_the_required_fields() {
+    let fx = Fixture::new();
+    let out = fx.path("out.hits");
+    let text = success(&fx.trace(&out, &["--backend", "cpu", "--json", "--threads", "2"]));
+    let json = parse_json(&text);
+    let expected = fx.expected(Cull::None);
+    assert_eq!(json["backend"], "cpu");
+    assert!(
+        json["adapter"].as_str().is_some_and(|s| s.contains("CPU")),
+        "{json}"
+    );
+    assert_eq!(json["accel"], "bvh");
+    assert_eq!(json["cull"], "none");
+    assert_eq!(json["triangles"], 6);
+    assert_eq!(json["rays"], fx.rays.len());
+    assert_eq!(json["hits"], expected.iter().filter(|h| h.is_hit()).count());
+    assert_eq!(json["repeat"], 1);
+    assert_eq!(json["threads"], 2);
+    assert_eq!(json["upload_ms"], 0.0);
+    assert!(json["fallback"].is_null());
+    for key in [
+        "build_ms",
+        "upload_ms",
+        "trace_ms",
+        "mrays_per_s",
+        "mtests_per_s",
+    ] {
+        let x = json[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} is not a number: {json}"));
+        assert!(x.is_finite() && x >= 0.0, "{key} = {x}");
+    }
+    assert!(json["trace_ms"].as_f64().unwrap() < 60_000.0);
+    assert_eq!(io::read_hits(&out).unwrap(), expected);
+}
+
+#[test]
+fn trace_repeat_reports_the_best_of_n() {
+    let fx = Fixture::new();
+    let out = fx.path("out.csv");
+    let text = success(&fx.trace(&out, &["--backend", "cpu", "--repeat", "3", "--json"]));
+    let json = parse_json(&text);
+    assert_eq!(json["repeat"], 3);
+    assert_eq!(io::read_hits(&out).unwrap(), fx.expected(Cull::None));
+    // Text output says so too.
+    let text = success(&fx.trace(&out, &["--backend", "cpu", "--repeat", "3"]));
+    assert!(text.contains("best of 3"), "{text}");
+}
+
+#[test]
+fn trace_cull_matches_the_library() {
+    let fx = Fixture::new();
+    let none = fx.expected(Cull::None);
+    for (flag, cull) in [
+        ("back", Cull::Back),
+        ("front", Cull::Front),
+        ("none", Cull::None),
+    ] {
+        let out = fx.path(&format!("{flag}.hits"));
+        let json = parse_json(&success(
+            &fx.trace(&out, &["--backend", "cpu", "--cull", flag, "--json"]),
+        ));
+        assert_eq!(json["cull"], flag);
+        let expected = fx.expected(cull);
+        assert_eq!(io::read_hits(&out).unwrap(), expected, "--cull {flag}");
+        if cull != Cull::None {
+            assert_ne!(expected, none, "culling {flag} changes this fixture's hits");
+        }
+    }
+}
+
+#[test]
+fn trace_on_the_gpu_matches_the_cpu() {
+    if !gpu_available() {
+        return;
+    }
+    let fx = Fixture::new();
+    for cull in ["none", "back"] {
+        let out = fx.path(&format!("gpu-{cull}.hits"));
+        let json = parse_json(&success(
+            &fx.trace(&out, &["--backend", "gpu", "--cull", cull, "--json"]),
+        ));
+        assert_eq!(json["backend"], "gpu");
+        assert!(json["threads"].is_null());
+        let gpu = io::read_hits(&out).unwrap();
+        let cpu = fx.expected(if cull == "back" {
+            Cull::Back
+        } else {
+            Cull::None
+        });
+        assert_eq!(gpu.len(), cpu.len());
+        for (i, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+            assert_eq!(g.prim, c.prim, "ray {i}: GPU {g:?}, CPU {c:?}");
+            assert!(
+                g.t == c.t || (g.t - c.t).abs() <= 1e-5 * c.t.abs(),
+                "ray {i}: GPU {g:?}, CPU {c:?}"
+            );
+        }
+    }
+    // Auto picks the GPU when there is one.
+    let out = fx.path("auto.hits");
+    let json = parse_json(&success(&fx.trace(&out, &["--json"])));
+    assert_eq!(json["backend"], "gpu");
+}
+
+#[test]
+fn trace_auto_falls_back_to_the_cpu_with_a_notice() {
+    let fx = Fixture::new();
+    let out = fx.path("auto.hits");
+    let output = trace(
+        &fx.mesh_path(),
+        &fx.rays_path(),
+        &out,
+        &["--json"],
+        &[("WGPU_BACKEND", "dx12")],
+    );
+    let json = parse_json(&success(&output));
+    assert_eq!(json["backend"], "cpu");
+    assert!(
+        json["fallback"].as_str().is_some_and(|s| !s.is_empty()),
+        "{json}"
+    );
+    let err = stderr(&output);
+    assert!(
+        err.contains("raypick: notice:") && err.contains("CPU"),
+        "{err}"
+    );
+    assert_eq!(io::read_hits(&out).unwrap(), fx.expected(Cull::None));
+}
+
+#[test]
+fn missing_mesh_file_is_one_error_line() {
+    let fx = Fixture::new();
+    let out = fx.path("out.hits");
+    let missing = fx.path("no-such-mesh.obj");
+    let output = trace(&missing, &fx.rays_path(), &out, &["--backend", "cpu"], &[]);
+    assert_error(&output, &["no-such-mesh.obj", "mesh"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn missing_ray_file_is_one_error_line() {
+    let fx = Fixture::new();
+    let out = fx.path("out.hits");
+    let missing = fx.path("no-such-rays.rays");
+    let output = trace(&fx.mesh_path(), &missing, &out, &["--backend", "cpu"], &[]);
+    assert_error(&output, &["no-such-rays.rays", "rays"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn truncated_ray_file_is_one_error_line() {
+    let fx = Fixture::new();
+    let bytes = std::fs::read(fx.rays_path()).unwrap();
+    std::fs::write(fx.rays_path(), &bytes[..bytes.len() - 5]).unwrap();
+    let out = fx.path("out.npy");
+    assert_error(&fx.trace(&out, &["--backend", "cpu"]), &["rays.rays"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn unknown_output_extension_is_one_error_line() {
+    let fx = Fixture::new();
+    for name in ["out.txt", "out"] {
+        let out = fx.path(name);
+        assert_error(&fx.trace(&out, &["--backend", "cpu"]), &[name, ".hits"]);
+        assert!(!out.exists());
+    }
+    assert_eq!(
+        std::fs::read_dir(fx.dir.path()).unwrap().count(),
+        2,
+        "only the inputs are left in the directory"
+    );
+}
+
+#[test]
+fn unknown_mesh_extension_is_one_error_line() {
+    let fx = Fixture::new();
+    let mesh = fx.path("mesh.xyz");
+    std::fs::copy(fx.mesh_path(), &mesh).unwrap();
+    let out = fx.path("out.hits");
+    let output = trace(&mesh, &fx.rays_path(), &out, &["--backend", "cpu"], &[]);
+    assert_error(&output, &["mesh.xyz"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn gpu_backend_without_an_adapter_is_one_error_line() {
+    // No adapter exists for DX12 outside Windows; on Windows use a backend that is
+    // never there.
+    let backend = if cfg!(windows) { "metal" } else { "dx12" };
+    let fx = Fixture::new();
+    let out = fx.path("out.hits");
+    let output = trace(
+        &fx.mesh_path(),
+        &fx.rays_path(),
+        &out,
+        &["--backend", "gpu"],
+        &[("WGPU_BACKEND", backend)],
+    );
+    assert_error(&output, &["GPU", "no GPU adapter"]);
+    assert!(!out.exists());
+
+    let output = raypick(
+        &[
+            "bench",
+            "--triangles",
+            "100",
+            "--rays",
+            "16",
+            "--backend",
+            "gpu",
+        ],
+        &[("WGPU_BACKEND", backend)],
+    );
+    assert_error(&output, &["no GPU adapter"]);
+}
+
+#[test]
+fn bad_argument_values_are_usage_errors() {
+    let fx = Fixture::new();
+    let out = fx.path("out.hits");
+    for extra in [
+        &["--repeat", "0"][..],
+        &["--threads", "0"],
+        &["--cull", "sideways"],
+        &["--backend", "tpu"],
+        &["--accel", "octree"],
+    ] {
+        let output = fx.trace(&out, extra);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{extra:?}: {}",
+            stderr(&output)
+        );
+        assert!(!out.exists());
+    }
+    for args in [
+        &["bench", "--rays", "0"][..],
+        &["bench", "--rays", "sideways"],
+        &["bench", "--triangles", "0"],
+        &["bench", "--mesh", "x.obj", "--triangles", "10"],
+        &["trace", "--mesh", "x.obj"],
+    ] {
+        let output = raypick(args, &[]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    let output = raypick(&["bench", "--rays", "16,32", "--backend", "cpu"], &[]);
+    assert_error(&output, &["--rays"]);
+}
+
+#[test]
+fn bench_runs_on_the_cpu_and_prints_a_table() {
+    let output = raypick(
+        &[
+            "bench",
+            "--triangles",
+            "2000",
+            "--rays",
+            "512",
+            "--backend",
+            "cpu",
+        ],
+        &[],
+    );
+    let text = success(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines[0];
+    for column in [
+        "scene",
+        "triangles",
+        "ray set",
+        "rays",
+        "backend",
+        "device",
+        "trace ms",
+        "Mrays/s",
+        "Mtests/s",
+    ] {
+        assert!(header.contains(column), "header lacks {column}: {text}");
+    }
+    for set in ["primary", "random"] {
+        assert!(
+            lines.iter().any(|l| l.contains(set)
+                && l.contains("512")
+                && l.contains("cpu")
+                && l.contains("2000")),
+            "no {set} row: {text}"
+        );
+    }
+    assert!(!text.contains(" gpu "), "GPU not asked for: {text}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("parity") || l.starts_with("notice")),
+        "no parity or notice line: {text}"
+    );
+}
+
+#[test]
+fn bench_json_parses_and_compares_backends() {
+    let output = raypick(
+        &[
+            "bench",
+            "--triangles",
+            "500",
+            "--rays",
+            "64",
+            "--json",
+            "--repeat",
+            "2",
+        ],
+        &[],
+    );
+    let json = parse_json(&success(&output));
+    assert_eq!(json["scene"], "builtin");
+    assert_eq!(json["triangles"], 500);
+    assert_eq!(json["repeat"], 2);
+    let rows = json["rows"].as_array().expect("rows");
+    let gpu = gpu_available();
+    // Two ray sets × two accelerations (bvh, brute) per backend.
+    assert_eq!(rows.len(), if gpu { 8 } else { 4 }, "{json}");
+    for row in rows {
+        assert!(
+            matches!(row["backend"].as_str(), Some("cpu" | "gpu")),
+            "{row}"
+        );
+        assert!(
+            row["adapter"].as_str().is_some_and(|s| !s.is_empty()),
+            "{row}"
+        );
+        assert!(
+            matches!(row["ray_set"].as_str(), Some("primary" | "random")),
+            "{row}"
+        );
+        assert!(
+            matches!(row["accel"].as_str(), Some("bvh" | "brute")),
+            "{row}"
+        );
+        assert_eq!(row["rays"], 64);
+        for key in ["trace_ms", "mrays_per_s", "mtests_per_s"] {
+            assert!(
+                row[key].as_f64().is_some_and(|x| x.is_finite() && x >= 0.0),
+                "{key}: {row}"
+            );
+        }
+    }
+    let parity = json["parity"].as_array().expect("parity");
+    // CPU/GPU per accel and ray set (with a GPU), and BVH/brute force on the CPU.
+    assert_eq!(parity.len(), if gpu { 6 } else { 2 }, "{json}");
+    for p in parity {
+        assert_eq!(p["rays"], 64);
+        assert_eq!(p["identical"], 64, "not bit-identical: {p}");
+        assert_eq!(p["differing"], 0, "disagreement: {p}");
+    }
+    if gpu {
+        assert!(json["notice"].is_null());
+        assert_eq!(json["speed"].as_array().map(Vec::len), Some(4));
+    } else {
+        assert!(
+            json["notice"]
+                .as_str()
+                .is_some_and(|s| s.contains("mesa-vulkan-drivers")),
+            "{json}"
+        );
+    }
+
+    // One ray set only, and a mesh file instead of the built-in scene.
+    let fx = Fixture::new();
+    let mesh = fx.mesh_path().display().to_string();
+    let output = raypick(
+        &[
+            "bench",
+            "--mesh",
+            &mesh,
+            "--rays",
+            "random",
+            "--rays",
+            "100",
+            "--backend",
+            "cpu",
+            "--accel",
+            "bvh",
+            "--json",
+        ],
+        &[],
+    );
+    let json = parse_json(&success(&output));
+    assert_eq!(json["scene"], mesh);
+    assert_eq!(json["triangles"], 6);
+    let rows = json["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["ray_set"], "random");
+    assert_eq!(rows[0]["accel"], "bvh");
+    assert_eq!(rows[0]["rays"], 100);
+}
+
+// ---------------------------------------------------------------------------
+// raypick render
+// ---------------------------------------------------------------------------
+
+/// Runs `raypick render <args..> --out <out>` and decodes the PNG it wrote.
+fn render_png(args: &[&str], out: &Path) -> raypick::render::Image {
+    let mut all: Vec<OsString> = vec!["render".into(), "--out".into(), out.into()];
+    all.extend(args.iter().map(OsString::from));
+    let text = success(&raypick(&all, &[]));
+    assert!(text.starts_with("wrote "), "{text}");
+    crate::support::decode_png(&std::fs::read(out).expect("read the PNG"))
+}
+
+/// The hits of a camera's primary rays, traced by the library's CPU reference.
+fn camera_hits(mesh: &Mesh, camera: &raypick::camera::Camera, w: u32, h: u32) -> Vec<Hit> {
+    CpuBackend::new().trace(
+        &CpuMesh::with_accel(mesh, Accel::Brute),
+        &camera.primary_rays(w, h),
+        &TraceOptions::default(),
+    )
+}
+
+/// Asserts that exactly the pixels whose ray hits differ from the background.
+fn assert_covered_pixels_are_hits(image: &raypick::render::Image, hits: &[Hit]) {
+    let hit = hits.iter().filter(|h| h.is_hit()).count();
+    assert!(
+        hit > 0 && hit < hits.len(),
+        "{hit} of {} rays hit",
+        hits.len()
+    );
+    assert_eq!(raypick::render::covered_pixels(image), hit);
+    for (i, h) in hits.iter().enumerate() {
+        let (px, py) = (i as u32 % image.width, i as u32 / image.width);
+        assert_eq!(
+            image.pixel(px, py) == raypick::render::BACKGROUND,
+            !h.is_hit(),
+            "pixel ({px}, {py})"
+        );
+    }
+}
+
+#[test]
+fn render_covers_exactly_the_pixels_whose_ray_hits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("scene.png");
+    let mesh = raypick_testkit::fixtures::builtin_scene(3_000);
+    // An explicit camera, on every backend available.
+    let camera = raypick::camera::Camera::new(
+        Vec3::new(40.0, 35.0, 60.0),
+        Vec3::new(0.0, 5.0, 0.0),
+        Vec3::Y,
+        45f32.to_radians(),
+    );
+    let expected = camera_hits(&mesh, &camera, 72, 45);
+    let mut backends = vec!["cpu"];
+    if gpu_available() {
+        backends.push("gpu");
+    }
+    for backend in backends {
+        for accel in ["bvh", "brute"] {
+            let image = render_png(
+                &[
+                    "--mesh",
+                    "builtin:3000",
+                    "--size",
+                    "72x45",
+                    "--eye",
+                    "40,35,60",
+                    "--target",
+                    "0,5,0",
+                    "--up",
+                    "0,1,0",
+                    "--fov-y",
+                    "45",
+                    "--backend",
+                    backend,
+                    "--accel",
+                    accel,
+                ],
+                &out,
+            );
+            assert_eq!((image.width, image.height), (72, 45));
+            assert_covered_pixels_are_hits(&image, &expected);
+        }
+    }
+
+    // No camera options: the mesh is framed like the bench's primary rays.
+    let fx = Fixture::new();
+    let image = render_png(
+        &[
+            "--mesh",
+            &fx.mesh_path().display().to_string(),
+            "--size",
+            "40x30",
+            "--backend",
+            "cpu",
+        ],
+        &out,
+    );
+    let framed = raypick_testkit::fixtures::bench_camera(fx.mesh.bounds().expect("bounds"), 40, 30);
+    assert_covered_pixels_are_hits(&image, &camera_hits(&fx.mesh, &framed, 40, 30));
+}
+
+#[test]
+fn render_bad_input_is_one_error_line_and_no_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out.png");
+    let out_arg = out.display().to_string();
+    let taken = dir.path().join("taken.png");
+    std::fs::create_dir(&taken).expect("mkdir");
+    let taken_arg = taken.display().to_string();
+    let missing_dir = dir.path().join("no/such/dir/out.png");
+    let missing_arg = missing_dir.display().to_string();
+    let cases: [(&[&str], &[&str]); 9] = [
+        (
+            &["--mesh", "missing.obj", "--out", &out_arg],
+            &["missing.obj"],
+        ),
+        (&["--mesh", "builtin:0", "--out", &out_arg], &["builtin:0"]),
+        (&["--size", "0x10", "--out", &out_arg], &["--size"]),
+        (&["--size", "64", "--out", &out_arg], &["--size"]),
+        (&["--size", "20000x10", "--out", &out_arg], &["--size"]),
+        (
+            &["--eye", "0,0,0", "--target", "0,0,0", "--out", &out_arg],
+            &["camera"],
+        ),
+        (
+            &["--out", &missing_arg, "--size", "8x8"],
+            &["not a directory"],
+        ),
+        (
+            &[
+                "--out",
+                &taken_arg,
+                "--size",
+                "8x8",
+                "--mesh",
+                "builtin:100",
+            ],
+            &["taken.png"],
+        ),
+        (&["--out", &format!("{out_arg}.jpg")], &[".jpg"]),
+    ];
+    for (args, needles) in cases {
+        let mut all = vec!["render"];
+        all.extend(args);
+        assert_error(&raypick(&all, &[]), needles);
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(left, vec![OsString::from("taken.png")], "{args:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// raypick bench --report, raypick info
+// ---------------------------------------------------------------------------
+
+/// `bench` on a small built-in scene with `extra` arguments.
+fn small_bench(extra: &[&str]) -> Output {
+    let mut args = vec!["bench", "--triangles", "800", "--rays", "100"];
+    args.extend(extra);
+    raypick(&args, &[])
+}
+
+/// The `<rect class="bar" ...>` elements of an SVG text, each checked to be closed.
+fn svg_bars(svg: &str) -> Vec<&str> {
+    svg.match_indices(r#"<rect class="bar""#)
+        .map(|(i, _)| {
+            let end = svg[i..].find("</rect>").expect("bar element closed");
+            &svg[i..i + end]
+        })
+        .collect()
+}
+
+#[test]
+fn bench_report_writes_json_and_an_svg_chart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let report_dir = dir.path().join("new/report");
+    let report_arg = report_dir.display().to_string();
+    let text = success(&small_bench(&["--report", &report_arg]));
+    assert!(
+        text.contains("bench.json") && text.contains("bench.svg"),
+        "{text}"
+    );
+
+    let json = parse_json(&std::fs::read_to_string(report_dir.join("bench.json")).expect("json"));
+    assert_eq!(json["raypick_version"], env!("CARGO_PKG_VERSION"));
+    let command_line: Vec<&str> = json["command_line"]
+        .as_array()
+        .expect("command line")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        command_line.ends_with(&["--report", &report_arg]),
+        "{command_line:?}"
+    );
+    assert!(
+        json["machine"]["cpu_threads"]
+            .as_u64()
+            .is_some_and(|n| n >= 1)
+    );
+    assert!(json["machine"]["simd"].is_string());
+    let adapters = json["adapters"].as_array().expect("adapters");
+    assert_eq!(!adapters.is_empty(), gpu_available(), "{json}");
+    for a in adapters {
+        assert!(a["limits"]["max_storage_buffer_binding_size"].as_u64() > Some(0));
+    }
+    let bench = &json["bench"];
+    assert_eq!(bench["triangles"], 800);
+    let rows = bench["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), if gpu_available() { 8 } else { 4 });
+
+    let svg = std::fs::read_to_string(report_dir.join("bench.svg")).expect("svg");
+    assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(svg.matches('<').count(), svg.matches('>').count());
+    assert!(svg.contains("Mrays/s"), "axis label");
+    let bars = svg_bars(&svg);
+    assert_eq!(bars.len(), rows.len());
+    for (bar, row) in bars.iter().zip(rows) {
+        let label = format!(
+            "{} {} {}",
+            row["backend"].as_str().expect("backend"),
+            row["accel"].as_str().expect("accel"),
+            row["ray_set"].as_str().expect("ray set")
+        );
+        assert!(bar.contains(&label), "{label}: {bar}");
+    }
+    // Only the two report files, no temporary files.
+    assert_eq!(std::fs::read_dir(&report_dir).expect("list").count(), 2);
+}
+
+#[test]
+fn bench_report_to_an_unwritable_dir_is_one_error_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "not a directory").expect("write");
+    let target = file.join("report").display().to_string();
+    assert_error(
+        &small_bench(&["--backend", "cpu", "--report", &target]),
+        &["--report", "a-file"],
+    );
+}
+
+#[test]
+fn bench_json_has_no_progress_output() {
+    let output = small_bench(&["--json", "--backend", "cpu"]);
+    let text = success(&output);
+    parse_json(&text);
+    let err = stderr(&output);
+    for needle in ["\r", "\u{1b}[", "=>", "tracing", "preparing"] {
+        assert!(
+            !text.contains(needle) && !err.contains(needle),
+            "{needle:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn info_lists_the_adapter_in_use_and_its_limits() {
+    let text = success(&raypick(&["info"], &[]));
+    assert!(text.contains("cpu: ") && text.contains("SIMD"), "{text}");
+    let json = parse_json(&success(&raypick(&["info", "--json"], &[])));
+    assert!(json["cpu"]["cpu_threads"].as_u64().is_some_and(|n| n >= 1));
+    let adapters = json["adapters"].as_array().expect("adapters");
+    match crate::support::gpu() {
+        Some(gpu) => {
+            let used: Vec<&Value> = adapters
+                .iter()
+                .filter(|a| a["used_by_auto"] == true)
+                .collect();
+            assert!(!used.is_empty(), "{json}");
+            assert_eq!(used[0]["name"], gpu.adapter().name.as_str());
+            assert_eq!(json["auto"]["adapter"]["name"], gpu.adapter().name.as_str());
+            let limits = &used[0]["limits"];
+            for key in [
+                "max_storage_buffer_binding_size",
+                "max_buffer_size",
+                "max_compute_workgroups_per_dimension",
+                "max_compute_invocations_per_workgroup",
+                "max_storage_buffers_per_shader_stage",
+            ] {
+                assert!(limits[key].as_u64().is_some_and(|n| n > 0), "{key}: {json}");
+            }
+            assert!(
+                text.contains(&format!("* {}", gpu.adapter().name)),
+                "{text}"
+            );
+            assert!(text.contains("max storage buffer binding"), "{text}");
+        }
+        None => {
+            assert!(json["auto"]["adapter"].is_null());
+            assert!(json["auto"]["fallback_reason"].is_string(), "{json}");
+            assert!(text.contains("uses: the CPU"), "{text}");
+        }
+    }
+}
+
+#[test]
+fn info_without_an_adapter_names_the_fallback() {
+    let env = [
+        ("VK_ICD_FILENAMES", "/nonexistent"),
+        ("WGPU_BACKEND", "vulkan"),
+    ];
+    let json = parse_json(&success(&raypick(&["info", "--json"], &env)));
+    assert_eq!(json["adapters"].as_array().map(Vec::len), Some(0), "{json}");
+    assert!(json["auto"]["adapter"].is_null());
+    assert!(
+        json["auto"]["fallback_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("no GPU adapter")),
+        "{json}"
+    );
+}

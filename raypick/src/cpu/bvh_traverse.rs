@@ -1,0 +1,107 @@
+//! BVH traversal on the CPU, mirroring `shaders/bvh_traverse.wgsl`.
+//!
+//! Per ray: a fixed stack of [`MAX_DEPTH`] entries, both child boxes of a node tested
+//! together, the nearer child visited first (leaves are tested on the spot), the
+//! farther one pushed with its entry distance so it is skipped on pop once a nearer
+//! hit is known. Box tests are conservative (padded boxes, a relative margin on the
+//! slab distances) so no hit that brute force finds is ever culled; triangles are
+//! tested with the same [`intersect`] as brute force, and a hit replaces the best one
+//! when it is nearer or equally near with a lower triangle id — so the answer is
+//! brute force's, bit for bit.
+//!
+//! The shader shapes its loops for SIMD drivers (nodes in an inner loop, a node's
+//! leaf children in one loop after it; see its header) but does the same work in the
+//! same order as this loop.
+
+use super::bvh_walk::{RayBoxes, pop_pending};
+use super::hit_list::HitList;
+use super::intersect::{RayFrame, beyond, intersect};
+use super::query::{AnyHit, Closest, Collect};
+use crate::bvh::{Bvh, MAX_DEPTH};
+use crate::prepare::sanitize_ray;
+use crate::types::{Hit, Ray};
+
+/// Nearest hit of one ray (already sanitised); `cull` is `crate::Cull::to_u32`,
+/// `mode` is `crate::Mode::to_u32`.
+pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> Hit {
+    let mut closest = Closest::default();
+    traverse(bvh, ray, cull, mode, &mut closest);
+    closest.0
+}
+
+/// Whether one ray (already sanitised) hits anything.
+pub fn occluded_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> bool {
+    let mut any = AnyHit::default();
+    traverse(bvh, ray, cull, mode, &mut any);
+    any.0
+}
+
+/// Adds the hits of one ray (already sanitised) to `list`.
+pub fn collect_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, list: &mut HitList) {
+    traverse(bvh, ray, cull, mode, list);
+}
+
+/// Offers every accepted hit of one ray (already sanitised) that can change
+/// `collect`'s result, until it says stop.
+pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl Collect) {
+    let Some(root) = bvh.nodes.first() else {
+        return;
+    };
+    let frame = RayFrame::new(ray);
+    let boxes = RayBoxes::new(ray, &frame);
+    let mut stack = [(0u32, 0.0f32); MAX_DEPTH];
+    let mut depth = 0;
+    let mut node = root;
+    loop {
+        let limit = collect.bound().min(ray.tmax);
+        let [a, b] = &node.children;
+        let (ea, eb) = (boxes.enter(a, limit), boxes.enter(b, limit));
+        // Visit the nearer child first.
+        let order = match (ea, eb) {
+            (Some(ta), Some(tb)) if tb < ta => [(b, eb), (a, ea)],
+            _ => [(a, ea), (b, eb)],
+        };
+        let mut next = None;
+        for (child, entry) in order {
+            let Some(entry) = entry else { continue };
+            if child.is_leaf() {
+                if beyond(entry, collect.bound()) {
+                    continue; // a nearer leaf already beat this one
+                }
+                let first = child.index as usize;
+                for tri in &bvh.triangles[first..first + child.count as usize] {
+                    let c = intersect(ray, &frame, tri, cull, f32::INFINITY, mode);
+                    let hit = Hit {
+                        t: c.t,
+                        u: c.u,
+                        v: c.v,
+                        prim: tri.id,
+                    };
+                    if c.accepted && collect.offer(hit) {
+                        return;
+                    }
+                }
+            } else if next.is_none() {
+                next = Some(child.index);
+            } else {
+                stack[depth] = (child.index, entry);
+                depth += 1;
+            }
+        }
+        let index = match next {
+            Some(index) => index,
+            None => match pop_pending(&stack, &mut depth, collect.bound(), |&(_, t)| t) {
+                Some((index, _)) => index,
+                None => return,
+            },
+        };
+        node = &bvh.nodes[index as usize];
+    }
+}
+
+/// Traces `rays` into `hits` on the calling thread.
+pub fn trace_rays(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) {
+    for (ray, hit) in rays.iter().zip(hits) {
+        *hit = trace_ray(bvh, &sanitize_ray(ray), cull, mode);
+    }
+}

@@ -1,0 +1,233 @@
+//! Packets of coherent rays through the CPU's wide BVH: for nearest hits,
+//! [`PACKET`] rays that share an origin and a direction octant (a camera's
+//! neighbouring pixels) visit the tree together.
+//!
+//! A node's boxes are fetched and decoded once for the whole packet; then each ray
+//! that entered the node runs its own slab test with its own bound, with the same
+//! arithmetic as [`super::wide_traverse`] uses for a lone ray. A child is visited by
+//! the rays that entered it (a mask of rays), and every ray tests a leaf with the
+//! same arithmetic as a lone ray. The nearest hit (ties to the lowest triangle id)
+//! does not depend on the order in which leaves are tested, so the answers are bit
+//! for bit those of the lone-ray traversal; only the work is shared.
+
+use super::intersect::{RayFrame, beyond};
+use super::query::{Closest, Collect};
+use super::wide_bvh::{WIDTH, WideBvh};
+use super::wide_traverse::{Slabs, lanes, nearest_first, offer_leaf};
+use crate::prepare::is_valid_ray;
+use crate::types::Ray;
+
+/// Rays per packet: sixteen neighbouring rays of a camera share most of their path.
+pub const PACKET: usize = 16;
+
+/// A child pending for some rays of the packet: wide node index or first leaf
+/// block, leaf block count (0 for a node), the rays that entered it (bit `r` for
+/// ray `r`) and each ray's entry distance.
+#[derive(Clone, Copy)]
+struct Pending {
+    child: u32,
+    blocks: u32,
+    rays: u32,
+    entry: [f32; PACKET],
+}
+
+impl Pending {
+    const ROOT: Pending = Pending {
+        child: 0,
+        blocks: 0,
+        rays: u32::MAX >> (32 - PACKET),
+        entry: [f32::NEG_INFINITY; PACKET],
+    };
+}
+
+/// The pending children of one packet; one per batch of rays, so that its memory
+/// is reused by every packet of the batch (and none is allocated without packets).
+#[derive(Default)]
+pub(super) struct PacketStack(Vec<Pending>);
+
+/// Whether `rays` can travel as one packet: one origin, every direction in one
+/// octant (so that they tend to enter the same boxes), and all valid (so that
+/// sanitising would leave them as they are).
+#[inline(always)]
+pub(super) fn coherent(rays: &[Ray; PACKET]) -> bool {
+    let first = &rays[0];
+    let octant = |ray: &Ray| ray.dir.cmplt(glam::Vec3::ZERO).bitmask();
+    rays.iter()
+        .all(|ray| ray.origin == first.origin && octant(ray) == octant(first) && is_valid_ray(ray))
+}
+
+/// The nearest hits of a [`coherent`] packet of rays, written to `closest`.
+#[inline(always)]
+pub(super) fn trace_packet<const WATERTIGHT: bool>(
+    wide: &WideBvh,
+    rays: &[Ray; PACKET],
+    cull: u32,
+    closest: &mut [Closest; PACKET],
+    stack: &mut PacketStack,
+) {
+    if wide.nodes.is_empty() {
+        return;
+    }
+    let stack = &mut stack.0;
+    stack.clear();
+    let origin = rays[0].origin;
+    let frames = rays.each_ref().map(RayFrame::new);
+    let slabs: [Slabs; PACKET] = std::array::from_fn(|r| Slabs::new(&rays[r], &frames[r]));
+    // As for a lone ray: the nearest entered child of the last node is visited next
+    // without a trip through the stack.
+    let mut next = Some(Pending::ROOT);
+    loop {
+        let top = match next.take() {
+            Some(top) => top,
+            None => match pop(stack, closest) {
+                Some(top) => top,
+                None => return,
+            },
+        };
+        if top.blocks > 0 {
+            for r in lanes(top.rays) {
+                let (ray, frame) = (&rays[r], &frames[r]);
+                offer_leaf::<WATERTIGHT>(
+                    wide,
+                    top.child,
+                    top.blocks,
+                    ray,
+                    frame,
+                    cull,
+                    &mut closest[r],
+                );
+            }
+            continue;
+        }
+        let node = &wide.nodes[top.child as usize];
+        let boxes = wide.boxes(node);
+        // Per child, the rays that entered it, their entries and the nearest of them.
+        let mut entered_by = [0u32; WIDTH];
+        let mut nearest = [f32::INFINITY; WIDTH];
+        let mut entry = [[0.0f32; PACKET]; WIDTH];
+        // Children entered by any ray.
+        let mut entered = 0;
+        for r in lanes(top.rays) {
+            let (by_ray, near) = slabs[r].enter(&boxes, origin, closest[r].bound(), &node.child);
+            entered |= by_ray;
+            for lane in lanes(by_ray) {
+                entered_by[lane] |= 1 << r;
+                entry[lane][r] = near[lane];
+                nearest[lane] = nearest[lane].min(near[lane]);
+            }
+        }
+        if entered == 0 {
+            continue;
+        }
+        let mut order = [0usize; WIDTH];
+        let count = nearest_first(entered, &nearest, &mut order);
+        let pending = |lane: usize| Pending {
+            child: node.child[lane],
+            blocks: node.blocks[lane] as u32,
+            rays: entered_by[lane],
+            entry: entry[lane],
+        };
+        stack.extend(order[1..count].iter().rev().map(|&lane| pending(lane)));
+        next = Some(pending(order[0]));
+    }
+}
+
+/// Pops pending children until one is still wanted by some ray (its entry not
+/// beyond that ray's nearest hit so far), keeping only the rays that want it; `None`
+/// when the stack is empty.
+#[inline(always)]
+fn pop(stack: &mut Vec<Pending>, closest: &[Closest; PACKET]) -> Option<Pending> {
+    while let Some(mut top) = stack.pop() {
+        for r in lanes(top.rays) {
+            if beyond(top.entry[r], closest[r].bound()) {
+                top.rays &= !(1 << r);
+            }
+        }
+        if top.rays != 0 {
+            return Some(top);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec3;
+
+    use super::*;
+    use crate::bvh::Bvh;
+    use crate::cpu::wide_traverse::trace_rays;
+    use crate::kit::{self, Rng, fixtures};
+    use crate::types::Hit;
+    use crate::{Cull, Mode};
+
+    /// Camera rays in groups of [`PACKET`]: most groups travel as packets, and every
+    /// ray's hit is the one it gets when traced alone, in every mode and culling.
+    #[test]
+    fn packets_answer_as_lone_rays() {
+        let mut rng = Rng::new(41);
+        let mesh = kit::mesh(fixtures::with_degenerates(
+            &fixtures::builtin_scene(20_000),
+            &mut rng,
+            60,
+        ));
+        let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
+        let bounds = mesh.bounds().expect("a finite mesh");
+        let mut rays = kit::rays(fixtures::camera_rays(bounds, 96, 64));
+        // Bounds around each ray's first hit: stopping just short of it, starting
+        // exactly at it, starting just past it.
+        let mut first = vec![Hit::MISS; rays.len()];
+        trace_rays(&wide, &rays, &mut first, 0, Mode::Watertight.to_u32());
+        for (i, (ray, hit)) in rays.iter_mut().zip(&first).enumerate() {
+            match (i % 5, hit.is_hit()) {
+                (1, true) => ray.tmax = hit.t * 0.999,
+                (2, true) => ray.tmin = hit.t,
+                (3, true) => ray.tmin = hit.t * 1.001,
+                _ => {}
+            }
+        }
+        let groups: Vec<[Ray; PACKET]> = rays
+            .chunks_exact(PACKET)
+            .map(|g| <[Ray; PACKET]>::try_from(g).expect("a full group"))
+            .collect();
+        let packets = groups.iter().filter(|g| coherent(g)).count();
+        assert!(
+            packets * 4 >= groups.len() * 3,
+            "{packets} of {} groups travel as packets",
+            groups.len()
+        );
+        for mode in [Mode::Fast, Mode::Watertight] {
+            for cull in [Cull::None, Cull::Back, Cull::Front] {
+                let (cull, mode) = (cull.to_u32(), mode.to_u32());
+                let mut together = vec![Hit::MISS; rays.len()];
+                trace_rays(&wide, &rays, &mut together, cull, mode);
+                let mut alone = [Hit::MISS];
+                for (ray, hit) in rays.iter().zip(&together) {
+                    trace_rays(&wide, std::slice::from_ref(ray), &mut alone, cull, mode);
+                    assert_eq!(*hit, alone[0], "{ray:?}, cull {cull}, mode {mode}");
+                }
+                let hits = together.iter().filter(|h| h.is_hit()).count();
+                assert!(
+                    hits > rays.len() / 20,
+                    "{hits} hits, cull {cull}, mode {mode}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn mixed_groups_are_not_packets() {
+        let ray = |dir: Vec3| Ray::new(Vec3::new(0.5, 1.0, -3.0), dir);
+        let group = [ray(Vec3::new(0.1, 0.2, 1.0)); PACKET];
+        assert!(coherent(&group));
+        let mut other_origin = group;
+        other_origin[7].origin.x += 1e-3;
+        let mut other_octant = group;
+        other_octant[3].dir.x = -0.1;
+        let mut invalid = group;
+        invalid[PACKET - 1].dir = Vec3::ZERO;
+        for group in [other_origin, other_octant, invalid] {
+            assert!(!coherent(&group));
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! What a traversal keeps of the hits it finds: the nearest one ([`Closest`]),
+//! whether there is one at all ([`AnyHit`]), or a sorted list
+//! ([`super::hit_list::HitList`]).
+//!
+//! The CPU kernels are generic over [`Collect`]; the shaders branch on the
+//! dispatch's `query` at the same two places: the bound boxes are tested against,
+//! and what an accepted hit does.
+
+use super::bvh_walk::nearer;
+use crate::types::Hit;
+
+/// Receives the accepted hits of one ray.
+pub trait Collect {
+    /// The largest `t` a hit can have and still change the result: subtrees entered
+    /// beyond it are skipped.
+    fn bound(&self) -> f32;
+
+    /// Offers an accepted hit; returns `true` when the search can stop.
+    fn offer(&mut self, hit: Hit) -> bool;
+}
+
+/// Keeps the nearest hit (ties to the lowest triangle id).
+#[derive(Clone, Copy, Debug)]
+pub struct Closest(pub Hit);
+
+impl Default for Closest {
+    fn default() -> Self {
+        Self(Hit::MISS)
+    }
+}
+
+impl Collect for Closest {
+    #[inline(always)]
+    fn bound(&self) -> f32 {
+        self.0.t
+    }
+
+    #[inline(always)]
+    fn offer(&mut self, hit: Hit) -> bool {
+        if nearer(hit.t, hit.prim, &self.0) {
+            self.0 = hit;
+        }
+        false
+    }
+}
+
+/// Stops at the first accepted hit.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AnyHit(pub bool);
+
+impl Collect for AnyHit {
+    #[inline(always)]
+    fn bound(&self) -> f32 {
+        f32::INFINITY
+    }
+
+    #[inline(always)]
+    fn offer(&mut self, _hit: Hit) -> bool {
+        self.0 = true;
+        true
+    }
+}

@@ -1,0 +1,443 @@
+//! The CPU's own layout of a BVH: eight children per node in structure-of-arrays
+//! form, so one vector instruction tests a ray against eight boxes, and leaf
+//! triangles in blocks of eight, so one pass of the brute-force arithmetic tests a
+//! whole leaf. Collapsed from the binary [`Bvh`] both backends share: its triangles
+//! bit for bit, and its boxes quantized outward (8 bits per plane relative to each
+//! node's box, half the memory per node), so every box still holds what the binary
+//! one holds and the answers do not change.
+
+use super::intersect::SoaTriangles;
+use crate::bvh::Bvh;
+use crate::types::{BvhChild, PackedTriangle};
+
+/// Children per wide node and triangles per leaf block.
+pub const WIDTH: usize = 8;
+
+/// Marks an unused child slot.
+pub const EMPTY: u32 = u32::MAX;
+
+/// Eight children: boxes quantized to 8 bits per plane relative to the node's own
+/// box (structure of arrays, so one vector instruction tests a ray against eight
+/// boxes), and what each child is. 128 bytes: two cache lines where the children's
+/// boxes as `f32` would take four.
+///
+/// A child's box is `origin + q * step` per plane, computed in `f32` as written; the
+/// step is a power of two, so `q * step` is exact, and the codes are chosen so that
+/// the decoded box contains the child's box (minima rounded down, maxima up). Box
+/// tests on the decoded boxes are therefore as conservative as on the boxes
+/// themselves. A node whose boxes this cannot hold (coordinates near `f32`'s
+/// limits) keeps them exactly, as [`ExactBoxes`] beside the nodes, at index `exact`.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub struct WideNode {
+    /// Minimum corner of the node's box.
+    pub origin: [f32; 3],
+    /// Quantization step per axis (a power of two).
+    pub step: [f32; 3],
+    /// Box minima in steps from `origin`, per axis and child (rounded down).
+    pub lo: [[u8; WIDTH]; 3],
+    /// Box maxima in steps from `origin`, per axis and child (rounded up).
+    pub hi: [[u8; WIDTH]; 3],
+    /// Wide node index (interior), first leaf block (leaf), or [`EMPTY`].
+    pub child: [u32; WIDTH],
+    /// 0 for an interior child, else the number of leaf blocks (at most 32).
+    pub blocks: [u8; WIDTH],
+    /// Index of the node's [`ExactBoxes`] beside the nodes, or [`EMPTY`] when the
+    /// quantized boxes hold.
+    pub exact: u32,
+}
+
+impl Default for WideNode {
+    fn default() -> Self {
+        Self {
+            origin: [0.0; 3],
+            step: [1.0; 3],
+            lo: [[0; WIDTH]; 3],
+            hi: [[0; WIDTH]; 3],
+            child: [EMPTY; WIDTH],
+            blocks: [0; WIDTH],
+            exact: EMPTY,
+        }
+    }
+}
+
+const _: () = assert!(size_of::<WideNode>() == 128);
+
+/// The children's boxes of a node as `f32`, per axis and child (unused slots: an
+/// inverted box).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub struct ExactBoxes {
+    /// Box minima.
+    pub lo: [[f32; WIDTH]; 3],
+    /// Box maxima.
+    pub hi: [[f32; WIDTH]; 3],
+}
+
+impl Default for ExactBoxes {
+    fn default() -> Self {
+        Self {
+            lo: [[f32::MAX; WIDTH]; 3],
+            hi: [[-f32::MAX; WIDTH]; 3],
+        }
+    }
+}
+
+impl WideNode {
+    /// The decoded box plane `q` on `axis`.
+    #[inline(always)]
+    pub fn decode(&self, axis: usize, q: u8) -> f32 {
+        self.origin[axis] + q as f32 * self.step[axis]
+    }
+
+    /// The largest code that decodes to at most `x`, if any.
+    fn code_below(&self, axis: usize, x: f32) -> Option<u8> {
+        let guess = ((x - self.origin[axis]) / self.step[axis]).clamp(0.0, 255.0) as u8;
+        let fits = |q: u8| self.decode(axis, q) <= x;
+        let below = (0..=guess).rev().find(|&q| fits(q))?;
+        Some(
+            (below..=255)
+                .take_while(|&q| fits(q))
+                .last()
+                .unwrap_or(below),
+        )
+    }
+
+    /// The smallest code that decodes to at least `x`, if any.
+    fn code_above(&self, axis: usize, x: f32) -> Option<u8> {
+        let guess = ((x - self.origin[axis]) / self.step[axis]).clamp(0.0, 255.0) as u8;
+        let fits = |q: u8| self.decode(axis, q) >= x;
+        let above = (guess..=255).find(|&q| fits(q))?;
+        Some(
+            (0..=above)
+                .rev()
+                .take_while(|&q| fits(q))
+                .last()
+                .unwrap_or(above),
+        )
+    }
+
+    /// Quantizes `boxes` (`count` children) into this node; returns `false` (and
+    /// leaves the codes meaningless) when some decoded box would not contain its
+    /// child's.
+    fn quantize(&mut self, boxes: &ExactBoxes, count: usize) -> bool {
+        for axis in 0..3 {
+            let lo = boxes.lo[axis][..count]
+                .iter()
+                .fold(f32::INFINITY, |a, &b| a.min(b));
+            let hi = boxes.hi[axis][..count]
+                .iter()
+                .fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+            self.origin[axis] = lo;
+            self.step[axis] = step_for(lo, hi);
+            for lane in 0..count {
+                let (Some(ql), Some(qh)) = (
+                    self.code_below(axis, boxes.lo[axis][lane]),
+                    self.code_above(axis, boxes.hi[axis][lane]),
+                ) else {
+                    return false;
+                };
+                self.lo[axis][lane] = ql;
+                self.hi[axis][lane] = qh;
+            }
+        }
+        true
+    }
+}
+
+/// The smallest power of two (at least `f32::MIN_POSITIVE`, at most 2^127) whose 255
+/// steps from `lo` reach `hi`, or 2^127.
+fn step_for(lo: f32, hi: f32) -> f32 {
+    let mut step = f32::MIN_POSITIVE;
+    let wanted = (hi - lo) / 255.0;
+    if wanted.is_finite() && wanted > step {
+        step = f32::from_bits((wanted.to_bits() + 0x007f_ffff) & 0xff80_0000);
+    }
+    while step < 1.7014118e38 && lo + 255.0 * step < hi {
+        step *= 2.0;
+    }
+    step
+}
+
+/// Up to eight triangles of one leaf as structure of arrays, with their ids.
+/// Unused lanes are degenerate and never hit.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LeafBlock {
+    /// The triangles.
+    pub triangles: SoaTriangles<WIDTH>,
+    /// Triangle ids in the caller's mesh.
+    pub id: [u32; WIDTH],
+}
+
+/// A BVH in the CPU's wide layout. Node 0 is the root.
+#[derive(Clone, Debug, Default)]
+pub struct WideBvh {
+    pub(crate) nodes: Vec<WideNode>,
+    /// Exact boxes of the nodes whose quantized boxes would not hold them.
+    pub(crate) exact: Vec<ExactBoxes>,
+    pub(crate) blocks: Vec<LeafBlock>,
+    pub(crate) mesh_triangles: usize,
+    /// The binary tree it was collapsed from, kept only by [`WideBvh::refittable`].
+    pub(crate) binary: Option<std::sync::Arc<Bvh>>,
+}
+
+impl WideBvh {
+    /// Collapses a binary BVH: each wide node takes the children of a binary node
+    /// and keeps opening its largest interior child until it has eight; a subtree of
+    /// at most [`WIDTH`] triangles becomes one leaf block (its triangles are
+    /// contiguous), so blocks are full and nodes few.
+    pub fn from_bvh(bvh: &Bvh) -> Self {
+        let mut wide = WideBvh {
+            mesh_triangles: bvh.mesh_triangle_count(),
+            ..Default::default()
+        };
+        let ranges = bvh.subtree_ranges();
+        let as_leaf = |c: &BvhChild| -> BvhChild {
+            if c.is_leaf() || c.is_empty() {
+                return *c;
+            }
+            let (first, end) = ranges[c.index as usize];
+            if (end - first) as usize <= WIDTH {
+                BvhChild {
+                    index: first,
+                    count: end - first,
+                    ..*c
+                }
+            } else {
+                *c
+            }
+        };
+        let root: Vec<BvhChild> = bvh.nodes()[0]
+            .children
+            .iter()
+            .filter(|c| !c.is_empty())
+            .map(as_leaf)
+            .collect();
+        wide.collapse(bvh, root, &as_leaf);
+        wide
+    }
+
+    /// The boxes of `node`'s children, decoded (unused slots decode to a point; their
+    /// child is [`EMPTY`]).
+    #[inline(always)]
+    pub fn boxes(&self, node: &WideNode) -> ExactBoxes {
+        if node.exact != EMPTY {
+            return self.exact[node.exact as usize];
+        }
+        let mut boxes = ExactBoxes::default();
+        for axis in 0..3 {
+            for lane in 0..WIDTH {
+                boxes.lo[axis][lane] = node.decode(axis, node.lo[axis][lane]);
+                boxes.hi[axis][lane] = node.decode(axis, node.hi[axis][lane]);
+            }
+        }
+        boxes
+    }
+
+    /// The box around everything in the BVH (the root's children's decoded boxes),
+    /// or `None` when it is empty.
+    pub fn bounds(&self) -> Option<(glam::Vec3, glam::Vec3)> {
+        let root = self.nodes.first()?;
+        let boxes = self.boxes(root);
+        let (mut lo, mut hi) = (glam::Vec3::INFINITY, glam::Vec3::NEG_INFINITY);
+        for lane in (0..WIDTH).filter(|&l| root.child[l] != EMPTY) {
+            for axis in 0..3 {
+                lo[axis] = lo[axis].min(boxes.lo[axis][lane]);
+                hi[axis] = hi[axis].max(boxes.hi[axis][lane]);
+            }
+        }
+        (lo.x <= hi.x).then_some((lo, hi))
+    }
+
+    /// Number of wide nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Bytes of node and leaf data.
+    pub fn size_bytes(&self) -> usize {
+        std::mem::size_of_val(self.nodes.as_slice())
+            + std::mem::size_of_val(self.exact.as_slice())
+            + std::mem::size_of_val(self.blocks.as_slice())
+    }
+
+    /// Triangles of the mesh the BVH was built from.
+    pub fn mesh_triangle_count(&self) -> usize {
+        self.mesh_triangles
+    }
+
+    /// Builds the wide node for these binary children; returns its index.
+    fn collapse(
+        &mut self,
+        bvh: &Bvh,
+        mut slots: Vec<BvhChild>,
+        as_leaf: &impl Fn(&BvhChild) -> BvhChild,
+    ) -> u32 {
+        while slots.len() < WIDTH {
+            let widest = slots
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| !c.is_leaf())
+                .max_by(|(_, a), (_, b)| half_area(a).total_cmp(&half_area(b)));
+            let Some((i, _)) = widest else { break };
+            let opened = slots.swap_remove(i);
+            let children = bvh.nodes()[opened.index as usize].children;
+            slots.extend(children.iter().filter(|c| !c.is_empty()).map(as_leaf));
+        }
+        let index = self.nodes.len();
+        self.nodes.push(WideNode::default());
+        let mut node = WideNode::default();
+        let mut boxes = ExactBoxes::default();
+        for (lane, slot) in slots.iter().enumerate() {
+            for axis in 0..3 {
+                boxes.lo[axis][lane] = slot.lo[axis];
+                boxes.hi[axis][lane] = slot.hi[axis];
+            }
+            if slot.is_leaf() {
+                let first = slot.index as usize;
+                let triangles = &bvh.triangles()[first..first + slot.count as usize];
+                node.child[lane] = self.blocks.len() as u32;
+                node.blocks[lane] = triangles.len().div_ceil(WIDTH) as u8;
+                self.blocks.extend(triangles.chunks(WIDTH).map(leaf_block));
+            } else {
+                let grandchildren = bvh.nodes()[slot.index as usize].children;
+                let children = grandchildren
+                    .iter()
+                    .filter(|c| !c.is_empty())
+                    .map(as_leaf)
+                    .collect();
+                node.child[lane] = self.collapse(bvh, children, as_leaf);
+            }
+        }
+        if !node.quantize(&boxes, slots.len()) {
+            node.exact = self.exact.len() as u32;
+            self.exact.push(boxes);
+        }
+        self.nodes[index] = node;
+        index as u32
+    }
+}
+
+fn half_area(c: &BvhChild) -> f32 {
+    let d = c.hi - c.lo;
+    d.x * d.y + d.y * d.z + d.z * d.x
+}
+
+fn leaf_block(triangles: &[PackedTriangle]) -> LeafBlock {
+    let mut id = [0; WIDTH];
+    for (slot, tri) in id.iter_mut().zip(triangles) {
+        *slot = tri.id;
+    }
+    LeafBlock {
+        triangles: SoaTriangles::new(triangles),
+        id,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec3;
+
+    use super::*;
+    use crate::bvh::vertices_box;
+    use crate::cpu::CpuMesh;
+    use crate::kit::{self, Rng, fixtures};
+    use crate::{Accel, Ray};
+
+    /// Padded boxes of every triangle under a child slot.
+    fn triangle_boxes(wide: &WideBvh, child: u32, blocks: u8, out: &mut Vec<(Vec3, Vec3)>) {
+        if blocks > 0 {
+            for block in &wide.blocks[child as usize..][..blocks as usize] {
+                for lane in 0..WIDTH {
+                    let v = block.triangles.triangle(lane).map(Vec3::from);
+                    if v != [Vec3::ZERO; 3] {
+                        out.push(vertices_box(v));
+                    }
+                }
+            }
+            return;
+        }
+        let node = &wide.nodes[child as usize];
+        for lane in (0..WIDTH).filter(|&l| node.child[l] != EMPTY) {
+            triangle_boxes(wide, node.child[lane], node.blocks[lane], out);
+        }
+    }
+
+    /// Checks that every child's decoded box holds the padded box of every triangle
+    /// below it; returns how many nodes keep exact boxes.
+    fn check_boxes(mesh: &crate::Mesh) -> usize {
+        let wide = WideBvh::from_bvh(&Bvh::build(mesh));
+        let mut under = Vec::new();
+        for node in &wide.nodes {
+            let boxes = wide.boxes(node);
+            for lane in (0..WIDTH).filter(|&l| node.child[l] != EMPTY) {
+                under.clear();
+                triangle_boxes(&wide, node.child[lane], node.blocks[lane], &mut under);
+                assert!(!under.is_empty());
+                for &(lo, hi) in &under {
+                    for axis in 0..3 {
+                        assert!(
+                            boxes.lo[axis][lane] <= lo[axis] && boxes.hi[axis][lane] >= hi[axis],
+                            "axis {axis}: decoded [{}, {}] does not hold [{}, {}]",
+                            boxes.lo[axis][lane],
+                            boxes.hi[axis][lane],
+                            lo[axis],
+                            hi[axis]
+                        );
+                    }
+                }
+            }
+        }
+        wide.exact.len()
+    }
+
+    #[test]
+    fn decoded_boxes_hold_their_triangles_at_every_scale() {
+        let mut rng = Rng::new(11);
+        for (centre, size) in [
+            (0.0, 1.0),
+            (1e6, 1e-3),
+            (-3e4, 1e4),
+            (1e-30, 1e-30),
+            (1e20, 1e25),
+        ] {
+            let bounds = (Vec3::splat(centre - size), Vec3::splat(centre + size));
+            let mesh = kit::mesh(fixtures::soup(3000, &mut rng, bounds));
+            assert_eq!(check_boxes(&mesh), 0, "centre {centre}, size {size}");
+        }
+    }
+
+    #[test]
+    fn boxes_near_the_limits_of_f32_are_kept_exactly() {
+        // Padding these boxes overflows to infinity. An infinite maximum is
+        // reached by the largest step, but from an origin at -infinity every code
+        // decodes to -infinity: such nodes keep exact boxes, and the rest still
+        // hold.
+        let mut rng = Rng::new(12);
+        let near_max = (Vec3::splat(3.0e38), Vec3::splat(f32::MAX));
+        let mesh = kit::mesh(fixtures::concat(&[
+            fixtures::soup(200, &mut rng, (Vec3::splat(-1.0), Vec3::splat(1.0))),
+            fixtures::soup(200, &mut rng, near_max),
+            fixtures::soup(200, &mut rng, (-near_max.1, -near_max.0)),
+        ]));
+        assert!(check_boxes(&mesh) > 0);
+        // Rays at every triangle from near it: through exact and quantized nodes
+        // alike, the BVH gives brute force's answers.
+        let cpu = crate::cpu::CpuBackend::with_threads(1).expect("a 1-thread pool");
+        let brute = CpuMesh::with_accel(&mesh, Accel::Brute);
+        let bvh = CpuMesh::with_accel(&mesh, Accel::Bvh);
+        let rays: Vec<Ray> = mesh
+            .triangles()
+            .map(|[a, b, c]| {
+                let aim = (a.as_dvec3() + b.as_dvec3() + c.as_dvec3()) / 3.0;
+                let origin = aim - aim.signum() * (aim.abs() * 1e-3 + 10.0);
+                Ray::new(origin.as_vec3(), (aim - origin).as_vec3())
+            })
+            .collect();
+        let options = crate::TraceOptions::default();
+        let expected = cpu.trace(&brute, &rays, &options);
+        let hits = expected.iter().filter(|h| h.is_hit()).count();
+        assert!(hits > 150, "{hits} hits");
+        assert_eq!(cpu.trace(&bvh, &rays, &options), expected);
+    }
+}

@@ -1,0 +1,99 @@
+//! Every wgpu adapter the machine offers, its limits, and the one
+//! [`Backend::Auto`](crate::Backend::Auto) would use (behind `raypick info`).
+
+use super::context::{AdapterSummary, GpuContext};
+
+/// The wgpu instance raypick creates its own devices from. Graphics APIs can be
+/// restricted with the `WGPU_BACKEND` environment variable (e.g. `vulkan`).
+pub(crate) fn instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
+/// A wgpu instance on the given graphics APIs only.
+pub(crate) fn instance_on(backends: wgpu::Backends) -> wgpu::Instance {
+    let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    descriptor.backends = backends;
+    wgpu::Instance::new(descriptor)
+}
+
+/// The device limits that bound raypick's batches and dispatches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct ComputeLimits {
+    /// Largest storage buffer binding, in bytes (splits meshes and ray batches).
+    pub max_storage_buffer_binding_size: u64,
+    /// Largest buffer, in bytes.
+    pub max_buffer_size: u64,
+    /// Most workgroups in one dimension of a dispatch (splits ray batches).
+    pub max_compute_workgroups_per_dimension: u32,
+    /// Most invocations in one workgroup.
+    pub max_compute_invocations_per_workgroup: u32,
+    /// Workgroup shared memory, in bytes.
+    pub max_compute_workgroup_storage_size: u32,
+    /// Most storage buffers one shader stage may bind.
+    pub max_storage_buffers_per_shader_stage: u32,
+}
+
+impl From<&wgpu::Limits> for ComputeLimits {
+    fn from(limits: &wgpu::Limits) -> Self {
+        Self {
+            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
+            max_buffer_size: limits.max_buffer_size,
+            max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+            max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+            max_compute_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
+            max_storage_buffers_per_shader_stage: limits.max_storage_buffers_per_shader_stage,
+        }
+    }
+}
+
+/// One adapter wgpu found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct AdapterReport {
+    /// Name, graphics API, device type and driver.
+    #[cfg_attr(feature = "serde", serde(flatten))]
+    pub summary: AdapterSummary,
+    /// The limits raypick depends on.
+    pub limits: ComputeLimits,
+}
+
+/// Every adapter of every graphics API wgpu can use here (as restricted by
+/// `WGPU_BACKEND`), in wgpu's order. Empty when there is none.
+pub fn list_adapters() -> Vec<AdapterReport> {
+    let instance = instance();
+    let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all());
+    pollster::block_on(instance.enumerate_adapters(backends))
+        .iter()
+        .map(|adapter| AdapterReport {
+            summary: AdapterSummary::from_info(&adapter.get_info()),
+            limits: ComputeLimits::from(&adapter.limits()),
+        })
+        .collect()
+}
+
+/// What [`Backend::Auto`](crate::Backend::Auto) runs on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct AutoChoice {
+    /// The adapter of the GPU context `Backend::Auto` opens, or `None` when it
+    /// falls back to the CPU.
+    pub adapter: Option<AdapterSummary>,
+    /// Why no GPU context could be opened (the error text), when it falls back.
+    pub fallback_reason: Option<String>,
+}
+
+/// Opens a GPU context the way [`Backend::Auto`](crate::Backend::Auto) does and
+/// reports which adapter it got, or why it fell back to the CPU.
+pub fn auto_choice() -> AutoChoice {
+    match GpuContext::new() {
+        Ok(gpu) => AutoChoice {
+            adapter: Some(gpu.adapter().clone()),
+            fallback_reason: None,
+        },
+        Err(e) => AutoChoice {
+            adapter: None,
+            fallback_reason: Some(e.to_string()),
+        },
+    }
+}

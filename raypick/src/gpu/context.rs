@@ -1,0 +1,369 @@
+//! The GPU context: device, queue, limits and pipelines, created once and reused for
+//! every mesh and ray batch.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::pipelines::Pipelines;
+use super::trace::Scratch;
+use crate::error::{Error, Result};
+
+/// Options for creating a [`GpuContext`].
+#[derive(Clone, Debug, Default)]
+pub struct GpuOptions {
+    /// Adapter preference when raypick creates its own device.
+    pub power_preference: wgpu::PowerPreference,
+    /// Lowers the largest storage binding raypick uses (bytes). Meshes and ray
+    /// batches larger than this are split across bindings and dispatches. `None`
+    /// uses the device limit.
+    pub max_binding_bytes: Option<u64>,
+    /// Most rays traced per dispatch (`None`: 1 Mi rays, or fewer if the device
+    /// limits require).
+    pub max_rays_per_dispatch: Option<usize>,
+    /// Most triangles one dispatch tests each ray against (`None`:
+    /// [`DEFAULT_MAX_TRIANGLES_PER_DISPATCH`]). Larger meshes take several dispatches.
+    pub max_triangles_per_dispatch: Option<u32>,
+    /// Most loop steps (node visits plus triangle tests) of one ray's BVH traversal
+    /// on the GPU (`None`: [`DEFAULT_MAX_TRAVERSAL_STEPS`]); rays that need more are
+    /// completed on the CPU.
+    pub max_traversal_steps: Option<u32>,
+    /// Most bytes of GPU memory one mesh may take (`None`: no limit of raypick's own;
+    /// the device's memory still is one). A larger mesh fails to upload with
+    /// [`Error::OutOfMemory`], which [`Backend::Auto`](crate::Backend::Auto) answers by
+    /// tracing on the CPU.
+    pub max_mesh_bytes: Option<u64>,
+    /// The graphics APIs to look for adapters on (`None`: every API, as restricted by
+    /// the `WGPU_BACKEND` environment variable). `Some(wgpu::Backends::empty())` finds
+    /// no adapter at all.
+    pub backends: Option<wgpu::Backends>,
+}
+
+/// Default loop steps of one ray's BVH traversal. Mesa's llvmpipe ends a shader
+/// loop after 65,535 iterations counted over all the loops of a SIMD group of
+/// invocations, and one step can take up to about four loop iterations (node, child,
+/// triangle and pop loops), so the budget stays well below 65,535 / 4; real meshes
+/// need far fewer steps (hundreds), and the rare ray that needs more is finished on
+/// the CPU.
+pub const DEFAULT_MAX_TRAVERSAL_STEPS: u32 = 8_000;
+
+/// Default triangles per dispatch. Mesa's llvmpipe (lavapipe) ends any shader loop
+/// after 65,535 iterations in total, which would silently skip triangles; 32,768
+/// stays well below that and costs real GPUs nothing measurable.
+pub const DEFAULT_MAX_TRIANGLES_PER_DISPATCH: u32 = 32_768;
+
+/// What raypick knows about the adapter it runs on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct AdapterSummary {
+    /// Adapter name, e.g. `NVIDIA GeForce RTX 4090` or `llvmpipe (LLVM 15.0.6, 256 bits)`.
+    pub name: String,
+    /// Graphics API backend, e.g. `Vulkan`.
+    pub backend: String,
+    /// Device type, e.g. `DiscreteGpu` or `Cpu` (a software rasteriser such as lavapipe).
+    pub device_type: String,
+    /// Driver name and version.
+    pub driver: String,
+}
+
+impl AdapterSummary {
+    pub(crate) fn from_info(info: &wgpu::AdapterInfo) -> Self {
+        Self {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            device_type: format!("{:?}", info.device_type),
+            driver: format!("{} {}", info.driver, info.driver_info)
+                .trim()
+                .to_string(),
+        }
+    }
+}
+
+/// Errors the device reported outside any call (uncaptured errors, device loss).
+#[derive(Debug, Default)]
+pub(crate) struct ErrorSink(Mutex<Option<SinkError>>);
+
+/// What an [`ErrorSink`] recorded.
+#[derive(Clone, Debug)]
+enum SinkError {
+    Lost(String),
+    OutOfMemory(String),
+    Other(String),
+}
+
+impl ErrorSink {
+    fn record(&self, error: SinkError) {
+        log::error!("raypick GPU error: {error:?}");
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        // Device loss outranks anything recorded before: it is what stays true.
+        if slot.is_none() || matches!(error, SinkError::Lost(_)) {
+            *slot = Some(error);
+        }
+    }
+
+    /// Whether the device was lost.
+    pub(crate) fn lost(&self) -> bool {
+        matches!(
+            &*self.0.lock().unwrap_or_else(|p| p.into_inner()),
+            Some(SinkError::Lost(_))
+        )
+    }
+
+    /// The first recorded error, if any (it stays recorded: a lost device stays lost).
+    pub(crate) fn check(&self) -> Result<()> {
+        match &*self.0.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(SinkError::Lost(m)) => Err(Error::DeviceLost(m.clone())),
+            Some(SinkError::OutOfMemory(m)) => Err(Error::OutOfMemory(m.clone())),
+            Some(SinkError::Other(m)) => Err(Error::Gpu(m.clone())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The crate error for a wgpu error: out of memory stays out of memory, anything
+/// else on a lost device is device loss, the rest is [`Error::Gpu`].
+pub(crate) fn classify(error: &wgpu::Error, lost: bool) -> Error {
+    match error {
+        wgpu::Error::OutOfMemory { .. } => Error::OutOfMemory(error.to_string()),
+        _ if lost => Error::DeviceLost(error.to_string()),
+        _ => Error::Gpu(error.to_string()),
+    }
+}
+
+/// A wgpu device and queue with raypick's pipelines built once.
+///
+/// Create one with [`GpuContext::new`] (raypick picks an adapter) or
+/// [`GpuContext::from_device`] (share a renderer's device and queue). Upload meshes
+/// with [`GpuContext::upload`] and trace ray batches of any size with
+/// [`GpuContext::trace`] or [`GpuContext::trace_async`].
+pub struct GpuContext {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) pipelines: Pipelines,
+    pub(crate) scratch: futures_intrusive::sync::Mutex<Option<Scratch>>,
+    pub(crate) errors: Arc<ErrorSink>,
+    pub(crate) id: u64,
+    adapter: AdapterSummary,
+    max_binding_bytes: u64,
+    max_rays_per_dispatch: usize,
+    max_triangles_per_dispatch: u32,
+    max_traversal_steps: u32,
+    max_mesh_bytes: Option<u64>,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.adapter)
+            .field("max_binding_bytes", &self.max_binding_bytes)
+            .field("max_rays_per_dispatch", &self.max_rays_per_dispatch)
+            .field(
+                "max_triangles_per_dispatch",
+                &self.max_triangles_per_dispatch,
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl GpuContext {
+    /// Creates a device on the best adapter found (blocking).
+    pub fn new() -> Result<Self> {
+        pollster::block_on(Self::new_async(GpuOptions::default()))
+    }
+
+    /// Creates a device with options (blocking).
+    pub fn with_options(options: GpuOptions) -> Result<Self> {
+        pollster::block_on(Self::new_async(options))
+    }
+
+    /// Creates a device on the best adapter found. Backends can be restricted with
+    /// the `WGPU_BACKEND` environment variable (e.g. `vulkan`).
+    pub async fn new_async(options: GpuOptions) -> Result<Self> {
+        let instance = match options.backends {
+            Some(backends) => super::adapters::instance_on(backends),
+            None => super::adapters::instance(),
+        };
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: options.power_preference,
+                force_fallback_adapter: false,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| Error::NoAdapter(e.to_string()))?;
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("raypick"),
+                required_limits: adapter.limits(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| Error::Device(e.to_string()))?;
+        let errors = Arc::new(ErrorSink::default());
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            sink.record(match e {
+                wgpu::Error::OutOfMemory { .. } => SinkError::OutOfMemory(e.to_string()),
+                _ => SinkError::Other(e.to_string()),
+            })
+        }));
+        let sink = errors.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            sink.record(SinkError::Lost(format!("{reason:?}: {message}")));
+        });
+        Self::build(
+            device,
+            queue,
+            AdapterSummary::from_info(&adapter.get_info()),
+            errors,
+            options,
+        )
+    }
+
+    /// Uses a device and queue the caller already has (a renderer's). raypick leaves
+    /// the device's error handlers alone; `adapter` is only used for reporting.
+    ///
+    /// Without its own device-lost handler raypick cannot tell a lost device from
+    /// other failures: on a shared device they come back as [`Error::Gpu`] or
+    /// [`Error::Readback`] (never a panic), and out-of-memory errors inside raypick's
+    /// calls still as [`Error::OutOfMemory`].
+    pub fn from_device(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter: &wgpu::AdapterInfo,
+    ) -> Result<Self> {
+        Self::build(
+            device,
+            queue,
+            AdapterSummary::from_info(adapter),
+            Arc::default(),
+            GpuOptions::default(),
+        )
+    }
+
+    fn build(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter: AdapterSummary,
+        errors: Arc<ErrorSink>,
+        options: GpuOptions,
+    ) -> Result<Self> {
+        let limits = device.limits();
+        let device_binding = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        let max_binding_bytes = options
+            .max_binding_bytes
+            .map_or(device_binding, |b| b.min(device_binding));
+        let ray_bytes = std::mem::size_of::<crate::Ray>() as u64;
+        let max_rays_per_dispatch = [
+            options.max_rays_per_dispatch.unwrap_or(1 << 20) as u64,
+            max_binding_bytes / ray_bytes,
+            limits.max_compute_workgroups_per_dimension as u64
+                * crate::shaders::BRUTE_FORCE_WORKGROUP as u64,
+        ]
+        .into_iter()
+        .min()
+        .unwrap_or(1)
+        .max(1) as usize;
+        let pipelines = Pipelines::new(&device)?;
+        Ok(Self {
+            device,
+            queue,
+            pipelines,
+            scratch: futures_intrusive::sync::Mutex::new(None, false),
+            errors,
+            id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
+            adapter,
+            max_binding_bytes,
+            max_rays_per_dispatch,
+            max_triangles_per_dispatch: options
+                .max_triangles_per_dispatch
+                .unwrap_or(DEFAULT_MAX_TRIANGLES_PER_DISPATCH)
+                .max(1),
+            max_traversal_steps: options
+                .max_traversal_steps
+                .unwrap_or(DEFAULT_MAX_TRAVERSAL_STEPS)
+                .max(1),
+            max_mesh_bytes: options.max_mesh_bytes,
+        })
+    }
+
+    /// The adapter this context runs on.
+    pub fn adapter(&self) -> &AdapterSummary {
+        &self.adapter
+    }
+
+    /// The wgpu device.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The wgpu queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Largest storage binding raypick uses, in bytes.
+    pub fn max_binding_bytes(&self) -> u64 {
+        self.max_binding_bytes
+    }
+
+    /// Most rays traced in one dispatch; larger batches are split.
+    pub fn max_rays_per_dispatch(&self) -> usize {
+        self.max_rays_per_dispatch
+    }
+
+    /// Most triangles one dispatch tests; larger meshes take several dispatches.
+    pub fn max_triangles_per_dispatch(&self) -> u32 {
+        self.max_triangles_per_dispatch
+    }
+
+    /// Most loop steps of one ray's BVH traversal on the GPU.
+    pub fn max_traversal_steps(&self) -> u32 {
+        self.max_traversal_steps
+    }
+
+    /// Most bytes of GPU memory one mesh may take, if limited
+    /// ([`GpuOptions::max_mesh_bytes`]).
+    pub fn max_mesh_bytes(&self) -> Option<u64> {
+        self.max_mesh_bytes
+    }
+
+    /// Fails with [`Error::OutOfMemory`] when a mesh of `bytes` bytes exceeds
+    /// [`GpuContext::max_mesh_bytes`].
+    pub(crate) fn check_mesh_bytes(&self, bytes: u64) -> Result<()> {
+        match self.max_mesh_bytes {
+            Some(max) if bytes > max => Err(Error::OutOfMemory(format!(
+                "the mesh needs {bytes} bytes of GPU memory, more than the {max} bytes allowed"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// `error`, or [`Error::DeviceLost`] in its place when the device was lost (a
+    /// failed readback or poll on a lost device is device loss).
+    pub(crate) fn lost_or(&self, error: Error) -> Error {
+        match error {
+            Error::DeviceLost(_) | Error::OutOfMemory(_) => error,
+            _ if self.errors.lost() => Error::DeviceLost(error.to_string()),
+            _ => error,
+        }
+    }
+
+    /// Runs `f` inside validation and out-of-memory error scopes and turns a captured
+    /// error into [`Error::OutOfMemory`], [`Error::DeviceLost`] or [`Error::Gpu`].
+    pub(crate) fn scoped<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = f();
+        let validation = pollster::block_on(validation.pop());
+        let oom = pollster::block_on(oom.pop());
+        self.errors.check()?;
+        match oom.or(validation) {
+            Some(e) => Err(classify(&e, self.errors.lost())),
+            None => Ok(out),
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The GPU backend (wgpu compute shaders).
+//!
+//! [`GpuContext`] owns (or borrows from a renderer) a device and queue and builds the
+//! pipelines once; [`GpuMesh`] is a mesh uploaded once and traced many times;
+//! [`list_adapters`] and [`auto_choice`] say what the machine offers and what
+//! [`Backend::Auto`](crate::Backend::Auto) picks.
+
+mod adapters;
+mod context;
+mod gather;
+mod instances;
+mod mesh;
+mod pipelines;
+pub(crate) mod readback;
+mod refit;
+mod trace;
+
+pub use adapters::{AdapterReport, AutoChoice, ComputeLimits, auto_choice, list_adapters};
+pub use context::{
+    AdapterSummary, DEFAULT_MAX_TRAVERSAL_STEPS, DEFAULT_MAX_TRIANGLES_PER_DISPATCH, GpuContext,
+    GpuOptions,
+};
+pub(crate) use gather::CpuCopy;
+pub use gather::MeshBuffers;
+pub use instances::GpuInstanceScene;
+pub(crate) use mesh::Content as MeshContent;
+pub use mesh::GpuMesh;
+pub(crate) use trace::{Scratch, finish_on_cpu};

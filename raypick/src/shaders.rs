@@ -1,0 +1,122 @@
+//! WGSL sources of the compute stages.
+//!
+//! WGSL has no `#include`, so each stage is assembled here from the shared struct file
+//! (`shaders/types.wgsl`), the shared functions it uses and its own file.
+
+/// Structs and constants shared by every stage (mirrors `src/types.rs`).
+pub const TYPES: &str = include_str!("../shaders/types.wgsl");
+/// The ray–triangle test: per-ray set-up, choice of test, acceptance (mirrored by
+/// `src/cpu/intersect.rs`).
+pub const INTERSECT: &str = include_str!("../shaders/intersect.wgsl");
+/// The fast test (mirrored by `src/cpu/moller_trumbore.rs`).
+pub const MOLLER_TRUMBORE: &str = include_str!("../shaders/moller_trumbore.wgsl");
+/// The watertight test (mirrored by `src/cpu/watertight.rs`).
+pub const WATERTIGHT: &str = include_str!("../shaders/watertight.wgsl");
+/// The sorted hit list of the all-hits query (mirrored by `src/cpu/hit_list.rs`).
+pub const HIT_LIST: &str = include_str!("../shaders/hit_list.wgsl");
+/// The brute-force stage (mirrored by `src/cpu/brute_force.rs`).
+pub const BRUTE_FORCE: &str = include_str!("../shaders/brute_force.wgsl");
+
+/// The steps of a mesh BVH walk shared by the BVH and instance traversal stages
+/// (mirrored by `src/cpu/bvh_traverse.rs`).
+pub const BVH_WALK: &str = include_str!("../shaders/bvh_walk.wgsl");
+
+/// The BVH traversal stage (mirrored by `src/cpu/bvh_traverse.rs`).
+pub const BVH_TRAVERSE: &str = include_str!("../shaders/bvh_traverse.wgsl");
+
+/// The gather stage: triangles from a renderer's buffers (mirrored by
+/// `src/cpu/gather.rs`).
+pub const GATHER: &str = include_str!("../shaders/gather.wgsl");
+/// Entry point of the gather stage.
+pub const GATHER_ENTRY: &str = "gather";
+/// Workgroup size of the gather stage (`GATHER_WORKGROUP` in the WGSL).
+pub const GATHER_WORKGROUP: u32 = 64;
+
+/// The refit stage: BVH boxes, one level per dispatch (mirrored by
+/// `Bvh::refit_boxes` in `src/bvh/refit.rs`).
+pub const REFIT: &str = include_str!("../shaders/refit.wgsl");
+/// Entry point of the refit stage.
+pub const REFIT_ENTRY: &str = "refit";
+/// Workgroup size of the refit stage (`REFIT_WORKGROUP` in the WGSL).
+pub const REFIT_WORKGROUP: u32 = 64;
+
+/// Entry point of the BVH traversal stage.
+pub const BVH_TRAVERSE_ENTRY: &str = "bvh_traverse";
+/// Workgroup size of the BVH traversal stage (`WORKGROUP_SIZE` in the WGSL).
+pub const BVH_TRAVERSE_WORKGROUP: u32 = 64;
+/// Triangle id the traversal reports for a ray that ran out of loop steps.
+pub const UNFINISHED: u32 = 0xFFFF_FFFE;
+
+/// The two-level traversal of instance scenes (mirrored by
+/// `src/cpu/instance_traverse.rs`).
+pub const INSTANCE_TRAVERSE: &str = include_str!("../shaders/instance_traverse.wgsl");
+/// Entry point of the instance traversal stage.
+pub const INSTANCE_TRAVERSE_ENTRY: &str = "instance_traverse";
+/// Workgroup size of the instance traversal stage (`WORKGROUP_SIZE` in the WGSL).
+pub const INSTANCE_TRAVERSE_WORKGROUP: u32 = 64;
+
+/// Entry point of the brute-force stage.
+pub const BRUTE_FORCE_ENTRY: &str = "brute_force";
+/// Workgroup size of the brute-force stage (`WORKGROUP_SIZE` in the WGSL).
+pub const BRUTE_FORCE_WORKGROUP: u32 = 64;
+
+/// The complete WGSL module of the brute-force stage.
+pub fn brute_force_module() -> String {
+    [
+        TYPES,
+        INTERSECT,
+        MOLLER_TRUMBORE,
+        WATERTIGHT,
+        HIT_LIST,
+        BRUTE_FORCE,
+    ]
+    .join("\n")
+}
+
+/// The complete WGSL module of the BVH traversal stage.
+pub fn bvh_traverse_module() -> String {
+    [
+        TYPES,
+        INTERSECT,
+        MOLLER_TRUMBORE,
+        WATERTIGHT,
+        HIT_LIST,
+        BVH_WALK,
+        BVH_TRAVERSE,
+    ]
+    .join("\n")
+}
+
+/// The complete WGSL module of the instance traversal stage.
+pub fn instance_traverse_module() -> String {
+    [
+        TYPES,
+        INTERSECT,
+        MOLLER_TRUMBORE,
+        WATERTIGHT,
+        BVH_WALK,
+        INSTANCE_TRAVERSE,
+    ]
+    .join("\n")
+}
+
+/// The complete WGSL module of the gather stage.
+pub fn gather_module() -> String {
+    [TYPES, GATHER].join("\n")
+}
+
+/// The complete WGSL module of the refit stage.
+pub fn refit_module() -> String {
+    [TYPES, REFIT].join("\n")
+}
+
+/// Every complete module, by name (used by the naga validation test).
+pub fn all_modules() -> Vec<(&'static str, String)> {
+    vec![
+        ("brute_force", brute_force_module()),
+        ("bvh_traverse", bvh_traverse_module()),
+        ("instance_traverse", instance_traverse_module()),
+        ("gather", gather_module()),
+        ("refit", refit_module()),
+    ]
+}

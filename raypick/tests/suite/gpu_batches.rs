@@ -1,0 +1,217 @@
+//! Batches larger than one dispatch or one storage binding are split transparently,
+//! and the answers do not change.
+
+use crate::support::{CPU_BRUTE, CPU_BVH, GPU_BRUTE, GPU_BVH, gpu, trace};
+use glam::Vec3;
+use raypick::gpu::{GpuContext, GpuOptions};
+use raypick::{Accel, Cull, Hit, Mesh, Ray, TraceOptions};
+use raypick_testkit::fixtures::{self, Rng};
+use raypick_testkit::parity::assert_bits_equal;
+
+/// A triangle soup in the box ±1 and `random` random rays followed by
+/// `adversarial` adversarial ones, from one seed.
+fn soup_and_rays(
+    seed: u64,
+    triangles: usize,
+    random: usize,
+    adversarial: usize,
+) -> (Mesh, Vec<Ray>) {
+    let mut rng = Rng::new(seed);
+    let mesh = fixtures::soup(triangles, &mut rng, (Vec3::splat(-1.0), Vec3::splat(1.0)));
+    let mut rays = fixtures::random_rays(random, &mut rng, mesh.bounds().unwrap());
+    rays.extend(fixtures::adversarial_rays(&mesh, &mut rng, adversarial));
+    (mesh, rays)
+}
+
+#[test]
+fn split_meshes_and_batches_give_the_same_hits() {
+    let Some(whole) = gpu() else { return };
+    let (mesh, rays) = soup_and_rays(3, 1_000, 9_000, 3_000);
+    let split = GpuContext::with_options(GpuOptions {
+        // 97 triangles per buffer (11 buffers), and so 145 rays per dispatch.
+        max_binding_bytes: Some(48 * 97),
+        ..Default::default()
+    })
+    .expect("second context on the same adapter");
+    assert_eq!(split.max_rays_per_dispatch(), 48 * 97 / 32);
+    for cull in [Cull::None, Cull::Back] {
+        let options = TraceOptions::default().with_cull(cull);
+        let uploaded = split.upload_with(&mesh, Accel::Brute).unwrap();
+        assert_eq!(uploaded.buffer_count(), 11);
+        let got = split.trace(&uploaded, &rays, &options).unwrap();
+        let expected = whole
+            .trace(
+                &whole.upload_with(&mesh, Accel::Brute).unwrap(),
+                &rays,
+                &options,
+            )
+            .unwrap();
+        assert_eq!(
+            got, expected,
+            "splitting changed the answer (cull {cull:?})"
+        );
+    }
+}
+
+#[test]
+fn ten_million_rays_in_one_call() {
+    if gpu().is_none() {
+        return;
+    }
+    let mesh = fixtures::grid(4, 4, 2.0);
+    let rays = fixtures::camera_rays(mesh.bounds().unwrap(), 4_000, 2_500);
+    assert_eq!(rays.len(), 10_000_000);
+    let gpu_hits = trace(GPU_BRUTE, &mesh, &rays, Cull::None);
+    let cpu_hits = trace(CPU_BRUTE, &mesh, &rays, Cull::None);
+    assert_eq!(gpu_hits.len(), rays.len());
+    let hits = gpu_hits.iter().filter(|h| h.is_hit()).count();
+    assert!(hits > rays.len() / 10, "{hits} hits");
+    assert_bits_equal(&gpu_hits, &cpu_hits, "10M rays, GPU vs CPU brute force");
+}
+
+#[test]
+fn async_trace_equals_blocking_trace() {
+    let Some(gpu) = gpu() else { return };
+    let mesh = fixtures::icosphere(2, 1.0, Vec3::ZERO);
+    let rays = fixtures::incoherent_rays(5_000, &mut Rng::new(9), mesh.bounds().unwrap());
+    let uploaded = gpu.upload(&mesh).unwrap();
+    let options = TraceOptions::default();
+    let blocking = gpu.trace(&uploaded, &rays, &options).unwrap();
+    let asynchronous = pollster::block_on(gpu.trace_async(&uploaded, &rays, &options)).unwrap();
+    assert_eq!(blocking, asynchronous);
+}
+
+#[test]
+fn meshes_do_not_cross_contexts() {
+    let Some(first) = gpu() else { return };
+    let second = GpuContext::new().unwrap();
+    let mesh = Mesh::from_triangles(&[[Vec3::ZERO, Vec3::X, Vec3::Y]]);
+    let uploaded = first.upload(&mesh).unwrap();
+    let err = second
+        .trace(&uploaded, &[], &TraceOptions::default())
+        .unwrap_err();
+    assert!(matches!(err, raypick::Error::WrongBackend), "{err}");
+    assert_eq!(
+        first
+            .trace(&uploaded, &[], &TraceOptions::default())
+            .unwrap(),
+        Vec::<Hit>::new()
+    );
+}
+
+/// Some drivers stop a shader loop after 65,535 iterations; meshes past that must still
+/// be tested against every triangle (the highest ids included).
+#[test]
+fn meshes_beyond_65536_triangles_are_traced_completely() {
+    if gpu().is_none() {
+        return;
+    }
+    let mesh = fixtures::grid(190, 190, 4.0); // 72,200 triangles
+    assert!(mesh.triangle_count() > 70_000);
+    let rays = fixtures::camera_rays(mesh.bounds().unwrap(), 48, 40);
+    let gpu_hits = trace(GPU_BRUTE, &mesh, &rays, Cull::None);
+    let cpu_hits = trace(CPU_BRUTE, &mesh, &rays, Cull::None);
+    let top = cpu_hits
+        .iter()
+        .filter(|h| h.is_hit())
+        .map(|h| h.prim)
+        .max()
+        .unwrap();
+    assert!(top > 70_000, "rays reach the last triangles (max id {top})");
+    let differ = gpu_hits
+        .iter()
+        .zip(&cpu_hits)
+        .filter(|(g, c)| g != c)
+        .count();
+    assert_eq!(
+        differ,
+        0,
+        "{differ} of {} rays differ from the CPU",
+        rays.len()
+    );
+}
+
+#[test]
+fn small_triangle_ranges_per_dispatch_give_the_same_hits() {
+    let Some(whole) = gpu() else { return };
+    let split = GpuContext::with_options(GpuOptions {
+        max_triangles_per_dispatch: Some(100),
+        ..Default::default()
+    })
+    .unwrap();
+    let (mesh, rays) = soup_and_rays(4, 1_050, 0, 5_000);
+    let options = TraceOptions::default();
+    let got = split
+        .trace(
+            &split.upload_with(&mesh, Accel::Brute).unwrap(),
+            &rays,
+            &options,
+        )
+        .unwrap();
+    let expected = whole
+        .trace(
+            &whole.upload_with(&mesh, Accel::Brute).unwrap(),
+            &rays,
+            &options,
+        )
+        .unwrap();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn a_bvh_split_across_bindings_gives_the_same_hits() {
+    let Some(whole) = gpu() else { return };
+    let (mesh, rays) = soup_and_rays(8, 3_000, 6_000, 4_000);
+    let split = GpuContext::with_options(GpuOptions {
+        max_binding_bytes: Some(64 * 200), // 200 nodes or 266 triangles per chunk
+        ..Default::default()
+    })
+    .unwrap();
+    let options = TraceOptions::default();
+    let uploaded = split.upload(&mesh).unwrap();
+    assert!(
+        uploaded.buffer_count() > 8,
+        "{} chunks",
+        uploaded.buffer_count()
+    );
+    let got = split.trace(&uploaded, &rays, &options).unwrap();
+    let expected = trace(CPU_BRUTE, &mesh, &rays, Cull::None);
+    let differ: Vec<_> = (0..rays.len())
+        .filter(|&i| got[i] != expected[i])
+        .map(|i| (i, rays[i], got[i], expected[i]))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{} of {} rays differ from brute force: {differ:?}",
+        differ.len(),
+        rays.len()
+    );
+    let unsplit = whole
+        .trace(&whole.upload(&mesh).unwrap(), &rays, &options)
+        .unwrap();
+    assert_eq!(unsplit, got);
+}
+
+/// Rays that run out of GPU loop steps are completed on the CPU, with the same answer.
+#[test]
+fn rays_out_of_traversal_steps_are_finished_on_the_cpu() {
+    if gpu().is_none() {
+        return;
+    }
+    let short = GpuContext::with_options(GpuOptions {
+        max_traversal_steps: Some(3),
+        ..Default::default()
+    })
+    .unwrap();
+    let mesh = fixtures::icosphere(3, 1.0, Vec3::ZERO);
+    let rays = fixtures::incoherent_rays(4_000, &mut Rng::new(2), mesh.bounds().unwrap());
+    let got = short
+        .trace(
+            &short.upload(&mesh).unwrap(),
+            &rays,
+            &TraceOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(got, trace(CPU_BVH, &mesh, &rays, Cull::None));
+    assert_eq!(got, trace(GPU_BVH, &mesh, &rays, Cull::None));
+}

@@ -1,0 +1,211 @@
+//! Every WGSL module parses and validates with naga, and every struct shared with
+//! Rust has the same size and member offsets as its `#[repr(C)]` twin in src/types.rs.
+
+use std::mem::{offset_of, size_of};
+
+use raypick::shaders;
+use raypick::types::{
+    BvhChild, BvhNode, GatherParams, Hit, InstanceHitRecord, PackedInstance, PackedTriangle, Ray,
+    RefitParams, TraceParams, TraverseParams,
+};
+
+fn parse(source: &str, name: &str) -> naga::Module {
+    naga::front::wgsl::parse_str(source)
+        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)))
+}
+
+/// (size, [(member name, offset)]) of a struct declared in the WGSL module.
+fn wgsl_layout(module: &naga::Module, name: &str) -> (u32, Vec<(String, u32)>) {
+    let ty = module
+        .types
+        .iter()
+        .find(|(_, ty)| ty.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("struct {name} not found in types.wgsl"))
+        .1;
+    match &ty.inner {
+        naga::TypeInner::Struct { members, span } => (
+            *span,
+            members
+                .iter()
+                .map(|m| (m.name.clone().unwrap_or_default(), m.offset))
+                .collect(),
+        ),
+        other => panic!("{name} is not a struct: {other:?}"),
+    }
+}
+
+macro_rules! assert_layout {
+    ($module:expr, $ty:ty, [$($field:ident),* $(,)?]) => {{
+        let name = stringify!($ty);
+        let (size, members) = wgsl_layout($module, name);
+        assert_eq!(size as usize, size_of::<$ty>(), "size of {name}");
+        let rust: Vec<(String, u32)> =
+            vec![$((stringify!($field).to_string(), offset_of!($ty, $field) as u32)),*];
+        assert_eq!(members, rust, "members and offsets of {name}");
+    }};
+}
+
+#[test]
+fn shared_structs_match_rust() {
+    let module = parse(shaders::TYPES, "types.wgsl");
+    assert_layout!(&module, Ray, [origin, tmin, dir, tmax]);
+    assert_layout!(&module, Hit, [t, u, v, prim]);
+    assert_layout!(&module, PackedTriangle, [v0, id, v1, edge_norm, v2, _pad2]);
+    assert_layout!(
+        &module,
+        TraceParams,
+        [
+            ray_count, tri_count, tri_base, cull, accumulate, miss_t, one, tri_first, mode,
+            max_hits, _pad1, _pad2
+        ]
+    );
+    assert_layout!(&module, BvhChild, [lo, index, hi, count]);
+    assert_layout!(
+        &module,
+        GatherParams,
+        [
+            vertex_offset,
+            vertex_stride,
+            vertex_count,
+            index_u16,
+            index_first,
+            slot_count,
+            base_vertex,
+            use_order
+        ]
+    );
+    assert_layout!(&module, RefitParams, [first, count, _pad0, _pad1]);
+    assert_layout!(&module, BvhNode, [children]);
+    assert_layout!(
+        &module,
+        PackedInstance,
+        [inv0, inv1, inv2, node_offset, tri_offset, node_count, _pad0]
+    );
+    assert_layout!(
+        &module,
+        InstanceHitRecord,
+        [t, u, v, prim, instance, _pad0, _pad1, _pad2]
+    );
+    assert_layout!(
+        &module,
+        TraverseParams,
+        [
+            ray_count, cull, accumulate, miss_t, one, max_steps, mode, max_hits
+        ]
+    );
+}
+
+#[test]
+fn every_module_validates() {
+    for (name, source) in shaders::all_modules() {
+        let module = parse(&source, name);
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::empty(),
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&source)));
+    }
+}
+
+/// The value of the WGSL constant `name`, which must be a literal.
+fn literal(module: &naga::Module, name: &str) -> naga::Literal {
+    let (_, c) = module
+        .constants
+        .iter()
+        .find(|(_, c)| c.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("constant {name} missing"));
+    match module.global_expressions[c.init] {
+        naga::Expression::Literal(l) => l,
+        ref other => panic!("{name} is not a literal: {other:?}"),
+    }
+}
+
+#[test]
+fn shader_constants_match_rust() {
+    let module = parse(&shaders::brute_force_module(), "brute_force");
+    let constant = |name: &str| match literal(&module, name) {
+        naga::Literal::U32(v) => v,
+        other => panic!("{name} is not a u32: {other:?}"),
+    };
+    assert_eq!(constant("MISS"), raypick::MISS);
+    assert_eq!(constant("EMPTY_CHILD"), raypick::types::EMPTY_CHILD);
+    assert_eq!(constant("CULL_NONE"), raypick::Cull::None.to_u32());
+    assert_eq!(constant("CULL_BACK"), raypick::Cull::Back.to_u32());
+    assert_eq!(constant("CULL_FRONT"), raypick::Cull::Front.to_u32());
+    assert_eq!(constant("MODE_FAST"), raypick::Mode::Fast.to_u32());
+    assert_eq!(
+        constant("MODE_WATERTIGHT"),
+        raypick::Mode::Watertight.to_u32()
+    );
+    assert_eq!(constant("WORKGROUP_SIZE"), shaders::BRUTE_FORCE_WORKGROUP);
+    assert_eq!(constant("QUERY_CLOSEST"), raypick::types::QUERY_CLOSEST);
+    assert_eq!(constant("QUERY_ANY"), raypick::types::QUERY_ANY);
+    assert_eq!(constant("QUERY_ALL"), raypick::types::QUERY_ALL);
+    assert_eq!(constant("LIST_TRUNCATED"), raypick::types::LIST_TRUNCATED);
+    let entry = module
+        .entry_points
+        .iter()
+        .find(|e| e.name == shaders::BRUTE_FORCE_ENTRY)
+        .expect("entry point");
+    assert_eq!(entry.workgroup_size, [shaders::BRUTE_FORCE_WORKGROUP, 1, 1]);
+}
+
+#[test]
+fn traversal_constants_match_rust() {
+    let module = parse(&shaders::bvh_traverse_module(), "bvh_traverse");
+    let constant = |name: &str| literal(&module, name);
+    use naga::Literal::{F32, U32};
+    assert_eq!(constant("MAX_DEPTH"), U32(raypick::bvh::MAX_DEPTH as u32));
+    assert_eq!(constant("UNFINISHED"), U32(shaders::UNFINISHED));
+    assert_eq!(
+        constant("BOX_MARGIN"),
+        F32(raypick::cpu::intersect::BOX_MARGIN)
+    );
+    assert_eq!(constant("BIG"), F32(raypick::cpu::intersect::BIG));
+    assert_eq!(
+        constant("WORKGROUP_SIZE"),
+        U32(shaders::BVH_TRAVERSE_WORKGROUP)
+    );
+}
+
+#[test]
+fn instance_traversal_constants_match_rust() {
+    let module = parse(&shaders::instance_traverse_module(), "instance_traverse");
+    let constant = |name: &str| literal(&module, name);
+    use naga::Literal::{F32, U32};
+    assert_eq!(constant("MAX_DEPTH"), U32(raypick::bvh::MAX_DEPTH as u32));
+    assert_eq!(constant("UNFINISHED"), U32(shaders::UNFINISHED));
+    assert_eq!(
+        constant("LEAF_BIT"),
+        U32(raypick::cpu::instance_traverse::LEAF_BIT)
+    );
+    assert_eq!(
+        constant("BOX_MARGIN"),
+        F32(raypick::cpu::intersect::BOX_MARGIN)
+    );
+    assert_eq!(constant("BIG"), F32(raypick::cpu::intersect::BIG));
+    assert_eq!(
+        constant("WORKGROUP_SIZE"),
+        U32(shaders::INSTANCE_TRAVERSE_WORKGROUP)
+    );
+}
+
+#[test]
+fn gather_and_refit_constants_match_rust() {
+    use naga::Literal::U32;
+    let gather = parse(&shaders::gather_module(), "gather");
+    assert_eq!(
+        literal(&gather, "GATHER_WORKGROUP"),
+        U32(shaders::GATHER_WORKGROUP)
+    );
+    assert_eq!(
+        literal(&gather, "NO_VERTEX"),
+        U32(raypick::cpu::gather::NO_VERTEX)
+    );
+    let refit = parse(&shaders::refit_module(), "refit");
+    assert_eq!(
+        literal(&refit, "REFIT_WORKGROUP"),
+        U32(shaders::REFIT_WORKGROUP)
+    );
+}

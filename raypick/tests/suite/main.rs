@@ -1,0 +1,33 @@
+//! raypick's integration tests, one binary with a module per subject. Shared
+//! helpers are in `support`; fixtures, the f64 reference, the parity comparison and
+//! the test GPU come from `raypick_testkit`.
+//!
+//! GPU tests run on any adapter found and skip their GPU part without one, unless
+//! `RAYPICK_REQUIRE_GPU=1`, which makes a missing adapter a failure.
+
+mod support;
+
+mod bad_input;
+mod bvh;
+mod camera;
+mod contract;
+mod far_from_origin;
+mod file_formats;
+mod fuzz_regressions;
+mod gpu_batches;
+mod instances;
+mod kernel_regressions;
+mod layout;
+mod mesh_loaders;
+mod parity;
+mod pick_service;
+mod properties;
+mod queries;
+mod raster_crosscheck;
+mod reference;
+mod refit;
+mod render;
+mod renderer_buffers;
+mod scene;
+mod screen_pick;
+mod watertight;

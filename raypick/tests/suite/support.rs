@@ -1,0 +1,78 @@
+//! Helpers shared by the test modules: the engines a test traces with, f64
+//! reference hits, PNG decoding and file builders (`files`). The test GPU, the
+//! fixtures, the reference intersector and the parity comparison come from
+//! `raypick_testkit`, re-exported here.
+#![allow(dead_code)]
+
+pub use raypick_testkit::files;
+
+use glam::Vec3;
+use raypick::cpu::{CpuBackend, CpuMesh};
+use raypick::{Accel, Backend, Cull, Hit, Mesh, Ray, TraceOptions};
+pub use raypick_testkit::gpu::{Renderer, context as gpu, renderer};
+pub use raypick_testkit::parity::{assert_contract, compare, explain, rel_close};
+use raypick_testkit::reference;
+
+/// `(t, u, v)` of the f64 reference intersection (see `raypick_testkit::reference`).
+pub fn intersect_f64(ray: &Ray, tri: [Vec3; 3], slack: f64) -> Option<(f64, f64, f64)> {
+    reference::intersect_f64(ray, tri, slack).map(|h| (h.t, h.u, h.v))
+}
+
+/// The nearest hit in f64 (ties to the lowest id) within the ray interval, no culling.
+pub fn reference_hit(mesh: &Mesh, ray: &Ray) -> Option<(u32, f64, f64, f64)> {
+    reference::nearest_f64(mesh, ray).map(|(k, h)| (k, h.t, h.u, h.v))
+}
+
+/// What a test traces with: a backend and an acceleration structure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Engine {
+    pub backend: Backend,
+    pub accel: Accel,
+}
+
+/// The oracle: brute force on the CPU.
+pub const CPU_BRUTE: Engine = Engine {
+    backend: Backend::Cpu,
+    accel: Accel::Brute,
+};
+pub const CPU_BVH: Engine = Engine {
+    backend: Backend::Cpu,
+    accel: Accel::Bvh,
+};
+pub const GPU_BRUTE: Engine = Engine {
+    backend: Backend::Gpu,
+    accel: Accel::Brute,
+};
+pub const GPU_BVH: Engine = Engine {
+    backend: Backend::Gpu,
+    accel: Accel::Bvh,
+};
+
+/// Every engine to test: the CPU always, the GPU when there is one (or required).
+pub fn engines() -> Vec<Engine> {
+    let mut all = vec![CPU_BRUTE, CPU_BVH];
+    if gpu().is_some() {
+        all.extend([GPU_BRUTE, GPU_BVH]);
+    }
+    all
+}
+
+/// Traces with the given engine, culling mode and the default ray–triangle test.
+pub fn trace(engine: Engine, mesh: &Mesh, rays: &[Ray], cull: Cull) -> Vec<Hit> {
+    trace_with(engine, mesh, rays, &TraceOptions::default().with_cull(cull))
+}
+
+/// Traces with the given engine and options.
+pub fn trace_with(engine: Engine, mesh: &Mesh, rays: &[Ray], options: &TraceOptions) -> Vec<Hit> {
+    match engine.backend {
+        Backend::Cpu => {
+            CpuBackend::new().trace(&CpuMesh::with_accel(mesh, engine.accel), rays, options)
+        }
+        Backend::Gpu => {
+            let gpu = gpu().expect("GPU backend requested without an adapter");
+            let uploaded = gpu.upload_with(mesh, engine.accel).expect("upload");
+            gpu.trace(&uploaded, rays, options).expect("GPU trace")
+        }
+        Backend::Auto => unreachable!("tests name a concrete backend"),
+    }
+}
