@@ -330,11 +330,11 @@ pub struct TraceReport {
     pub backend: String,
     /// The device that traced ([`Picker::device_name`]).
     pub adapter: String,
-    /// Acceleration structure ([`accel_name`]).
+    /// Acceleration structure ([`Accel::name`]).
     pub accel: String,
-    /// Culling mode ([`cull_name`]).
+    /// Culling mode ([`raypick::Cull::name`]).
     pub cull: String,
-    /// Ray–triangle test ([`mode_name`]).
+    /// Ray–triangle test ([`raypick::Mode::name`]).
     pub mode: String,
     /// Triangles in the mesh.
     pub triangles: usize,
@@ -478,7 +478,7 @@ pub struct BenchRow {
     pub backend: String,
     /// The device that traced ([`Picker::device_name`]).
     pub adapter: String,
-    /// Acceleration structure ([`accel_name`]).
+    /// Acceleration structure ([`Accel::name`]).
     pub accel: String,
     /// The ray set.
     pub ray_set: RaySet,
@@ -508,7 +508,7 @@ pub struct ParityRow {
 /// GPU speed relative to the CPU on one ray set.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct SpeedRatio {
-    /// Acceleration structure ([`accel_name`]).
+    /// Acceleration structure ([`Accel::name`]).
     pub accel: String,
     /// The ray set.
     pub ray_set: RaySet,
@@ -523,9 +523,9 @@ pub struct BenchReport {
     pub scene: String,
     /// Triangles in the scene.
     pub triangles: usize,
-    /// Culling mode ([`cull_name`]).
+    /// Culling mode ([`raypick::Cull::name`]).
     pub cull: String,
-    /// Ray–triangle test ([`mode_name`]).
+    /// Ray–triangle test ([`raypick::Mode::name`]).
     pub mode: String,
     /// Timed runs after the warm-up per row.
     pub repeat: usize,
@@ -851,6 +851,19 @@ impl fmt::Display for BenchReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn open_prepare_time_and_compare() -> Result<()> {
+        let mesh = raypick_testkit::fixtures::builtin_scene(2_000);
+        let rays = RaySet::Primary.generate(mesh.bounds().unwrap(), 256);
+        let (picker, _fallback) = open_picker(Backend::Cpu, Some(1))?;
+        let prepared = prepare(&picker, &mesh, Accel::Bvh)?;
+        let timed = time_trace(&picker, &prepared.mesh, &rays, &TraceOptions::default(), 2)?;
+        assert_eq!(timed.hits.len(), 256);
+        assert_eq!(timed.runs_ms.len(), 2);
+        assert_eq!(parity(&timed.hits, &timed.hits).identical, 256);
+        Ok(())
+    }
 
     #[test]
     fn significant_digits() {

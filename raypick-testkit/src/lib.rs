@@ -4,7 +4,7 @@
 //! - [`fixtures`]: a fixed-seed [`Rng`](fixtures::Rng), generated meshes (the
 //!   built-in scene, icospheres, grids, triangle soups, degenerate triangles) and ray
 //!   sets (camera, incoherent, random, adversarial);
-//! - [`reference`]: an f64 intersector and the tolerance model a kernel's hit is
+//! - [`reference`](mod@reference): an f64 intersector and the tolerance model a kernel's hit is
 //!   checked against;
 //! - [`parity`]: the one comparison of two backends' hits (bit-identical, or a
 //!   difference explained as a tie or an edge case, and bounded);
