@@ -27,7 +27,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use raypick::bvh::Bvh;
-use raypick::cpu::CpuBackend;
 use raypick::gpu::GpuContext;
 use raypick::prepare::pack_mesh;
 use raypick::types::PackedTriangle;
@@ -84,14 +83,6 @@ pub fn default_ray_count(triangles: usize) -> usize {
     (side * side) as usize
 }
 
-/// A CPU backend on `threads` threads, or on rayon's global pool (all cores) for `None`.
-pub fn cpu_backend(threads: Option<usize>) -> Result<CpuBackend> {
-    match threads {
-        Some(n) => CpuBackend::with_threads(n),
-        None => Ok(CpuBackend::new()),
-    }
-}
-
 /// Opens a picker on `backend`; the CPU backend runs on `threads` threads (all cores
 /// for `None`).
 ///
@@ -108,7 +99,7 @@ pub fn open_picker(backend: Backend, threads: Option<usize>) -> Result<(Picker, 
     Ok((picker, fallback))
 }
 
-/// The number of threads [`cpu_backend`]`(threads)` traces on.
+/// The number of threads [`open_picker`]`(Backend::Cpu, threads)` traces on.
 pub fn cpu_thread_count(threads: Option<usize>) -> usize {
     threads.unwrap_or_else(rayon::current_num_threads).max(1)
 }
@@ -204,12 +195,12 @@ pub fn time_trace<R: TraceRay>(
     repeat: usize,
 ) -> Result<Timed> {
     let mut first = vec![Hit::MISS; rays.len()];
-    picker.trace_rays_into(mesh, rays, options, &mut first)?;
+    picker.trace_into(mesh, rays, options, &mut first)?;
     let mut hits = vec![Hit::MISS; rays.len()];
     let mut runs_ms = Vec::with_capacity(repeat.max(1));
     for _ in 0..repeat.max(1) {
         let start = Instant::now();
-        picker.trace_rays_into(mesh, rays, options, &mut hits)?;
+        picker.trace_into(mesh, rays, options, &mut hits)?;
         runs_ms.push(ms_since(start));
         if parity(&first, &hits).identical != rays.len() {
             return Err(Error::Unsupported(format!(
@@ -582,7 +573,7 @@ pub fn run_bench(
     let mut pickers = Vec::new();
     let mut notice = None;
     if config.backends.cpu {
-        pickers.push(Picker::from_cpu(cpu_backend(config.threads)?));
+        pickers.push(open_picker(Backend::Cpu, config.threads)?.0);
     }
     match config.backends.gpu {
         Some(true) => pickers.push(Picker::from_gpu(GpuContext::new()?)),

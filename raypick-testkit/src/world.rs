@@ -118,6 +118,6 @@ impl WorldFixture {
 pub fn trace64(picker: &Picker, mesh: &Mesh, accel: Accel, rays: &[Ray64]) -> Vec<Hit> {
     let uploaded = picker.upload_with(mesh, accel).expect("upload");
     picker
-        .trace64(&uploaded, rays, &TraceOptions::default())
+        .trace(&uploaded, rays, &TraceOptions::default())
         .expect("trace")
 }

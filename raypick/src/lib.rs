@@ -37,10 +37,11 @@
 //!   out of memory.
 //! - [`Mesh`] in, [`PickMesh`] out of [`Picker::upload`] (or `upload_with` an
 //!   [`Accel`]); [`Picker::refit`] follows moving vertices.
-//! - Queries, each taking [`TraceOptions`] ([`Cull`], [`Mode`]): [`Picker::trace`]
-//!   (nearest [`Hit`] per [`Ray`]; [`Ray64`] through `trace64`, or either precision
-//!   through `trace_rays`, with `_into` forms that fill caller memory),
-//!   [`Picker::occluded`] (any hit) and [`Picker::trace_all`] ([`AllHits`]).
+//! - Queries, each taking rays of either precision ([`Ray`], or [`Ray64`] far from
+//!   the origin) and [`TraceOptions`] ([`Cull`], [`Mode`]): [`Picker::trace`] (the
+//!   nearest [`Hit`] per ray), [`Picker::occluded`] (any hit) and
+//!   [`Picker::trace_all`] ([`AllHits`]); `trace_into` and `occluded_into` fill the
+//!   caller's memory.
 //! - [`instances`]: many meshes placed by transforms, picked together.
 //! - [`camera`] and [`screen`]: screen → ray, and the triangle under a pixel.
 //! - [`service`]: picks submitted in one frame and collected in a later one.
@@ -109,5 +110,5 @@ struct ReadmeDoctests;
 pub use mesh::Mesh;
 pub use options::{Accel, Cull, Mode, TraceOptions};
 pub use picker::{Backend, PickMesh, Picker, PickerOptions};
-pub use types::{Hit, MISS, Ray};
+pub use types::{Hit, Ray};
 pub use world::{Ray64, TraceRay};

@@ -177,7 +177,7 @@ impl Mesh {
 
 /// Checks the triangle count and that every index names one of `vertices` vertices.
 fn check_indices(indices: &[[u32; 3]], vertices: usize) -> Result<()> {
-    if indices.len() >= crate::MISS as usize {
+    if indices.len() >= crate::types::MISS as usize {
         return Err(Error::TooManyTriangles(indices.len()));
     }
     for (triangle, tri) in indices.iter().enumerate() {

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{GpuContext, GpuMesh, GpuOptions, MeshBuffers};
 use crate::options::{Accel, TraceOptions};
 use crate::types::{Hit, Ray};
-use crate::world::{Ray64, TraceRay};
+use crate::world::TraceRay;
 
 mod instances;
 
@@ -150,8 +150,8 @@ impl PickMesh {
 /// ```
 ///
 /// Far from the origin, give the mesh in f64 ([`Mesh::from_f64`]) and the rays as
-/// [`Ray64`] ([`Picker::trace64`]); f32 [`Ray`]s are moved into the mesh's frame in
-/// f64 too.
+/// [`Ray64`]; f32 [`Ray`]s are moved into the mesh's frame in f64 too. Every query
+/// takes rays of either precision.
 ///
 /// With [`Backend::Auto`], GPU trouble is not an error: no adapter at creation, and
 /// [`Error::DeviceLost`] or [`Error::OutOfMemory`] during an upload or a trace, switch
@@ -184,13 +184,13 @@ impl Picker {
             None => Ok(CpuBackend::new()),
         };
         match backend {
-            Backend::Cpu => Ok(Self::from_cpu(cpu()?)),
+            Backend::Cpu => Ok(Self::on(Engine::Cpu(cpu()?))),
             Backend::Gpu => Ok(Self::from_gpu(GpuContext::with_options(options.gpu)?)),
             Backend::Auto => {
                 let mut picker = match GpuContext::with_options(options.gpu) {
                     Ok(gpu) => Self::from_gpu(gpu),
                     Err(e) => {
-                        let picker = Self::from_cpu(cpu()?);
+                        let picker = Self::on(Engine::Cpu(cpu()?));
                         picker.fall_back(&e);
                         picker
                     }
@@ -200,11 +200,6 @@ impl Picker {
                 Ok(picker)
             }
         }
-    }
-
-    /// A picker on a CPU backend (e.g. one with a given thread count).
-    pub fn from_cpu(cpu: CpuBackend) -> Self {
-        Self::on(Engine::Cpu(cpu))
     }
 
     /// A picker on a renderer's own device and queue (see [`GpuContext::from_device`]):
@@ -225,14 +220,6 @@ impl Picker {
     /// GPU errors are returned as they come, as with [`Backend::Gpu`].
     pub fn from_gpu(gpu: GpuContext) -> Self {
         Self::on(Engine::Gpu(Box::new(gpu)))
-    }
-
-    /// A picker on a GPU context that, like [`Backend::Auto`], switches to the CPU
-    /// when the device is lost or runs out of memory.
-    pub fn from_gpu_with_fallback(gpu: GpuContext) -> Self {
-        let mut picker = Self::from_gpu(gpu);
-        picker.auto = true;
-        picker
     }
 
     fn on(engine: Engine) -> Self {
@@ -395,74 +382,31 @@ impl Picker {
         }
     }
 
-    /// Traces `rays` and returns one hit per ray. Rays are moved into the mesh's
-    /// local frame in f64 when its origin is not zero.
-    pub fn trace(&self, mesh: &PickMesh, rays: &[Ray], options: &TraceOptions) -> Result<Vec<Hit>> {
-        self.trace_rays(mesh, rays, options)
-    }
-
-    /// Traces `rays` into `hits` (one slot per ray; [`Error::OutputLength`] otherwise).
-    pub fn trace_into(
-        &self,
-        mesh: &PickMesh,
-        rays: &[Ray],
-        options: &TraceOptions,
-        hits: &mut [Hit],
-    ) -> Result<()> {
-        self.trace_rays_into(mesh, rays, options, hits)
-    }
-
-    /// Traces f64 rays: each is moved into the mesh's local frame in f64
-    /// ([`TraceRay::to_local`]) and then rounded to f32, so rays far from the world
-    /// origin keep their precision. `t` is in units of the direction, as always.
-    pub fn trace64(
-        &self,
-        mesh: &PickMesh,
-        rays: &[Ray64],
-        options: &TraceOptions,
-    ) -> Result<Vec<Hit>> {
-        self.trace_rays(mesh, rays, options)
-    }
-
-    /// [`Picker::trace64`] into `hits` (one slot per ray).
-    pub fn trace64_into(
-        &self,
-        mesh: &PickMesh,
-        rays: &[Ray64],
-        options: &TraceOptions,
-        hits: &mut [Hit],
-    ) -> Result<()> {
-        self.trace_rays_into(mesh, rays, options, hits)
-    }
-
-    /// Traces rays of either precision ([`Ray`] or [`Ray64`]).
-    pub fn trace_rays<R: TraceRay>(
+    /// Traces `rays` of either precision ([`Ray`] or [`Ray64`]) and returns one hit
+    /// per ray. Rays are moved into the mesh's local frame in f64 when its origin is
+    /// not zero ([`TraceRay::to_local`]) and then rounded to f32, so rays far from the
+    /// world origin keep their precision; `t` is in units of the direction, as always.
+    pub fn trace<R: TraceRay>(
         &self,
         mesh: &PickMesh,
         rays: &[R],
         options: &TraceOptions,
     ) -> Result<Vec<Hit>> {
         let mut hits = vec![Hit::MISS; rays.len()];
-        self.trace_rays_into(mesh, rays, options, &mut hits)?;
+        self.trace_into(mesh, rays, options, &mut hits)?;
         Ok(hits)
     }
 
-    /// Traces rays of either precision into `hits` (one slot per ray).
-    ///
-    /// Never leaves NaN in `hits`: on an error every slot is a miss.
-    pub fn trace_rays_into<R: TraceRay>(
+    /// [`Picker::trace`] into `hits` (one slot per ray; [`Error::OutputLength`]
+    /// otherwise). Never leaves NaN in `hits`: on an error every slot is a miss.
+    pub fn trace_into<R: TraceRay>(
         &self,
         mesh: &PickMesh,
         rays: &[R],
         options: &TraceOptions,
         hits: &mut [Hit],
     ) -> Result<()> {
-        if rays.len() != hits.len() {
-            return Err(Error::OutputLength {
-                rays: rays.len(),
-                hits: hits.len(),
-            });
-        }
+        check_output(rays.len(), hits.len())?;
         let local = R::all_to_local(rays, mesh.origin);
         let result = self.trace_local(mesh, &local, options, hits);
         if result.is_err() {
@@ -510,18 +454,24 @@ impl Picker {
         on_cpu(self.cpu_backend(), mesh.for_cpu(), out)
     }
 
-    /// Whether `mesh` may be traced on this picker's CPU path: a CPU mesh on a CPU
-    /// picker, or any mesh of this picker after `Backend::Auto` fell back.
+    /// Whether `mesh` may be traced on this picker's CPU path (see
+    /// [`Picker::check_cpu_path`]).
     fn check_cpu_mesh(&self, mesh: &PickMesh) -> Result<()> {
-        match (&self.engine, &mesh.content) {
-            (Engine::Gpu(_), Content::Cpu(_)) if !self.auto => Err(Error::WrongBackend),
-            (Engine::Cpu(_), Content::Gpu(_)) => Err(Error::WrongBackend),
-            (Engine::Gpu(gpu), Content::Gpu(m)) if m.context_id != gpu.id => {
-                Err(Error::WrongBackend)
-            }
-            (Engine::Gpu(_), Content::Cpu(_)) if self.live_gpu().is_some() => {
-                Err(Error::WrongBackend)
-            }
+        self.check_cpu_path(match &mesh.content {
+            Content::Cpu(_) => None,
+            Content::Gpu(m) => Some(m.context_id),
+        })
+    }
+
+    /// Whether something prepared for the CPU (`None`) or on the GPU context with id
+    /// `Some(context)` may be traced on this picker's CPU path: CPU content on a CPU
+    /// picker, or content of this picker after `Backend::Auto` fell back.
+    fn check_cpu_path(&self, gpu_context: Option<u64>) -> Result<()> {
+        match (&self.engine, gpu_context) {
+            (Engine::Gpu(_), None) if !self.auto => Err(Error::WrongBackend),
+            (Engine::Cpu(_), Some(_)) => Err(Error::WrongBackend),
+            (Engine::Gpu(gpu), Some(id)) if id != gpu.id => Err(Error::WrongBackend),
+            (Engine::Gpu(_), None) if self.live_gpu().is_some() => Err(Error::WrongBackend),
             _ => Ok(()),
         }
     }
@@ -529,19 +479,41 @@ impl Picker {
     /// Whether each ray hits anything: `occluded(..)[i] == trace(..)[i].is_hit()`
     /// for every ray, found faster (each ray stops at its first accepted hit) — the
     /// query for shadow and visibility rays. Culling and test as in `options`.
-    pub fn occluded(
+    pub fn occluded<R: TraceRay>(
         &self,
         mesh: &PickMesh,
-        rays: &[Ray],
+        rays: &[R],
         options: &TraceOptions,
     ) -> Result<Vec<bool>> {
-        let local = Ray::all_to_local(rays, mesh.origin);
+        let local = R::all_to_local(rays, mesh.origin);
         self.run_on_engine(
             mesh,
             &mut (),
             |gpu, uploaded, _| gpu.occluded(uploaded, &local, options),
             |cpu, prepared, _| Ok(cpu.occluded(prepared, &local, options)),
         )
+    }
+
+    /// [`Picker::occluded`] into `occluded` (one slot per ray; [`Error::OutputLength`]
+    /// otherwise). On an error every slot is `false`.
+    pub fn occluded_into<R: TraceRay>(
+        &self,
+        mesh: &PickMesh,
+        rays: &[R],
+        options: &TraceOptions,
+        occluded: &mut [bool],
+    ) -> Result<()> {
+        check_output(rays.len(), occluded.len())?;
+        match self.occluded(mesh, rays, options) {
+            Ok(answers) => {
+                occluded.copy_from_slice(&answers);
+                Ok(())
+            }
+            Err(e) => {
+                occluded.fill(false);
+                Err(e)
+            }
+        }
     }
 
     /// The `max_hits` nearest hits of each ray, sorted by `(t, id)`, and whether
@@ -565,19 +537,28 @@ impl Picker {
     /// assert!(all.is_truncated(0)); // triangle 0 was left out
     /// # Ok::<(), raypick::Error>(())
     /// ```
-    pub fn trace_all(
+    pub fn trace_all<R: TraceRay>(
         &self,
         mesh: &PickMesh,
-        rays: &[Ray],
+        rays: &[R],
         max_hits: usize,
         options: &TraceOptions,
     ) -> Result<AllHits> {
-        let local = Ray::all_to_local(rays, mesh.origin);
+        let local = R::all_to_local(rays, mesh.origin);
         self.run_on_engine(
             mesh,
             &mut (),
             |gpu, uploaded, _| gpu.trace_all(uploaded, &local, max_hits, options),
             |cpu, prepared, _| cpu.trace_all(prepared, &local, max_hits, options),
         )
+    }
+}
+
+/// [`Error::OutputLength`] unless an output has one slot per ray.
+fn check_output(rays: usize, slots: usize) -> Result<()> {
+    if rays == slots {
+        Ok(())
+    } else {
+        Err(Error::OutputLength { rays, hits: slots })
     }
 }

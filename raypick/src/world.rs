@@ -22,7 +22,7 @@
 //! let picker = Picker::new(Backend::Cpu)?;
 //! let uploaded = picker.upload(&mesh)?;
 //! let ray = Ray64::new(c + DVec3::new(0.00025, 0.0005, 2.0), DVec3::NEG_Z);
-//! let hits = picker.trace64(&uploaded, &[ray], &TraceOptions::default())?;
+//! let hits = picker.trace(&uploaded, &[ray], &TraceOptions::default())?;
 //! assert_eq!(hits[0].prim, 0);
 //! assert!((hits[0].t - 2.0).abs() < 1e-6);
 //! let point = mesh.hit_point(&hits[0]).unwrap();
@@ -60,7 +60,7 @@ use crate::types::{Hit, Ray};
 
 /// A ray in f64 world coordinates: `origin + t*dir` for `t` in `[tmin, tmax]`.
 ///
-/// Traced with [`Picker::trace64`](crate::Picker::trace64): the origin is moved into
+/// Traced with [`Picker::trace`](crate::Picker::trace): the origin is moved into
 /// the mesh's local frame in f64 ([`TraceRay::to_local`]) before it is rounded to f32,
 /// so rays far from the world origin keep their precision. A ray that becomes invalid
 /// in f32 (a NaN or infinite value, a direction that rounds to zero) misses.

@@ -1,8 +1,7 @@
 //! `raypick trace` with a mesh and float64 rays far from the origin answers like the
 //! library's f64 path, and writes the same hit file as for the unshifted scene.
 
-use raypick::cpu::CpuBackend;
-use raypick::{Accel, Picker, io};
+use raypick::{Accel, Backend, Picker, io};
 use raypick_testkit::parity::assert_bits_equal as assert_identical;
 use raypick_testkit::world::{WorldFixture, shift_vector, trace64};
 
@@ -10,7 +9,7 @@ use raypick_testkit::world::{WorldFixture, shift_vector, trace64};
 fn float64_rays_far_from_the_origin_trace_like_the_library() {
     let scene = WorldFixture::new(3, 300, 2, 400);
     let dir = tempfile::tempdir().expect("temp dir");
-    let cpu = Picker::from_cpu(CpuBackend::new());
+    let cpu = Picker::new(Backend::Cpu).expect("CPU picker");
     let mut outputs = Vec::new();
     for s in [0.0, 1e6] {
         let moved = scene.shifted(shift_vector(s));

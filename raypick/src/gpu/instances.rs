@@ -91,7 +91,7 @@ pub struct GpuInstanceScene {
     triangles: wgpu::Buffer,
     /// Per mesh: first node and first triangle in the shared buffers.
     offsets: Vec<(u32, u32)>,
-    context_id: u64,
+    pub(crate) context_id: u64,
     scratch: Mutex<Option<Scratch>>,
     dirty: Mutex<Dirty>,
 }
@@ -302,11 +302,13 @@ impl GpuContext {
                 self.dispatch_instances(pipeline, scene, scratch, rays, options);
                 let bytes = rays.len() as u64 * RECORD_BYTES;
                 let slice = scratch.staging.slice(..bytes);
-                pollster::block_on(map_read(&self.device, slice, Wait::Block))?;
+                // A failed readback on a lost device is device loss.
+                pollster::block_on(map_read(&self.device, slice, Wait::Block))
+                    .map_err(|e| self.lost_or(e))?;
                 {
                     let view = slice
                         .get_mapped_range()
-                        .map_err(|e| Error::Readback(e.to_string()))?;
+                        .map_err(|e| self.lost_or(Error::Readback(e.to_string())))?;
                     records.copy_from_slice(bytemuck::cast_slice(&view));
                 }
                 scratch.staging.unmap();

@@ -197,7 +197,7 @@ impl InstanceScene {
         let Some(placed) = self.placed.get(raw.instance as usize) else {
             return InstanceHit::MISS;
         };
-        if raw.prim == crate::MISS {
+        if raw.prim == crate::types::MISS {
             return InstanceHit::MISS;
         }
         let blas = &self.meshes[placed.instance.mesh];

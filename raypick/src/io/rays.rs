@@ -55,7 +55,7 @@ pub fn read_rays_f64(path: impl AsRef<Path>) -> Result<Vec<[f64; 8]>> {
 
 /// Reads a ray file (`.rays`, `.npy` or `.csv`, chosen by extension) as f64 rays
 /// ([`Ray64`]), keeping float64 `.npy` and `.csv` values exact (see
-/// [`read_rays_f64`]). Trace them with [`crate::Picker::trace64`].
+/// [`read_rays_f64`]). Trace them with [`crate::Picker::trace`].
 pub fn read_rays64(path: impl AsRef<Path>) -> Result<Vec<Ray64>> {
     let rows = read_rows::<f64>(path.as_ref())?;
     Ok(rows.into_iter().map(Ray64::from_row).collect())

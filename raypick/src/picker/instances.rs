@@ -1,30 +1,51 @@
 //! Instance scenes through a [`Picker`]: prepared for its backend, traced with the
-//! same answers on both.
+//! same answers on both, and carried on by the CPU like meshes when
+//! [`Backend::Auto`] loses the GPU.
 
-use glam::Mat4;
+use glam::{DVec3, Mat4};
 
-use crate::error::{Error, Result};
+use super::{Backend, Picker};
+use crate::error::Result;
 use crate::gpu::GpuInstanceScene;
 use crate::instances::{InstanceHit, InstanceScene};
 use crate::options::TraceOptions;
-use crate::picker::Picker;
-use crate::types::Ray;
+use crate::world::TraceRay;
 
-/// An instance scene prepared for a [`Picker`]'s backend.
+/// An instance scene prepared for a [`Picker`]'s backend (uploaded on the GPU).
 #[derive(Debug)]
-pub enum PickInstances {
-    /// Traced on the CPU.
+pub struct PickInstances {
+    content: Content,
+}
+
+/// What a [`PickInstances`] holds.
+#[derive(Debug)]
+enum Content {
     Cpu(InstanceScene),
-    /// Uploaded to the GPU.
     Gpu(Box<GpuInstanceScene>),
 }
 
 impl PickInstances {
-    /// The scene (the CPU copy, for a GPU scene).
+    /// The scene (the host copy, for a scene on the GPU).
     pub fn scene(&self) -> &InstanceScene {
-        match self {
-            PickInstances::Cpu(scene) => scene,
-            PickInstances::Gpu(scene) => scene.scene(),
+        match &self.content {
+            Content::Cpu(scene) => scene,
+            Content::Gpu(scene) => scene.scene(),
+        }
+    }
+
+    /// Where the scene was prepared: [`Backend::Cpu`] or [`Backend::Gpu`].
+    pub fn backend(&self) -> Backend {
+        match self.content {
+            Content::Cpu(_) => Backend::Cpu,
+            Content::Gpu(_) => Backend::Gpu,
+        }
+    }
+
+    /// The GPU context id of a scene on the GPU, `None` for a CPU scene.
+    fn gpu_context(&self) -> Option<u64> {
+        match &self.content {
+            Content::Cpu(_) => None,
+            Content::Gpu(scene) => Some(scene.context_id),
         }
     }
 }
@@ -50,40 +71,75 @@ impl Picker {
     /// # Ok::<(), raypick::Error>(())
     /// ```
     pub fn upload_instances(&self, scene: InstanceScene) -> Result<PickInstances> {
-        match self.gpu() {
-            Some(gpu) => Ok(PickInstances::Gpu(Box::new(gpu.upload_instances(scene)?))),
-            None => Ok(PickInstances::Cpu(scene)),
-        }
+        let content = match self.live_gpu() {
+            None => Content::Cpu(scene),
+            Some(gpu) if !self.auto => Content::Gpu(Box::new(gpu.upload_instances(scene)?)),
+            // Kept until the upload succeeds: the CPU traces it after a fallback.
+            Some(gpu) => match gpu.upload_instances(scene.clone()) {
+                Ok(uploaded) => Content::Gpu(Box::new(uploaded)),
+                Err(e) if self.falls_back_on(&e) => {
+                    self.fall_back(&e);
+                    Content::Cpu(scene)
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        Ok(PickInstances { content })
     }
 
-    /// Traces `rays` through an instance scene; one hit per ray.
-    pub fn trace_instances(
+    /// Traces rays of either precision through an instance scene (f64 rays are
+    /// rounded to f32: an instance scene has no f64 origin); one hit per ray.
+    pub fn trace_instances<R: TraceRay>(
         &self,
         scene: &PickInstances,
-        rays: &[Ray],
+        rays: &[R],
         options: &TraceOptions,
     ) -> Result<Vec<InstanceHit>> {
-        match (scene, self.cpu(), self.gpu()) {
-            (PickInstances::Cpu(scene), Some(cpu), _) => {
-                Ok(cpu.trace_instances(scene, rays, options))
+        let rays = R::all_to_local(rays, DVec3::ZERO);
+        if let (Some(gpu), Content::Gpu(uploaded)) = (self.live_gpu(), &scene.content) {
+            match gpu.trace_instances(uploaded, &rays, options) {
+                Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
+                other => return other,
             }
-            (PickInstances::Gpu(scene), _, Some(gpu)) => gpu.trace_instances(scene, rays, options),
-            _ => Err(Error::WrongBackend),
         }
+        self.check_cpu_path(scene.gpu_context())?;
+        Ok(self
+            .cpu_backend()
+            .trace_instances(scene.scene(), &rays, options))
     }
 
     /// Moves instance `index` of a prepared scene (a TLAS refit; on the GPU, a few
-    /// small buffer writes).
+    /// small buffer writes before the next trace). After a fallback to the CPU the
+    /// scene continues from its host copy.
     pub fn set_instance_transform(
         &self,
         scene: &mut PickInstances,
         index: usize,
         transform: Mat4,
     ) -> Result<()> {
-        match (scene, self.gpu()) {
-            (PickInstances::Cpu(scene), None) => Ok(scene.set_transform(index, transform)?),
-            (PickInstances::Gpu(scene), Some(_)) => scene.set_transform(index, transform),
-            _ => Err(Error::WrongBackend),
+        if self.live_gpu().is_none() {
+            self.check_cpu_path(scene.gpu_context())?;
+            if let Content::Gpu(uploaded) = &scene.content {
+                scene.content = Content::Cpu(uploaded.scene().clone());
+            }
+        }
+        match &mut scene.content {
+            Content::Cpu(cpu) => {
+                self.check_cpu_path(None)?;
+                Ok(cpu.set_transform(index, transform)?)
+            }
+            Content::Gpu(uploaded) => {
+                self.check_gpu_scene(uploaded)?;
+                uploaded.set_transform(index, transform)
+            }
+        }
+    }
+
+    /// Whether `scene` lives on this picker's (live) GPU context.
+    fn check_gpu_scene(&self, scene: &GpuInstanceScene) -> Result<()> {
+        match self.live_gpu() {
+            Some(gpu) if gpu.id == scene.context_id => Ok(()),
+            _ => Err(crate::Error::WrongBackend),
         }
     }
 }

@@ -7,7 +7,6 @@
 //! the device itself: no adapter, a lost device, a mesh past the memory budget.
 
 use glam::{DVec3, Vec3};
-use raypick::cpu::CpuBackend;
 use raypick::gpu::GpuOptions;
 use raypick::{
     Accel, Backend, Error, Hit, Mesh, PickMesh, Picker, PickerOptions, Ray, Ray64, TraceOptions,
@@ -15,7 +14,7 @@ use raypick::{
 
 /// Every picker to test: the CPU always, the GPU when there is one (or required).
 fn pickers() -> Vec<Picker> {
-    let mut all = vec![Picker::from_cpu(CpuBackend::new())];
+    let mut all = vec![Picker::new(Backend::Cpu).expect("CPU picker")];
     if crate::support::gpu().is_some() {
         all.push(Picker::new(Backend::Gpu).expect("GPU picker"));
     }
@@ -46,7 +45,7 @@ fn for_every_engine(mesh: &Mesh, rays: &[Ray64], check: impl Fn(&str, &[Hit])) {
         for accel in [Accel::Brute, Accel::Bvh] {
             let uploaded = upload(&picker, mesh, accel);
             let hits = picker
-                .trace64(&uploaded, rays, &TraceOptions::default())
+                .trace(&uploaded, rays, &TraceOptions::default())
                 .expect("trace");
             assert_eq!(hits.len(), rays.len());
             assert_clean(&hits);
@@ -225,7 +224,12 @@ fn empty_ray_batches_give_empty_results() {
                     .unwrap()
                     .is_empty()
             );
-            assert!(picker.trace64(&uploaded, &[], &options).unwrap().is_empty());
+            assert!(
+                picker
+                    .trace(&uploaded, &[] as &[raypick::Ray64], &options)
+                    .unwrap()
+                    .is_empty()
+            );
             picker
                 .trace_into(&uploaded, &no_rays, &options, &mut [])
                 .expect("empty batch");
@@ -314,7 +318,7 @@ fn big_scene() -> (Mesh, Vec<Ray>) {
 }
 
 fn cpu_hits(mesh: &Mesh, rays: &[Ray]) -> Vec<Hit> {
-    let cpu = Picker::from_cpu(CpuBackend::new());
+    let cpu = Picker::new(Backend::Cpu).expect("CPU picker");
     let uploaded = upload(&cpu, mesh, Accel::Brute);
     cpu.trace(&uploaded, rays, &TraceOptions::default())
         .unwrap()
@@ -446,15 +450,67 @@ fn device_loss_falls_back_on_auto_and_is_an_error_on_gpu() {
     let later = upload(&auto, &mesh, Accel::Bvh);
     assert!(later.cpu().is_some());
     assert_eq!(auto.trace(&later, &rays, &options).unwrap(), want);
+}
 
-    // A picker made from a context with the fallback behaves the same way.
-    let context = raypick::gpu::GpuContext::new().unwrap();
-    let picker = Picker::from_gpu_with_fallback(context);
-    let uploaded = upload(&picker, &mesh, Accel::Brute);
-    picker.gpu().unwrap().device().destroy();
-    assert_eq!(picker.trace(&uploaded, &rays, &options).unwrap(), want);
-    assert_eq!(picker.backend(), Backend::Cpu);
-    assert!(picker.fallback_reason().is_some());
+#[test]
+fn device_loss_carries_instance_scenes_over_to_the_cpu_on_auto() {
+    if crate::support::gpu().is_none() {
+        return;
+    }
+    use glam::Mat4;
+    use raypick::instances::{Instance, InstanceScene};
+    use raypick_testkit::fixtures;
+    let meshes = [fixtures::cube(), fixtures::icosphere(2, 1.0, Vec3::ZERO)];
+    let instances = (0..6)
+        .map(|i| {
+            Instance::new(
+                i % 2,
+                Mat4::from_translation(Vec3::X * 3.0 * i as f32),
+                i as u32,
+            )
+        })
+        .collect();
+    let scene = InstanceScene::from_meshes(&meshes, instances).expect("valid");
+    let rays: Vec<Ray> = (0..64)
+        .map(|i| Ray::new(Vec3::new(i as f32 * 0.25, 0.1, 5.0), Vec3::NEG_Z))
+        .collect();
+    let options = TraceOptions::default();
+    let want = scene.trace(&rays, &options);
+    assert!(want.iter().any(|h| h.is_hit()));
+
+    let auto = Picker::new(Backend::Auto).unwrap();
+    let mut uploaded = auto.upload_instances(scene.clone()).unwrap();
+    assert_eq!(uploaded.backend(), Backend::Gpu);
+    assert_eq!(
+        auto.trace_instances(&uploaded, &rays, &options).unwrap(),
+        want
+    );
+    auto.gpu().unwrap().device().destroy();
+    // The same answers from the host copy, and moves continue on the CPU.
+    assert_eq!(
+        auto.trace_instances(&uploaded, &rays, &options).unwrap(),
+        want
+    );
+    assert_eq!(auto.backend(), Backend::Cpu);
+    let moved = Mat4::from_translation(Vec3::Y * 50.0);
+    auto.set_instance_transform(&mut uploaded, 0, moved)
+        .unwrap();
+    let mut expected = scene.clone();
+    expected.set_transform(0, moved).unwrap();
+    assert_eq!(
+        auto.trace_instances(&uploaded, &rays, &options).unwrap(),
+        expected.trace(&rays, &options)
+    );
+    // A new scene goes to the CPU.
+    let later = auto.upload_instances(scene).unwrap();
+    assert_eq!(later.backend(), Backend::Cpu);
+
+    // Explicit GPU: the loss is an error.
+    let gpu = Picker::new(Backend::Gpu).unwrap();
+    let uploaded = gpu.upload_instances(expected).unwrap();
+    gpu.gpu().unwrap().device().destroy();
+    let err = gpu.trace_instances(&uploaded, &rays, &options).unwrap_err();
+    assert!(matches!(err, Error::DeviceLost(_)), "{err:?}");
 }
 
 #[test]

@@ -2,7 +2,8 @@
 
 use crate::support::{assert_contract, engines, trace};
 use glam::Vec3;
-use raypick::{Cull, Hit, MISS, Mesh, Ray};
+use raypick::types::MISS;
+use raypick::{Cull, Hit, Mesh, Ray};
 
 /// Unit square in z = 0 made of two counter-clockwise triangles (seen from +z).
 fn square() -> Mesh {

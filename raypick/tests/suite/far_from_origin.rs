@@ -11,7 +11,6 @@ use std::sync::OnceLock;
 
 use glam::DVec3;
 use proptest::prelude::*;
-use raypick::cpu::CpuBackend;
 use raypick::{Accel, Backend, Hit, Picker, Ray64, TraceOptions};
 use raypick_testkit::parity::assert_bits_equal as assert_identical;
 use raypick_testkit::reference::{intersect_world, nearest_world};
@@ -23,7 +22,7 @@ fn pickers() -> Vec<(&'static str, &'static Picker)> {
     static GPU: OnceLock<Option<Picker>> = OnceLock::new();
     let mut all = vec![(
         "cpu",
-        CPU.get_or_init(|| Picker::from_cpu(CpuBackend::new())),
+        CPU.get_or_init(|| Picker::new(Backend::Cpu).expect("CPU picker")),
     )];
     if crate::support::gpu().is_some() {
         let gpu = GPU.get_or_init(|| Some(Picker::new(Backend::Gpu).expect("GPU picker")));
@@ -119,7 +118,7 @@ fn accuracy(scene: &WorldFixture, hits: &[Hit]) -> Accuracy {
 #[test]
 fn precision_against_f64_reference_with_and_without_rebasing() {
     let scene = WorldFixture::new(11, 3000, 3, 4000);
-    let cpu = Picker::from_cpu(CpuBackend::new());
+    let cpu = Picker::new(Backend::Cpu).expect("CPU picker");
     let options = TraceOptions::default();
     println!(
         "{} triangles, {} rays, CPU brute force, watertight test; wrong = triangle differs \
@@ -135,10 +134,7 @@ fn precision_against_f64_reference_with_and_without_rebasing() {
         let rebased = cpu
             .upload_with(&moved.rebased_mesh(), Accel::Brute)
             .expect("upload");
-        let rebased = accuracy(
-            &moved,
-            &cpu.trace64(&rebased, &moved.rays, &options).unwrap(),
-        );
+        let rebased = accuracy(&moved, &cpu.trace(&rebased, &moved.rays, &options).unwrap());
         let absolute = cpu
             .upload_with(&moved.absolute_mesh(), Accel::Brute)
             .expect("upload");
@@ -186,7 +182,7 @@ proptest! {
         steps in prop::array::uniform3(-400_000i64..400_000),
     ) {
         let scene = WorldFixture::new(seed, 60, 1, 96);
-        let cpu = Picker::from_cpu(CpuBackend::new());
+        let cpu = Picker::new(Backend::Cpu).expect("CPU picker");
         let shift = DVec3::new(steps[0] as f64, steps[1] as f64, steps[2] as f64) * 32.0;
         let want = trace64(&cpu, &scene.rebased_mesh(), Accel::Brute, &scene.rays);
         let moved = scene.shifted(shift);

@@ -11,7 +11,8 @@ use raypick::io::{
     Precision, load_mesh, load_obj, ray_file_precision, read_hits, read_rays, read_rays_f64,
     write_atomic, write_hits, write_rays,
 };
-use raypick::{Error, Hit, MISS, Ray};
+use raypick::types::MISS;
+use raypick::{Error, Hit, Ray};
 use tempfile::TempDir;
 
 // ---------------------------------------------------------------------------------

@@ -124,7 +124,13 @@ fn naive(
     ray: &Ray,
     options: &TraceOptions,
 ) -> (f32, f32, f32, u32, u32) {
-    let mut best = (f32::INFINITY, 0.0, 0.0, raypick::MISS, raypick::MISS);
+    let mut best = (
+        f32::INFINITY,
+        0.0,
+        0.0,
+        raypick::types::MISS,
+        raypick::types::MISS,
+    );
     let ray = sanitize_ray(ray);
     if ray.dir == Vec3::ZERO {
         return best;
@@ -626,10 +632,7 @@ fn gpu_finishes_long_rays_on_the_cpu_and_refuses_oversized_scenes_through_a_pick
     );
     // The same through the picker, before and after a move.
     let mut prepared = picker.upload_instances(scene.clone()).expect("fits");
-    assert!(matches!(
-        prepared,
-        raypick::instances::PickInstances::Gpu(_)
-    ));
+    assert_eq!(prepared.backend(), raypick::Backend::Gpu);
     let trace = |prepared: &_| {
         picker
             .trace_instances(prepared, &rays, &options)
@@ -643,7 +646,10 @@ fn gpu_finishes_long_rays_on_the_cpu_and_refuses_oversized_scenes_through_a_pick
     moved.set_transform(5, transform).expect("move");
     assert_eq!(trace(&prepared), moved.trace(&rays, &options));
     // A scene prepared for the CPU is refused.
-    let cpu_scene = raypick::instances::PickInstances::Cpu(scene);
+    let cpu_scene = raypick::Picker::new(raypick::Backend::Cpu)
+        .expect("CPU picker")
+        .upload_instances(scene)
+        .expect("a CPU scene");
     assert!(matches!(
         picker.trace_instances(&cpu_scene, &rays, &options),
         Err(Error::WrongBackend)
@@ -709,7 +715,14 @@ fn picker_traces_instances_on_its_backend() {
         .expect("valid");
     let rays = scene_rays(&mut rng, 300);
     let options = TraceOptions::default();
-    let picker = raypick::Picker::from_cpu(CpuBackend::with_threads(2).expect("threads"));
+    let picker = raypick::Picker::with_options(
+        raypick::Backend::Cpu,
+        raypick::PickerOptions {
+            threads: Some(2),
+            ..Default::default()
+        },
+    )
+    .expect("threads");
     let mut prepared = picker.upload_instances(scene.clone()).expect("prepare");
     assert_eq!(
         picker

@@ -128,7 +128,7 @@ fn shader_constants_match_rust() {
         naga::Literal::U32(v) => v,
         other => panic!("{name} is not a u32: {other:?}"),
     };
-    assert_eq!(constant("MISS"), raypick::MISS);
+    assert_eq!(constant("MISS"), raypick::types::MISS);
     assert_eq!(constant("EMPTY_CHILD"), raypick::types::EMPTY_CHILD);
     assert_eq!(constant("CULL_NONE"), raypick::Cull::None.to_u32());
     assert_eq!(constant("CULL_BACK"), raypick::Cull::Back.to_u32());

@@ -5,13 +5,12 @@
 
 use std::sync::Arc;
 
-use raypick::cpu::CpuBackend;
 use raypick::service::{PickService, Ticket};
 use raypick::{Accel, Backend, Hit, Mesh, PickMesh, Picker, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
 
 fn pickers() -> Vec<Arc<Picker>> {
-    let mut all = vec![Arc::new(Picker::from_cpu(CpuBackend::new()))];
+    let mut all = vec![Arc::new(Picker::new(Backend::Cpu).expect("CPU picker"))];
     if let Some(r) = crate::support::renderer() {
         let picker = Picker::from_device(r.device.clone(), r.queue.clone(), &r.adapter)
             .expect("picker on a renderer's device");

@@ -374,3 +374,41 @@ fn lists_over_meshes_beyond_65536_triangles_are_complete() {
         assert!(listed > rays.len() / 4, "{listed} hits listed");
     }
 }
+
+#[test]
+fn picker_queries_take_either_ray_precision_and_fill_caller_memory() {
+    let mut rng = Rng::new(0x0CC1);
+    let mesh = stacked_grids(3, 0.5, &mut rng);
+    let rays = fixtures::incoherent_rays(2_000, &mut rng, mesh.bounds().unwrap());
+    let wide: Vec<raypick::Ray64> = rays.iter().map(|&r| r.into()).collect();
+    let options = TraceOptions::default();
+    let mut backends = vec![Backend::Cpu];
+    backends.extend(gpu().map(|_| Backend::Gpu));
+    for backend in backends {
+        let picker = raypick::Picker::new(backend).expect("picker");
+        let uploaded = picker.upload(&mesh).expect("upload");
+        let hits = picker.trace(&uploaded, &rays, &options).expect("trace");
+        assert_eq!(picker.trace(&uploaded, &wide, &options).expect("f64"), hits);
+        let want: Vec<bool> = hits.iter().map(Hit::is_hit).collect();
+        assert!(want.iter().any(|&h| h) && want.iter().any(|&h| !h));
+        assert_eq!(
+            picker.occluded(&uploaded, &wide, &options).expect("f64"),
+            want
+        );
+        let mut occluded = vec![true; rays.len()];
+        picker
+            .occluded_into(&uploaded, &rays, &options, &mut occluded)
+            .expect("occluded_into");
+        assert_eq!(occluded, want, "{backend:?}");
+        let err = picker
+            .occluded_into(&uploaded, &rays, &options, &mut occluded[1..])
+            .expect_err("one slot short");
+        assert!(matches!(err, raypick::Error::OutputLength { .. }), "{err}");
+        let all = picker
+            .trace_all(&uploaded, &wide, 1, &options)
+            .expect("trace_all");
+        for (i, hit) in hits.iter().enumerate() {
+            assert_eq!(all.hits_of(i).first(), hit.is_hit().then_some(hit));
+        }
+    }
+}

@@ -16,7 +16,8 @@ use glam::camera::rh::proj::directx;
 use glam::{DVec2, Mat4, Vec3};
 use raypick::camera::{Camera, Unprojector, aspect};
 use raypick::gpu::GpuContext;
-use raypick::{Accel, MISS, Mesh, Ray, TraceOptions};
+use raypick::types::MISS;
+use raypick::{Accel, Mesh, Ray, TraceOptions};
 use raypick_testkit::fixtures;
 
 const SIZE: u32 = 256;

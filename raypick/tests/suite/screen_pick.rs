@@ -3,7 +3,8 @@
 
 use glam::Vec3;
 use raypick::camera::{Camera, aspect};
-use raypick::{Backend, Hit, MISS, Picker, TraceOptions, screen};
+use raypick::types::MISS;
+use raypick::{Backend, Hit, Picker, TraceOptions, screen};
 use raypick_testkit::fixtures;
 
 #[test]
