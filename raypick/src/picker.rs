@@ -150,7 +150,7 @@ impl PickMesh {
 /// ```
 ///
 /// Far from the origin, give the mesh in f64 ([`Mesh::from_f64`]) and the rays as
-/// [`Ray64`]; f32 [`Ray`]s are moved into the mesh's frame in f64 too. Every query
+/// [`Ray64`](crate::Ray64); f32 [`Ray`]s are moved into the mesh's frame in f64 too. Every query
 /// takes rays of either precision.
 ///
 /// With [`Backend::Auto`], GPU trouble is not an error: no adapter at creation, and
@@ -382,7 +382,7 @@ impl Picker {
         }
     }
 
-    /// Traces `rays` of either precision ([`Ray`] or [`Ray64`]) and returns one hit
+    /// Traces `rays` of either precision ([`Ray`] or [`Ray64`](crate::Ray64)) and returns one hit
     /// per ray. Rays are moved into the mesh's local frame in f64 when its origin is
     /// not zero ([`TraceRay::to_local`]) and then rounded to f32, so rays far from the
     /// world origin keep their precision; `t` is in units of the direction, as always.
