@@ -267,8 +267,7 @@ pub fn parity(a: &[Hit], b: &[Hit]) -> Parity {
         ..Parity::default()
     };
     for (x, y) in a.iter().zip(b) {
-        let bits = |h: &Hit| (h.t.to_bits(), h.u.to_bits(), h.v.to_bits(), h.prim);
-        if bits(x) == bits(y) {
+        if raypick_testkit::parity::identical(x, y) {
             p.identical += 1;
             p.within_tolerance += 1;
         } else if x.prim == y.prim

@@ -16,7 +16,6 @@
 
 use std::collections::BTreeMap;
 
-use glam::Vec3;
 use raypick::{Hit, Mesh, Ray};
 
 use crate::reference;
@@ -47,11 +46,6 @@ pub fn close(a: &Hit, b: &Hit) -> bool {
         && (a.v - b.v).abs() <= 1e-5
 }
 
-/// `(t, u, v)` of the f64 reference intersection, with barycentric `slack`.
-fn reference_tuv(ray: &Ray, triangle: [Vec3; 3], slack: f64) -> Option<(f64, f64, f64)> {
-    reference::intersect_f64(ray, triangle, slack).map(|h| (h.t, h.u, h.v))
-}
-
 /// Why two different answers for `ray` are both acceptable, if they are: a tie (two
 /// triangles the f64 reference hits at the same `t`), or a hit within 1e-6
 /// barycentric of an edge, grazing (the ray nearly in the triangle's plane) or at an
@@ -60,10 +54,10 @@ pub fn explain(mesh: &Mesh, ray: &Ray, a: &Hit, b: &Hit) -> Option<&'static str>
     const EDGE: f64 = 1e-6;
     let tri = |h: &Hit| mesh.triangle(h.prim as usize);
     if a.is_hit() && b.is_hit() && a.prim != b.prim && rel_close(a.t as f64, b.t as f64, 1e-5) {
-        let ta = reference_tuv(ray, tri(a), EDGE);
-        let tb = reference_tuv(ray, tri(b), EDGE);
+        let ta = reference::intersect_f64(ray, tri(a), EDGE);
+        let tb = reference::intersect_f64(ray, tri(b), EDGE);
         if let (Some(ta), Some(tb)) = (ta, tb)
-            && rel_close(ta.0, tb.0, 1e-5)
+            && rel_close(ta.t, tb.t, 1e-5)
         {
             return Some("tie");
         }

@@ -91,3 +91,12 @@ pub enum Error {
 
 /// Shorthand for `Result<T, raypick::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// [`Error::OutputLength`] unless an output of `slots` entries has one per ray.
+pub(crate) fn check_output_length(rays: usize, slots: usize) -> Result<()> {
+    if rays == slots {
+        Ok(())
+    } else {
+        Err(Error::OutputLength { rays, hits: slots })
+    }
+}

@@ -406,32 +406,43 @@ impl Picker {
         options: &TraceOptions,
         hits: &mut [Hit],
     ) -> Result<()> {
-        check_output(rays.len(), hits.len())?;
-        let local = R::all_to_local(rays, mesh.origin);
-        let result = self.trace_local(mesh, &local, options, hits);
-        if result.is_err() {
-            hits.fill(Hit::MISS);
-        }
-        result
+        self.fill_slots(
+            mesh,
+            rays,
+            hits,
+            Hit::MISS,
+            |gpu, uploaded, rays, hits| gpu.trace_into(uploaded, rays, options, hits),
+            |cpu, prepared, rays, hits| cpu.trace_into(prepared, rays, options, hits),
+        )
     }
 
-    /// Traces rays already in the mesh's local frame.
-    fn trace_local(
+    /// Runs a query that writes one slot per ray into `out`: checks the slot count,
+    /// moves the rays into the mesh's frame and runs on the engine
+    /// ([`Picker::run_on_engine`]); on an error every slot is `empty`.
+    fn fill_slots<R: TraceRay, T: Copy>(
         &self,
         mesh: &PickMesh,
-        rays: &[Ray],
-        options: &TraceOptions,
-        hits: &mut [Hit],
+        rays: &[R],
+        out: &mut [T],
+        empty: T,
+        on_gpu: impl FnOnce(&GpuContext, &GpuMesh, &[Ray], &mut [T]) -> Result<()>,
+        on_cpu: impl FnOnce(&CpuBackend, &CpuMesh, &[Ray], &mut [T]),
     ) -> Result<()> {
-        self.run_on_engine(
+        crate::error::check_output_length(rays.len(), out.len())?;
+        let local = R::all_to_local(rays, mesh.origin);
+        let result = self.run_on_engine(
             mesh,
-            hits,
-            |gpu, uploaded, hits| gpu.trace_into(uploaded, rays, options, hits),
-            |cpu, prepared, hits| {
-                cpu.trace_into(prepared, rays, options, hits);
+            out,
+            |gpu, uploaded, out| on_gpu(gpu, uploaded, &local, out),
+            |cpu, prepared, out| {
+                on_cpu(cpu, prepared, &local, out);
                 Ok(())
             },
-        )
+        );
+        if result.is_err() {
+            out.fill(empty);
+        }
+        result
     }
 
     /// Runs a query on the GPU when it traces `mesh` (falling back to the CPU when
@@ -485,13 +496,9 @@ impl Picker {
         rays: &[R],
         options: &TraceOptions,
     ) -> Result<Vec<bool>> {
-        let local = R::all_to_local(rays, mesh.origin);
-        self.run_on_engine(
-            mesh,
-            &mut (),
-            |gpu, uploaded, _| gpu.occluded(uploaded, &local, options),
-            |cpu, prepared, _| Ok(cpu.occluded(prepared, &local, options)),
-        )
+        let mut occluded = vec![false; rays.len()];
+        self.occluded_into(mesh, rays, options, &mut occluded)?;
+        Ok(occluded)
     }
 
     /// [`Picker::occluded`] into `occluded` (one slot per ray; [`Error::OutputLength`]
@@ -503,17 +510,14 @@ impl Picker {
         options: &TraceOptions,
         occluded: &mut [bool],
     ) -> Result<()> {
-        check_output(rays.len(), occluded.len())?;
-        match self.occluded(mesh, rays, options) {
-            Ok(answers) => {
-                occluded.copy_from_slice(&answers);
-                Ok(())
-            }
-            Err(e) => {
-                occluded.fill(false);
-                Err(e)
-            }
-        }
+        self.fill_slots(
+            mesh,
+            rays,
+            occluded,
+            false,
+            |gpu, uploaded, rays, out| gpu.occluded_into(uploaded, rays, options, out),
+            |cpu, prepared, rays, out| cpu.occluded_into(prepared, rays, options, out),
+        )
     }
 
     /// The `max_hits` nearest hits of each ray, sorted by `(t, id)`, and whether
@@ -551,14 +555,5 @@ impl Picker {
             |gpu, uploaded, _| gpu.trace_all(uploaded, &local, max_hits, options),
             |cpu, prepared, _| cpu.trace_all(prepared, &local, max_hits, options),
         )
-    }
-}
-
-/// [`Error::OutputLength`] unless an output has one slot per ray.
-fn check_output(rays: usize, slots: usize) -> Result<()> {
-    if rays == slots {
-        Ok(())
-    } else {
-        Err(Error::OutputLength { rays, hits: slots })
     }
 }

@@ -167,12 +167,25 @@ impl CpuBackend {
     /// Whether each ray hits anything (the same as `trace(..)[i].is_hit()`, found
     /// faster: each ray stops at its first accepted hit).
     pub fn occluded(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions) -> Vec<bool> {
-        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         let mut occluded = vec![false; rays.len()];
+        self.occluded_into(mesh, rays, options, &mut occluded);
+        occluded
+    }
+
+    /// [`CpuBackend::occluded`] into `occluded` (one slot per ray; panics otherwise).
+    pub fn occluded_into(
+        &self,
+        mesh: &CpuMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+        occluded: &mut [bool],
+    ) {
+        assert_eq!(rays.len(), occluded.len(), "one slot per ray");
+        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         self.in_tracing_order(
             mesh.ray_order_bounds(),
             rays,
-            &mut occluded,
+            occluded,
             1,
             false,
             |rays, out| match mesh {
@@ -180,7 +193,6 @@ impl CpuBackend {
                 CpuMesh::Bvh(bvh) => wide_traverse::occluded_rays(bvh, rays, out, cull, mode),
             },
         );
-        occluded
     }
 
     /// The `max_hits` nearest hits of each ray, sorted by `(t, id)` (see [`AllHits`]).

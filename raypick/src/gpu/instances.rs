@@ -172,7 +172,8 @@ impl GpuInstanceScene {
         *dirty = Dirty::default();
     }
 
-    fn check(&self, gpu: &GpuContext) -> Result<()> {
+    /// [`Error::WrongBackend`] unless the scene was uploaded to `gpu`.
+    pub(crate) fn check(&self, gpu: &GpuContext) -> Result<()> {
         if self.context_id != gpu.id {
             return Err(Error::WrongBackend);
         }

@@ -18,7 +18,7 @@ use crate::all_hits::AllHits;
 use crate::bvh::Bvh;
 use crate::cpu::bvh_traverse;
 use crate::cpu::hit_list::HitList;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, check_output_length};
 use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
 use crate::shaders::{BRUTE_FORCE_WORKGROUP, BVH_TRAVERSE_WORKGROUP, UNFINISHED};
@@ -142,12 +142,7 @@ impl GpuContext {
         options: &TraceOptions,
         hits: &mut [Hit],
     ) -> Result<()> {
-        if rays.len() != hits.len() {
-            return Err(Error::OutputLength {
-                rays: rays.len(),
-                hits: hits.len(),
-            });
-        }
+        check_output_length(rays.len(), hits.len())?;
         pollster::block_on(self.trace_with(mesh, rays, options, Output::Closest(hits), Wait::Block))
             .map_err(|e| self.lost_or(e))
     }
@@ -161,10 +156,23 @@ impl GpuContext {
         options: &TraceOptions,
     ) -> Result<Vec<bool>> {
         let mut occluded = vec![false; rays.len()];
-        let output = Output::Any(&mut occluded);
-        pollster::block_on(self.trace_with(mesh, rays, options, output, Wait::Block))
-            .map_err(|e| self.lost_or(e))?;
+        self.occluded_into(mesh, rays, options, &mut occluded)?;
         Ok(occluded)
+    }
+
+    /// [`GpuContext::occluded`] into `occluded` (one slot per ray;
+    /// [`Error::OutputLength`] otherwise).
+    pub fn occluded_into(
+        &self,
+        mesh: &GpuMesh,
+        rays: &[Ray],
+        options: &TraceOptions,
+        occluded: &mut [bool],
+    ) -> Result<()> {
+        check_output_length(rays.len(), occluded.len())?;
+        let output = Output::Any(occluded);
+        pollster::block_on(self.trace_with(mesh, rays, options, output, Wait::Block))
+            .map_err(|e| self.lost_or(e))
     }
 
     /// The `max_hits` nearest hits of each ray, sorted by `(t, id)` (see

@@ -129,17 +129,10 @@ impl Picker {
                 Ok(cpu.set_transform(index, transform)?)
             }
             Content::Gpu(uploaded) => {
-                self.check_gpu_scene(uploaded)?;
+                let gpu = self.live_gpu().ok_or(crate::Error::WrongBackend)?;
+                uploaded.check(gpu)?;
                 uploaded.set_transform(index, transform)
             }
-        }
-    }
-
-    /// Whether `scene` lives on this picker's (live) GPU context.
-    fn check_gpu_scene(&self, scene: &GpuInstanceScene) -> Result<()> {
-        match self.live_gpu() {
-            Some(gpu) if gpu.id == scene.context_id => Ok(()),
-            _ => Err(crate::Error::WrongBackend),
         }
     }
 }
