@@ -79,6 +79,7 @@
 pub mod all_hits;
 pub mod bvh;
 pub mod camera;
+pub mod closest;
 pub mod cpu;
 pub mod error;
 pub mod gather;

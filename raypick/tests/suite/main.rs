@@ -10,6 +10,7 @@ mod support;
 mod bad_input;
 mod bvh;
 mod camera;
+mod closest;
 mod contract;
 mod far_from_origin;
 mod file_formats;
