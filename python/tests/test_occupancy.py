@@ -49,7 +49,9 @@ TRIMESH_DIRECTION = np.array([0.4395064455, 0.617598629942, 0.652231566745])
 
 
 def point_families(vertices, triangles, seed):
-    """Named query point sets (float64 values; float32-exact where it matters)."""
+    """Named query point sets (float64 values, traced as float32: the families along
+    the libraries' rays keep only the points that are exact in float32, so that they lie
+    on the line through the vertex exactly)."""
     rng = np.random.default_rng(seed)
     v = vertices.astype(np.float64)
     lo, hi = v.min(axis=0), v.max(axis=0)
@@ -58,7 +60,8 @@ def point_families(vertices, triangles, seed):
     edges = triangles[rng.integers(0, len(triangles), 150)]
     k = rng.integers(0, 3, len(edges))
     mids = (v[edges[np.arange(len(edges)), k]] + v[edges[np.arange(len(edges)), (k + 1) % 3]]) / 2
-    mids = mids[(mids.astype(np.float32) == mids).all(axis=1)]  # exact midpoints only
+    # Midpoints exact in float32 (axis-aligned lattice edges) give points exactly lined
+    # up along the axes; the others are lined up to within float32 rounding.
     steps = np.array([0.03, 0.11, 0.37]) * size
     # Powers of two: anchor + step * direction is often exact in float32.
     exact_steps = 2.0 ** np.arange(np.floor(np.log2(size)) - 6, np.floor(np.log2(size)) + 1)
