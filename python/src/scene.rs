@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use glam::{DVec3, Mat4, Vec3};
 use raypick::closest::ClosestPoints;
-use raypick::instances::{Instance, InstanceScene, PickInstances};
+use raypick::instances::{Instance, InstanceError, InstanceScene, PickInstances};
 use raypick::{
     Backend, Cull, Hit, Mesh, Mode, PickMesh, Picker, PickerOptions, Ray, Ray64, TraceOptions,
     TraceRay,
@@ -688,7 +688,20 @@ fn check_transform(m: &[[f64; 4]; 4]) -> Outcome<()> {
     let probe = Instance::new(0, to_mat4(m), 0);
     InstanceScene::from_meshes(&[Mesh::default()], vec![probe])
         .map(|_| ())
-        .map_err(|e| Failure::Value(format!("bad transform: {e}")))
+        .map_err(|e| {
+            Failure::Value(match e {
+                InstanceError::NonFinite { .. } => {
+                    "the transform's inverse is not finite in float32".into()
+                }
+                InstanceError::NotAffine { .. } => {
+                    "the transform is not affine (its last row must be 0 0 0 1)".into()
+                }
+                InstanceError::Singular { .. } => {
+                    "the transform is singular (it cannot be inverted)".into()
+                }
+                other => format!("bad transform: {other}"),
+            })
+        })
 }
 
 /// The rays that parity classification traces from `point` along `dir`: `[0, inf]`.
