@@ -154,6 +154,11 @@ class RaycastingScene:
 
     Ties: a ray meeting several triangles at the same ``t`` reports the lowest
     geometry id, then the lowest triangle id.
+
+    Differences from Open3D: the thread count is the scene's (``nthreads`` here), not a
+    per-call argument; ``compute_occupancy`` does not flip on points lined up with
+    vertices and edges (see there); closest points are computed in float64.
+    Queries release the GIL, so several Python threads can query one scene at once.
     """
 
     #: The id of "no geometry" / "no triangle" (``2**32 - 1``).
