@@ -26,14 +26,17 @@ fn to_py(failure: Failure) -> PyErr {
     match failure {
         Failure::Value(message) => PyValueError::new_err(message),
         Failure::Unsupported(message) => PyNotImplementedError::new_err(message),
+        // Bad input is a ValueError; everything else the library reports (no GPU
+        // adapter, a lost device, ...) is a RuntimeError.
         Failure::Library(e) => match e {
-            raypick::Error::OutOfMemory(_) => PyMemoryError::new_err(e.to_string()),
-            raypick::Error::NoAdapter(_)
-            | raypick::Error::Device(_)
-            | raypick::Error::Gpu(_)
-            | raypick::Error::DeviceLost(_)
-            | raypick::Error::Readback(_) => PyRuntimeError::new_err(e.to_string()),
-            other => PyValueError::new_err(other.to_string()),
+            raypick::Error::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
+            raypick::Error::IndexOutOfRange { .. }
+            | raypick::Error::IndexCount { .. }
+            | raypick::Error::TooManyTriangles { .. }
+            | raypick::Error::OutputLength { .. }
+            | raypick::Error::Instance { .. }
+            | raypick::Error::Unsupported { .. } => PyValueError::new_err(e.to_string()),
+            other => PyRuntimeError::new_err(other.to_string()),
         },
     }
 }
