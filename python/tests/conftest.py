@@ -128,10 +128,10 @@ def jittered(vertices, triangles, amount: float, seed: int):
 
 def load_mesh(path: Path):
     """(vertices float32, triangles) of an OBJ/OFF/PLY/STL file read with trimesh
-    (vertices merged), or None when it cannot be read."""
-    import trimesh
-
+    (vertices merged), or None when it cannot be read (or trimesh is missing)."""
     try:
+        import trimesh
+
         mesh = trimesh.load(str(path), force="mesh", process=True)
     except Exception:
         return None
