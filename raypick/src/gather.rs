@@ -5,7 +5,7 @@
 //! The same [`MeshLayout`] reads a renderer's GPU buffers without a CPU round trip
 //! ([`GpuContext::upload_buffers`](crate::gpu::GpuContext::upload_buffers), through
 //! `shaders/gather.wgsl`) or CPU byte slices ([`mesh_from_slices`], through its
-//! mirror [`crate::cpu::gather`]), and both give the very same packed triangles.
+//! mirror `cpu::gather`), and both give the very same packed triangles.
 //!
 //! Triangle `k` is made of indices `3k, 3k+1, 3k+2` (a triangle list; a trailing
 //! one or two indices are ignored, as a draw does). An index whose vertex

@@ -66,7 +66,7 @@ impl Mode {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Accel {
-    /// A bounding volume hierarchy ([`crate::bvh::Bvh`]): the default.
+    /// A bounding volume hierarchy (a SAH tree, depth-bounded): the default.
     #[default]
     Bvh,
     /// Every ray against every triangle: the reference, O(rays × triangles).

@@ -70,7 +70,7 @@ pub struct PickMesh {
 
 impl PickMesh {
     /// A mesh prepared for the CPU; `origin` is the [`Mesh::origin`] it was made from.
-    pub fn from_cpu(mesh: CpuMesh, origin: DVec3) -> Self {
+    pub(crate) fn from_cpu(mesh: CpuMesh, origin: DVec3) -> Self {
         Self::with(Content::Cpu(mesh), origin)
     }
 
@@ -103,16 +103,18 @@ impl PickMesh {
         }
     }
 
-    /// The f64 origin of the mesh's local frame (see [`crate::world`]).
+    /// The f64 origin of the mesh's local frame (see [`Ray64`](crate::Ray64)).
     pub fn origin(&self) -> DVec3 {
         self.origin
     }
 
-    /// The CPU mesh, when prepared for the CPU.
-    pub fn cpu(&self) -> Option<&CpuMesh> {
-        match &self.content {
-            Content::Cpu(m) => Some(m),
-            Content::Gpu(_) => None,
+    /// Where the mesh was prepared: [`Backend::Cpu`] or [`Backend::Gpu`] (a GPU mesh
+    /// keeps saying `Gpu` after its picker fell back to the CPU, which traces a CPU
+    /// copy of it).
+    pub fn backend(&self) -> Backend {
+        match self.content {
+            Content::Cpu(_) => Backend::Cpu,
+            Content::Gpu(_) => Backend::Gpu,
         }
     }
 
@@ -270,11 +272,6 @@ impl Picker {
         }
     }
 
-    /// The CPU backend, when the CPU traces (a CPU picker, or after a fallback).
-    pub fn cpu(&self) -> Option<&CpuBackend> {
-        self.live_gpu().is_none().then(|| self.cpu_backend())
-    }
-
     /// The GPU context, when on the GPU (`None` after a fallback to the CPU).
     pub fn gpu(&self) -> Option<&GpuContext> {
         self.live_gpu()
@@ -337,8 +334,8 @@ impl Picker {
 
     /// Moves a prepared mesh to `mesh`'s vertex positions: `mesh` has the
     /// triangles (indices) and origin the prepared mesh was made from, with any
-    /// positions. A BVH is refitted (same tree, boxes recomputed; see
-    /// [`crate::bvh::refit`]), not rebuilt, and answers exactly like a fresh build;
+    /// positions. A BVH is refitted (same tree, boxes recomputed),
+    /// not rebuilt, and answers exactly like a fresh build;
     /// it is built again only when a triangle left out as degenerate can now be hit
     /// (the answer says which). Fails with [`Error::Refit`] for another mesh's
     /// triangle count or a CPU mesh made without [`Picker::upload_refittable`].

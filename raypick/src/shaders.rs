@@ -111,6 +111,7 @@ pub fn refit_module() -> String {
 }
 
 /// Every complete module, by name (used by the naga validation test).
+#[cfg(any(test, feature = "kernels"))]
 pub fn all_modules() -> Vec<(&'static str, String)> {
     vec![
         ("brute_force", brute_force_module()),

@@ -65,7 +65,7 @@ pub struct Hit {
     pub u: f32,
     /// Barycentric weight of the triangle's third vertex `v2`.
     pub v: f32,
-    /// Triangle id (index in the mesh), or [`MISS`].
+    /// Triangle id (index in the mesh), or `u32::MAX` on a miss ([`Hit::MISS`]).
     pub prim: u32,
 }
 

@@ -37,7 +37,7 @@ pub enum RefitError {
     #[error("triangle {0} was degenerate at build time and is not degenerate now")]
     NoLeafFor(u32),
     /// The tree was prepared without the data a refit needs (see
-    /// [`CpuMesh::refittable`](crate::cpu::CpuMesh::refittable)).
+    /// [`Picker::upload_refittable`](crate::Picker::upload_refittable)).
     #[error("this mesh was prepared without refit support")]
     NotRefittable,
 }

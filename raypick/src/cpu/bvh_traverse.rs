@@ -18,7 +18,6 @@ use super::hit_list::HitList;
 use super::intersect::{RayFrame, beyond, intersect};
 use super::query::{AnyHit, Closest, Collect};
 use crate::bvh::{Bvh, MAX_DEPTH};
-use crate::prepare::sanitize_ray;
 use crate::types::{Hit, Ray};
 
 /// Nearest hit of one ray (already sanitised); `cull` is `crate::Cull::to_u32`,
@@ -99,9 +98,11 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl C
     }
 }
 
-/// Traces `rays` into `hits` on the calling thread.
+/// Traces `rays` into `hits` on the calling thread (the oracle of the traversal
+/// tests; the backend traces through the wide layout).
+#[cfg(any(test, feature = "kernels"))]
 pub fn trace_rays(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) {
     for (ray, hit) in rays.iter().zip(hits) {
-        *hit = trace_ray(bvh, &sanitize_ray(ray), cull, mode);
+        *hit = trace_ray(bvh, &crate::prepare::sanitize_ray(ray), cull, mode);
     }
 }

@@ -81,7 +81,7 @@ impl InstanceScene {
     }
 
     /// Traces `rays` with the traversal mirror of the shader
-    /// ([`super::instance_traverse`]), one ray after the other: the oracle.
+    /// (`instance_traverse`), one ray after the other: the oracle.
     pub fn trace_mirror(&self, rays: &[Ray], options: &TraceOptions) -> Vec<InstanceHit> {
         let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
         rays.iter()

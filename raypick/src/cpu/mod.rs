@@ -27,7 +27,6 @@ pub mod watertight;
 pub mod wide_bvh;
 pub mod wide_traverse;
 
-pub use simd::simd_level;
 
 use rayon::prelude::*;
 
@@ -138,6 +137,7 @@ impl CpuBackend {
     /// Rays are in the mesh's local frame: for a [`Mesh`] with a non-zero
     /// [`origin`](Mesh::origin) move them with [`crate::TraceRay::to_local`] first
     /// ([`crate::Picker`] does this itself).
+    #[cfg(any(test, feature = "kernels"))]
     pub fn trace(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions) -> Vec<Hit> {
         let mut hits = vec![Hit::MISS; rays.len()];
         self.trace_into(mesh, rays, options, &mut hits);
@@ -166,6 +166,7 @@ impl CpuBackend {
 
     /// Whether each ray hits anything (the same as `trace(..)[i].is_hit()`, found
     /// faster: each ray stops at its first accepted hit).
+    #[cfg(any(test, feature = "kernels"))]
     pub fn occluded(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions) -> Vec<bool> {
         let mut occluded = vec![false; rays.len()];
         self.occluded_into(mesh, rays, options, &mut occluded);

@@ -200,7 +200,7 @@ impl GpuContext {
     /// GPU, with no readback: the triangles are gathered again from the same
     /// buffers (their contents when this is submitted) and, for a BVH, every box is
     /// refitted bottom-up, one level per dispatch. The tree keeps its shape (see
-    /// [`crate::bvh::refit`]); a triangle that was degenerate at creation has no
+    /// [`Picker::refit`](crate::Picker::refit)); a triangle that was degenerate at creation has no
     /// leaf and stays out of a BVH until it is made again.
     ///
     /// The CPU copy of the tree, used only to finish rays that exceed the GPU's

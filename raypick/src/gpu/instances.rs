@@ -270,7 +270,7 @@ impl GpuContext {
     }
 
     /// Traces `rays` through an uploaded instance scene (blocking); one hit per ray,
-    /// bit for bit those of [`crate::cpu::CpuBackend::trace_instances`].
+    /// bit for bit those of the CPU backend.
     pub fn trace_instances(
         &self,
         scene: &GpuInstanceScene,

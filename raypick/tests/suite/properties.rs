@@ -319,7 +319,7 @@ proptest! {
         prop_assert!(hit.t <= exit || hit.t == entry, "t {} after the exit {}", hit.t, exit);
         // Any box that holds the triangle's padded box (the builder's), grown by up to
         // its size, is entered at or before t by the traversals' own box test.
-        let (lo, hi) = raypick::bvh::triangle_box(&tri);
+        let (lo, hi) = raypick::bvh::build::triangle_box(&tri);
         let size = (hi - lo).max_element();
         let child = raypick::types::BvhChild {
             lo: lo - Vec3::from_slice(&pad[..3]) * size,
