@@ -157,8 +157,7 @@ pub fn intersect(data: &[u8]) {
 
 /// The checks of [`intersect`] for one ray, triangle and mode.
 pub fn check_intersect(ray: &Ray, triangle: [Vec3; 3], mode: Mode, cull: Cull) {
-    let (mode, cull) = (mode.to_u32(), cull.to_u32());
-    let packed = pack_triangle(triangle, 0);
+        let packed = pack_triangle(triangle, 0);
     let clean = sanitize_ray(ray);
     let frame = RayFrame::new(&clean);
     let c = intersect_one(&clean, &frame, &packed, cull, f32::INFINITY, mode);
@@ -243,8 +242,7 @@ pub fn bvh_vs_brute(data: &[u8]) {
 
 /// The checks of [`bvh_vs_brute`] for one mesh, rays and modes.
 pub fn check_bvh_vs_brute(mesh: &Mesh, rays: &[Ray], max_leaf_size: usize, mode: Mode, cull: Cull) {
-    let (mode, cull) = (mode.to_u32(), cull.to_u32());
-    let mut brute = vec![Hit::MISS; rays.len()];
+        let mut brute = vec![Hit::MISS; rays.len()];
     brute_force::trace_rays(
         &TriangleBlocks::new(&pack_mesh(mesh)),
         rays,

@@ -64,7 +64,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{CpuCopy, GpuContext, MeshContent, Scratch};
 use crate::picker::{PickMesh, Picker};
 use crate::prepare::sanitize_ray;
-use crate::types::QUERY_CLOSEST;
+use crate::types::Query;
 use crate::types::{Hit, Ray};
 use crate::world::TraceRay;
 
@@ -317,7 +317,7 @@ impl PickService {
                     0,
                     bytemuck::cast_slice(&scratch.sanitized),
                 );
-                let closest = (QUERY_CLOSEST, 0);
+                let closest = (Query::Closest, 0);
                 let dispatched = match &job.content {
                     MeshContent::Brute(chunks) => {
                         gpu.dispatch_brute_force(chunks, n, &job.options, closest, scratch)

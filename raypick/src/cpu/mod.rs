@@ -156,7 +156,7 @@ impl CpuBackend {
         hits: &mut [Hit],
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
-        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let (cull, mode) = (options.cull, options.mode);
         let bounds = mesh.ray_order_bounds();
         self.in_tracing_order(bounds, rays, hits, 1, Hit::MISS, |rays, hits| match mesh {
             CpuMesh::Brute(blocks) => brute_force::trace_rays(blocks, rays, hits, cull, mode),
@@ -182,7 +182,7 @@ impl CpuBackend {
         occluded: &mut [bool],
     ) {
         assert_eq!(rays.len(), occluded.len(), "one slot per ray");
-        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let (cull, mode) = (options.cull, options.mode);
         self.in_tracing_order(
             mesh.ray_order_bounds(),
             rays,
@@ -205,7 +205,7 @@ impl CpuBackend {
         max_hits: usize,
         options: &TraceOptions,
     ) -> Result<AllHits> {
-        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let (cull, mode) = (options.cull, options.mode);
         let mut all = AllHits::new(rays.len(), max_hits)?;
         let (slots, states) = all.parts_mut();
         let task = |rays: &[Ray], slots: &mut [Hit], states: &mut [u32]| match mesh {

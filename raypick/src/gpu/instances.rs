@@ -316,7 +316,7 @@ impl GpuContext {
             }
         }
         self.errors.check()?;
-        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let (cull, mode) = (options.cull, options.mode);
         Ok(sanitized
             .par_iter()
             .zip(records.par_iter())
@@ -343,12 +343,12 @@ impl GpuContext {
     ) {
         let params = TraverseParams {
             ray_count: rays.len() as u32,
-            cull: options.cull.to_u32(),
+            cull: options.cull as u32,
             accumulate: 0,
             miss_t: f32::INFINITY,
             one: 1.0,
             max_steps: self.max_traversal_steps(),
-            mode: options.mode.to_u32(),
+            mode: options.mode as u32,
             ..Default::default()
         };
         self.queue

@@ -21,7 +21,6 @@ fn fixture(name: &str) -> PathBuf {
 /// Brute force, the CPU mirror of the WGSL traversal and the wide traversal, in that
 /// order, for one mode and culling mode.
 fn trace_three(mesh: &Mesh, rays: &[Ray], leaf: usize, mode: Mode, cull: Cull) -> [Vec<Hit>; 3] {
-    let (mode, cull) = (mode.to_u32(), cull.to_u32());
     let bvh = Bvh::build_with(
         mesh,
         &BuildOptions {
@@ -147,8 +146,8 @@ fn duplicates_hit_at_a_rounded_t_keep_the_lowest_id() {
     let frame = RayFrame::new(&ray);
     let tri = raypick::prepare::pack_triangle([a, c, b], 1);
     let vertices = [a, c, b].map(|v| v.to_array());
-    let unnormalised = test(&frame, vertices, tri.edge_norm, Mode::Fast.to_u32());
-    let (raw, ..) = candidate(unnormalised, &frame, Cull::None.to_u32());
+    let unnormalised = test(&frame, vertices, tri.edge_norm, Mode::Fast);
+    let (raw, ..) = candidate(unnormalised, &frame, Cull::None);
     let raw = (raw * frame.t_scale) as f64;
     let exact =
         raypick_testkit::reference::intersect_f64(&ray, [a, c, b], 1e-3).expect("exact hit");

@@ -31,13 +31,7 @@ fn all_hits(mesh: &Mesh, rays: &[Ray]) -> Vec<(String, Vec<Hit>)> {
             ));
         }
         let mut mirror = vec![Hit::MISS; rays.len()];
-        bvh_traverse::trace_rays(
-            &Bvh::build(mesh),
-            rays,
-            &mut mirror,
-            options.cull.to_u32(),
-            mode.to_u32(),
-        );
+        bvh_traverse::trace_rays(&Bvh::build(mesh), rays, &mut mirror, options.cull, mode);
         all.push((format!("bvh_traverse mirror {mode:?}"), mirror));
     }
     all
