@@ -31,10 +31,14 @@ use raypick::gpu::GpuContext;
 use raypick::prepare::pack_mesh;
 use raypick::types::PackedTriangle;
 use raypick::{
-    Accel, Backend, Error, Hit, Mesh, PickMesh, Picker, PickerOptions, Ray, Result, TraceOptions,
-    TraceRay,
+    Accel, Backend, Error, Hit, Mesh, PickMesh, Picker, PickerOptions, Ray, TraceOptions, TraceRay,
 };
 use raypick_testkit::fixtures::RaySet;
+
+use crate::error::CliError;
+
+/// What the bench reports when it fails: the library's error, or its own.
+type Result<T, E = CliError> = std::result::Result<T, E>;
 
 /// Ray–triangle tests one default bench trace may cost (rays × triangles with brute
 /// force): 16,384 rays (a 128 × 128 camera) on the 100,000-triangle built-in scene.
@@ -89,7 +93,10 @@ pub fn default_ray_count(triangles: usize) -> usize {
 /// [`Backend::Auto`] opens the GPU when it can, else the CPU; the second value is
 /// then the reason the GPU could not be opened (the error text). [`Backend::Gpu`]
 /// returns that error instead.
-pub fn open_picker(backend: Backend, threads: Option<usize>) -> Result<(Picker, Option<String>)> {
+pub fn open_picker(
+    backend: Backend,
+    threads: Option<usize>,
+) -> raypick::Result<(Picker, Option<String>)> {
     let options = PickerOptions {
         threads,
         ..PickerOptions::default()
@@ -155,7 +162,7 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
             gpu.queue().submit([]);
             gpu.device()
                 .poll(wgpu::PollType::wait_indefinitely())
-                .map_err(|e| Error::Gpu(e.to_string()))?;
+                .map_err(Error::Poll)?;
             Ok(Prepared {
                 mesh: PickMesh::from_gpu(uploaded, mesh.origin()),
                 build_ms,
@@ -203,7 +210,7 @@ pub fn time_trace<R: TraceRay>(
         picker.trace_into(mesh, rays, options, &mut hits)?;
         runs_ms.push(ms_since(start));
         if parity(&first, &hits).identical != rays.len() {
-            return Err(Error::Unsupported(format!(
+            return Err(CliError::Failed(format!(
                 "the {} backend returned different hits for the same rays on two runs",
                 picker.backend().name()
             )));
@@ -558,7 +565,7 @@ pub fn run_bench(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<BenchReport> {
     let bounds = mesh.bounds().ok_or_else(|| {
-        Error::Unsupported(format!(
+        Error::InvalidArgument(format!(
             "{scene}: the mesh has no triangles with finite vertices to aim rays at"
         ))
     })?;
@@ -578,7 +585,13 @@ pub fn run_bench(
         Some(true) => pickers.push(Picker::from_gpu(GpuContext::new()?)),
         Some(false) => match GpuContext::new() {
             Ok(gpu) => pickers.push(Picker::from_gpu(gpu)),
-            Err(e) => notice = Some(format!("no GPU results: {e}; {}", no_gpu_hint())),
+            Err(e) => {
+                notice = Some(format!(
+                    "no GPU results: {}; {}",
+                    e.with_sources(),
+                    no_gpu_hint()
+                ))
+            }
         },
         None => {}
     }

@@ -34,7 +34,7 @@ pub fn context() -> Option<&'static GpuContext> {
             Some(gpu)
         }
         Err(e) => {
-            eprintln!("no GPU: {e}");
+            eprintln!("no GPU: {}", e.with_sources());
             None
         }
     });

@@ -83,7 +83,7 @@ impl MeshLayout {
     /// Checks the layout against buffers of `vertex_bytes` and `index_bytes` bytes:
     /// alignment, and every vertex and index inside its buffer.
     pub fn check(&self, vertex_bytes: u64, index_bytes: u64) -> Result<()> {
-        let bad = |what: String| Err(Error::Unsupported(format!("mesh layout: {what}")));
+        let bad = |what: String| Err(Error::InvalidArgument(format!("mesh layout: {what}")));
         if self.vertex_stride < 12 || !self.vertex_stride.is_multiple_of(4) {
             return bad(format!(
                 "vertex stride {} is not a multiple of 4 of at least 12 bytes",

@@ -80,7 +80,7 @@ impl Mesh {
         origin: DVec3,
     ) -> Result<Self> {
         if !origin.is_finite() {
-            return Err(Error::Unsupported(format!(
+            return Err(Error::InvalidArgument(format!(
                 "a mesh origin must be finite, got {origin}"
             )));
         }

@@ -127,11 +127,11 @@ macro_rules! named_values {
                     .find(|value| value.name() == s)
                     .ok_or_else(|| {
                         let names: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
-                        crate::Error::Unsupported(format!(
-                            concat!("unknown ", $what, " {:?} (expected one of: {})"),
-                            s,
-                            names.join(", ")
-                        ))
+                        crate::Error::UnknownName {
+                            what: $what,
+                            name: s.to_string(),
+                            expected: names.join(", "),
+                        }
                     })
             }
         }

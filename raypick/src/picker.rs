@@ -239,10 +239,10 @@ impl Picker {
         let mut first = false;
         self.fallback_reason.get_or_init(|| {
             first = true;
-            error.to_string()
+            error.with_sources()
         });
         if first {
-            log::warn!("raypick: using the CPU backend: {error}");
+            log::warn!("raypick: using the CPU backend: {}", error.with_sources());
         }
     }
 
@@ -299,7 +299,7 @@ impl Picker {
 
     /// Whether `error` switches this picker to the CPU.
     fn falls_back_on(&self, error: &Error) -> bool {
-        self.auto && matches!(error, Error::DeviceLost(_) | Error::OutOfMemory(_))
+        self.auto && matches!(error, Error::DeviceLost(_) | Error::OutOfMemory { .. })
     }
 
     /// Prepares a mesh for this picker's backend with the default acceleration
@@ -341,7 +341,7 @@ impl Picker {
     /// triangle count or a CPU mesh made without [`Picker::upload_refittable`].
     pub fn refit(&self, prepared: &mut PickMesh, mesh: &Mesh) -> Result<Refitted> {
         if mesh.origin() != prepared.origin {
-            return Err(Error::Unsupported(format!(
+            return Err(Error::InvalidArgument(format!(
                 "refit to a mesh with origin {} (prepared with origin {})",
                 mesh.origin(),
                 prepared.origin

@@ -21,6 +21,7 @@ pub mod moller_trumbore;
 mod packet_traverse;
 pub mod query;
 mod ray_order;
+mod mesh_refit;
 mod refit;
 pub(crate) mod simd;
 pub mod watertight;
@@ -121,7 +122,7 @@ impl CpuBackend {
             .num_threads(threads.max(1))
             .thread_name(|i| format!("raypick-cpu-{i}"))
             .build()
-            .map_err(|e| Error::Unsupported(format!("cannot start {threads} CPU threads: {e}")))?;
+            .map_err(|source| Error::ThreadPool { threads, source })?;
         Ok(Self { pool: Some(pool) })
     }
 

@@ -309,7 +309,7 @@ impl GpuContext {
                 {
                     let view = slice
                         .get_mapped_range()
-                        .map_err(|e| self.lost_or(Error::Readback(e.to_string())))?;
+                        .map_err(|e| self.lost_or(Error::Readback(Box::new(e))))?;
                     records.copy_from_slice(bytemuck::cast_slice(&view));
                 }
                 scratch.staging.unmap();

@@ -116,7 +116,7 @@ impl Pipelines {
 }
 
 impl Stage {
-    /// Compiles the module, turning a validation error into [`Error::Gpu`].
+    /// Compiles the module, turning a validation error into [`Error::Pipeline`].
     fn new(
         device: &wgpu::Device,
         name: &'static str,
@@ -129,7 +129,10 @@ impl Stage {
             source: wgpu::ShaderSource::Wgsl(Cow::Owned(source)),
         });
         match pollster::block_on(scope.pop()) {
-            Some(e) => Err(Error::Gpu(format!("building the {name} module: {e}"))),
+            Some(source) => Err(Error::Pipeline {
+                stage: format!("{name} (module)"),
+                source,
+            }),
             None => Ok(Self {
                 name,
                 entry,
@@ -167,16 +170,16 @@ impl Stage {
             cache: None,
         });
         match pollster::block_on(scope.pop()) {
-            Some(e) => Err(Error::Gpu(format!(
-                "building the {} pipeline ({query:?}, {mode:?}): {e}",
-                self.name
-            ))),
+            Some(source) => Err(Error::Pipeline {
+                stage: format!("{} ({query:?}, {mode:?})", self.name),
+                source,
+            }),
             None => Ok(slot.get_or_init(|| pipeline)),
         }
     }
 }
 
-/// Compiles one compute stage, turning a validation error into [`Error::Gpu`].
+/// Compiles one compute stage, turning a validation error into [`Error::Pipeline`].
 fn pipeline(
     device: &wgpu::Device,
     name: &str,
@@ -197,7 +200,10 @@ fn pipeline(
         cache: None,
     });
     match pollster::block_on(scope.pop()) {
-        Some(e) => Err(Error::Gpu(format!("building the {name} pipeline: {e}"))),
+        Some(source) => Err(Error::Pipeline {
+            stage: name.to_string(),
+            source,
+        }),
         None => Ok(pipeline),
     }
 }

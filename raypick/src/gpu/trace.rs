@@ -226,7 +226,7 @@ impl GpuContext {
         let per_dispatch = if max_hits > 0 {
             let per_binding = self.max_binding_bytes() / (max_hits * HIT_BYTES);
             if per_binding == 0 {
-                return Err(Error::Unsupported(format!(
+                return Err(Error::GpuLimit(format!(
                     "{max_hits} hits per ray need {} bytes, more than the largest storage \
                      binding ({} bytes)",
                     max_hits * HIT_BYTES,
@@ -512,7 +512,7 @@ async fn read_back(
     {
         let view = slice
             .get_mapped_range()
-            .map_err(|e| Error::Readback(e.to_string()))?;
+            .map_err(|e| Error::Readback(Box::new(e)))?;
         out.copy_from_slice(bytemuck::cast_slice(&view));
     }
     staging.unmap();

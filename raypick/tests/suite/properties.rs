@@ -307,7 +307,6 @@ proptest! {
         use raypick::cpu::intersect::{RayFrame, box_interval, candidate, intersect, test};
         let tri = raypick::prepare::pack_triangle(triangle, 0);
         let frame = RayFrame::new(&ray);
-        let mode = mode;
         let hit = intersect(&ray, &frame, &tri, Cull::None, f32::INFINITY, mode);
         prop_assume!(hit.accepted);
         // Within the ray's interval through the triangle's padded box (its entry when
