@@ -50,8 +50,9 @@ pub const DEFAULT_TEST_BUDGET: u64 = 16_384 * 100_000;
 /// Default rays per ray set with a BVH: a 1024 × 1024 camera.
 pub const DEFAULT_BVH_RAYS: usize = 1 << 20;
 
-/// Relative `t` tolerance of [`Parity::within_tolerance`].
-pub const PARITY_REL_T: f32 = 1e-5;
+/// The tolerance of [`Parity::within_tolerance`]: the test kit's `parity::close`
+/// (`t` relative, `u` and `v` absolute).
+pub use raypick_testkit::parity::CLOSE as PARITY_REL_T;
 
 /// How to get a GPU adapter without a graphics card.
 pub const GET_A_GPU_HINT: &str = "to run the GPU path without a graphics card, install Mesa's lavapipe \
@@ -255,8 +256,8 @@ pub struct Parity {
     pub rays: usize,
     /// Rays whose hits are bit-for-bit identical (`t`, `u`, `v`, `prim`).
     pub identical: usize,
-    /// Rays with the same triangle (or both missing) and `t` within [`PARITY_REL_T`]
-    /// relative; includes the identical ones.
+    /// Rays with the same triangle (or both missing) and `t`, `u`, `v` within
+    /// [`PARITY_REL_T`] (the test kit's `parity::close`); includes the identical ones.
     pub within_tolerance: usize,
 }
 
@@ -277,9 +278,7 @@ pub fn parity(a: &[Hit], b: &[Hit]) -> Parity {
         if raypick_testkit::parity::identical(x, y) {
             p.identical += 1;
             p.within_tolerance += 1;
-        } else if x.prim == y.prim
-            && (!x.is_hit() || (x.t - y.t).abs() <= PARITY_REL_T * x.t.abs().max(y.t.abs()))
-        {
+        } else if raypick_testkit::parity::close(x, y) {
             p.within_tolerance += 1;
         }
     }
@@ -496,7 +495,7 @@ pub struct ParityRow {
     pub rays: usize,
     /// Rays with bit-identical hits.
     pub identical: usize,
-    /// Rays with the same triangle and `t` within [`PARITY_REL_T`] relative.
+    /// Rays with the same triangle and `t`, `u`, `v` within [`PARITY_REL_T`].
     pub within_tolerance: usize,
     /// Rays that differ beyond that.
     pub differing: usize,
@@ -836,7 +835,7 @@ impl fmt::Display for BenchReport {
             if p.identical != p.rays {
                 write!(
                     f,
-                    ", {}/{} same triangle within {PARITY_REL_T:e} relative t, {} differ",
+                    ", {}/{} same triangle within {PARITY_REL_T:e} (t, u, v), {} differ",
                     p.within_tolerance, p.rays, p.differing
                 )?;
             }
