@@ -1,8 +1,6 @@
 //! What a command reports when it fails: what it was doing, and why (the library's
 //! error and every error beneath it), on one line.
 
-use std::error::Error as _;
-
 /// A command's failure.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -90,19 +88,18 @@ impl CliError {
     /// The message and its sources, `: `-separated, on one line (multi-line driver
     /// messages joined); a GPU failure ends with how to get a GPU adapter.
     pub fn one_line(&self) -> String {
-        let mut parts = vec![self.to_string()];
-        let mut source = self.source();
-        while let Some(error) = source {
-            parts.push(error.to_string());
-            source = error.source();
-        }
-        // A wrapper that repeats its source's words adds nothing.
-        parts.dedup_by(|later, earlier| earlier.ends_with(later.as_str()));
-        let mut line = one_line(&parts.join(": "));
-        if matches!(self, CliError::NoGpu(_)) {
-            line = format!("{line}; {}", crate::bench::no_gpu_hint());
-        }
-        line
+        let line = match self {
+            CliError::Usage(message) | CliError::Failed(message) => message.clone(),
+            CliError::Library(source) => source.with_sources(),
+            CliError::Raypick { doing, source } => format!("{doing}: {}", source.with_sources()),
+            CliError::Io { doing, source } => format!("{doing}: {source}"),
+            CliError::NoGpu(source) => format!(
+                "{self}: {}; {}",
+                source.with_sources(),
+                crate::bench::no_gpu_hint()
+            ),
+        };
+        one_line(&line)
     }
 }
 

@@ -119,12 +119,11 @@ impl ErrorSink {
     }
 }
 
-/// The crate error for a wgpu error: out of memory stays out of memory, anything
-/// else on a lost device is device loss, the rest is [`Error::Gpu`].
-pub(crate) fn classify(error: wgpu::Error, lost: bool) -> Error {
+/// The crate error for a wgpu error: out of memory, or [`Error::Gpu`] (which
+/// [`GpuContext::lost_or`] turns into device loss on a lost device).
+pub(crate) fn classify(error: wgpu::Error) -> Error {
     match error {
         wgpu::Error::OutOfMemory { .. } => driver_out_of_memory(Arc::new(error)),
-        _ if lost => Error::DeviceLost(error.to_string()),
         _ => Error::Gpu(Arc::new(error)),
     }
 }
@@ -374,7 +373,7 @@ impl GpuContext {
         let oom = pollster::block_on(oom.pop());
         self.errors.check()?;
         match oom.or(validation) {
-            Some(e) => Err(classify(e, self.errors.lost())),
+            Some(e) => Err(self.lost_or(classify(e))),
             None => Ok(out),
         }
     }

@@ -341,16 +341,7 @@ impl GpuContext {
         rays: &[Ray],
         options: &TraceOptions,
     ) {
-        let params = TraverseParams {
-            ray_count: rays.len() as u32,
-            cull: options.cull as u32,
-            accumulate: 0,
-            miss_t: f32::INFINITY,
-            one: 1.0,
-            max_steps: self.max_traversal_steps(),
-            mode: options.mode as u32,
-            ..Default::default()
-        };
+        let params = self.traverse_params(rays.len(), options);
         self.queue
             .write_buffer(&scratch.params, 0, bytemuck::bytes_of(&params));
         self.queue
@@ -365,19 +356,7 @@ impl GpuContext {
             &scratch.rays,
             &scratch.hits,
         ];
-        let entries: Vec<_> = buffers
-            .iter()
-            .enumerate()
-            .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                binding: binding as u32,
-                resource: buffer.as_entire_binding(),
-            })
-            .collect();
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("raypick instances"),
-            layout: &layout,
-            entries: &entries,
-        });
+        let bind_group = self.bind_group(&layout, &buffers);
         let mut encoder = self.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());

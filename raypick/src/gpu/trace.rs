@@ -409,14 +409,9 @@ impl GpuContext {
             .enumerate()
             .map(|(index, chunk)| {
                 let params = TraverseParams {
-                    ray_count: ray_count as u32,
-                    cull: options.cull as u32,
                     accumulate: u32::from(index > 0),
-                    miss_t: f32::INFINITY,
-                    one: 1.0,
-                    max_steps: self.max_traversal_steps(),
-                    mode: options.mode as u32,
                     max_hits,
+                    ..self.traverse_params(ray_count, options)
                 };
                 let bind_group = self.bind_group(
                     &layout,
@@ -444,7 +439,26 @@ impl GpuContext {
         Ok(())
     }
 
-    fn bind_group(
+    /// The parameters of a traversal dispatch (BVH or instances) of `ray_count` rays
+    /// that starts from misses and keeps the nearest hit.
+    pub(crate) fn traverse_params(
+        &self,
+        ray_count: usize,
+        options: &TraceOptions,
+    ) -> TraverseParams {
+        TraverseParams {
+            ray_count: ray_count as u32,
+            cull: options.cull as u32,
+            miss_t: f32::INFINITY,
+            one: 1.0,
+            max_steps: self.max_traversal_steps(),
+            mode: options.mode as u32,
+            ..Default::default()
+        }
+    }
+
+    /// A bind group of `buffers`, whole, at bindings 0, 1, … of `layout`.
+    pub(crate) fn bind_group(
         &self,
         layout: &wgpu::BindGroupLayout,
         buffers: &[&wgpu::Buffer],
