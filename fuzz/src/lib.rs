@@ -19,8 +19,8 @@ use raypick::cpu::intersect::{RayFrame, intersect as intersect_one};
 use raypick::cpu::wide_bvh::WideBvh;
 use raypick::cpu::{bvh_traverse, wide_traverse};
 use raypick::prepare::{pack_mesh, pack_triangle, sanitize_ray};
-use raypick_testkit::reference::{check_kernel_hit, intersect_f64, kernel_tolerance};
 use raypick::{Cull, Hit, Mesh, Mode, Ray};
+use raypick_testkit::reference::{check_kernel_hit, intersect_f64, kernel_tolerance};
 
 /// Meshes up to this many triangles also get a BVH built and validated.
 const MAX_BVH_TRIANGLES: usize = 512;
@@ -157,7 +157,6 @@ pub fn intersect(data: &[u8]) {
 
 /// The checks of [`intersect`] for one ray, triangle and mode.
 pub fn check_intersect(ray: &Ray, triangle: [Vec3; 3], mode: Mode, cull: Cull) {
-    let (mode, cull) = (mode.to_u32(), cull.to_u32());
     let packed = pack_triangle(triangle, 0);
     let clean = sanitize_ray(ray);
     let frame = RayFrame::new(&clean);
@@ -201,9 +200,9 @@ pub fn check_intersect(ray: &Ray, triangle: [Vec3; 3], mode: Mode, cull: Cull) {
     let e2 = (triangle[2] - triangle[0]).as_dvec3();
     let det = e1.dot(clean.dir.as_dvec3().cross(e2));
     let wrong_side = match cull {
-        1 => det < 0.0,
-        2 => det > 0.0,
-        _ => false,
+        Cull::Back => det < 0.0,
+        Cull::Front => det > 0.0,
+        Cull::None => false,
     };
     let reliable = kernel_tolerance(&clean, triangle).bary < 1.0;
     assert!(
@@ -243,7 +242,6 @@ pub fn bvh_vs_brute(data: &[u8]) {
 
 /// The checks of [`bvh_vs_brute`] for one mesh, rays and modes.
 pub fn check_bvh_vs_brute(mesh: &Mesh, rays: &[Ray], max_leaf_size: usize, mode: Mode, cull: Cull) {
-    let (mode, cull) = (mode.to_u32(), cull.to_u32());
     let mut brute = vec![Hit::MISS; rays.len()];
     brute_force::trace_rays(
         &TriangleBlocks::new(&pack_mesh(mesh)),

@@ -35,6 +35,8 @@ fn to_py(failure: Failure) -> PyErr {
             | raypick::Error::TooManyTriangles { .. }
             | raypick::Error::OutputLength { .. }
             | raypick::Error::Instance { .. }
+            | raypick::Error::InvalidArgument(_)
+            | raypick::Error::UnknownName { .. }
             | raypick::Error::Unsupported { .. } => PyValueError::new_err(e.to_string()),
             other => PyRuntimeError::new_err(other.to_string()),
         },

@@ -31,10 +31,14 @@ use raypick::gpu::GpuContext;
 use raypick::prepare::pack_mesh;
 use raypick::types::PackedTriangle;
 use raypick::{
-    Accel, Backend, Error, Hit, Mesh, PickMesh, Picker, PickerOptions, Ray, Result, TraceOptions,
-    TraceRay,
+    Accel, Backend, Error, Hit, Mesh, PickMesh, Picker, PickerOptions, Ray, TraceOptions, TraceRay,
 };
 use raypick_testkit::fixtures::RaySet;
+
+use crate::error::CliError;
+
+/// What the bench reports when it fails: the library's error, or its own.
+type Result<T, E = CliError> = std::result::Result<T, E>;
 
 /// Ray–triangle tests one default bench trace may cost (rays × triangles with brute
 /// force): 16,384 rays (a 128 × 128 camera) on the 100,000-triangle built-in scene.
@@ -46,8 +50,9 @@ pub const DEFAULT_TEST_BUDGET: u64 = 16_384 * 100_000;
 /// Default rays per ray set with a BVH: a 1024 × 1024 camera.
 pub const DEFAULT_BVH_RAYS: usize = 1 << 20;
 
-/// Relative `t` tolerance of [`Parity::within_tolerance`].
-pub const PARITY_REL_T: f32 = 1e-5;
+/// The tolerance of [`Parity::within_tolerance`]: the test kit's `parity::close`
+/// (`t` relative, `u` and `v` absolute).
+pub use raypick_testkit::parity::CLOSE as PARITY_REL_T;
 
 /// How to get a GPU adapter without a graphics card.
 pub const GET_A_GPU_HINT: &str = "to run the GPU path without a graphics card, install Mesa's lavapipe \
@@ -89,7 +94,10 @@ pub fn default_ray_count(triangles: usize) -> usize {
 /// [`Backend::Auto`] opens the GPU when it can, else the CPU; the second value is
 /// then the reason the GPU could not be opened (the error text). [`Backend::Gpu`]
 /// returns that error instead.
-pub fn open_picker(backend: Backend, threads: Option<usize>) -> Result<(Picker, Option<String>)> {
+pub fn open_picker(
+    backend: Backend,
+    threads: Option<usize>,
+) -> raypick::Result<(Picker, Option<String>)> {
     let options = PickerOptions {
         threads,
         ..PickerOptions::default()
@@ -155,7 +163,7 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
             gpu.queue().submit([]);
             gpu.device()
                 .poll(wgpu::PollType::wait_indefinitely())
-                .map_err(|e| Error::Gpu(e.to_string()))?;
+                .map_err(Error::Poll)?;
             Ok(Prepared {
                 mesh: PickMesh::from_gpu(uploaded, mesh.origin()),
                 build_ms,
@@ -203,7 +211,7 @@ pub fn time_trace<R: TraceRay>(
         picker.trace_into(mesh, rays, options, &mut hits)?;
         runs_ms.push(ms_since(start));
         if parity(&first, &hits).identical != rays.len() {
-            return Err(Error::Unsupported(format!(
+            return Err(CliError::Failed(format!(
                 "the {} backend returned different hits for the same rays on two runs",
                 picker.backend().name()
             )));
@@ -248,8 +256,8 @@ pub struct Parity {
     pub rays: usize,
     /// Rays whose hits are bit-for-bit identical (`t`, `u`, `v`, `prim`).
     pub identical: usize,
-    /// Rays with the same triangle (or both missing) and `t` within [`PARITY_REL_T`]
-    /// relative; includes the identical ones.
+    /// Rays with the same triangle (or both missing) and `t`, `u`, `v` within
+    /// [`PARITY_REL_T`] (the test kit's `parity::close`); includes the identical ones.
     pub within_tolerance: usize,
 }
 
@@ -270,9 +278,7 @@ pub fn parity(a: &[Hit], b: &[Hit]) -> Parity {
         if raypick_testkit::parity::identical(x, y) {
             p.identical += 1;
             p.within_tolerance += 1;
-        } else if x.prim == y.prim
-            && (!x.is_hit() || (x.t - y.t).abs() <= PARITY_REL_T * x.t.abs().max(y.t.abs()))
-        {
+        } else if raypick_testkit::parity::close(x, y) {
             p.within_tolerance += 1;
         }
     }
@@ -489,7 +495,7 @@ pub struct ParityRow {
     pub rays: usize,
     /// Rays with bit-identical hits.
     pub identical: usize,
-    /// Rays with the same triangle and `t` within [`PARITY_REL_T`] relative.
+    /// Rays with the same triangle and `t`, `u`, `v` within [`PARITY_REL_T`].
     pub within_tolerance: usize,
     /// Rays that differ beyond that.
     pub differing: usize,
@@ -558,7 +564,7 @@ pub fn run_bench(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<BenchReport> {
     let bounds = mesh.bounds().ok_or_else(|| {
-        Error::Unsupported(format!(
+        Error::InvalidArgument(format!(
             "{scene}: the mesh has no triangles with finite vertices to aim rays at"
         ))
     })?;
@@ -578,7 +584,13 @@ pub fn run_bench(
         Some(true) => pickers.push(Picker::from_gpu(GpuContext::new()?)),
         Some(false) => match GpuContext::new() {
             Ok(gpu) => pickers.push(Picker::from_gpu(gpu)),
-            Err(e) => notice = Some(format!("no GPU results: {e}; {}", no_gpu_hint())),
+            Err(e) => {
+                notice = Some(format!(
+                    "no GPU results: {}; {}",
+                    e.with_sources(),
+                    no_gpu_hint()
+                ))
+            }
         },
         None => {}
     }
@@ -823,7 +835,7 @@ impl fmt::Display for BenchReport {
             if p.identical != p.rays {
                 write!(
                     f,
-                    ", {}/{} same triangle within {PARITY_REL_T:e} relative t, {} differ",
+                    ", {}/{} same triangle within {PARITY_REL_T:e} (t, u, v), {} differ",
                     p.within_tolerance, p.rays, p.differing
                 )?;
             }

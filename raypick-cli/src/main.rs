@@ -12,12 +12,14 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 mod bench;
+mod error;
 mod png;
 mod report;
 
 use bench::{BenchBackends, BenchConfig};
+use error::{CliError, Doing, one_line};
 use raypick::{Accel, Backend, Cull, Mode, TraceOptions, io, render};
 use raypick_testkit::fixtures;
 use raypick_testkit::fixtures::RaySet;
@@ -60,12 +62,12 @@ struct InfoArgs {
 #[derive(Args)]
 struct Common {
     /// Face culling.
-    #[arg(long, value_enum, default_value_t = CullArg::None)]
-    cull: CullArg,
+    #[arg(long, value_parser = named(Cull::ALL), default_value_t = Cull::default())]
+    cull: Cull,
     /// Ray-triangle test: watertight never lets a ray slip through a shared edge or
     /// vertex; fast is Moller-Trumbore.
-    #[arg(long, value_enum, default_value_t = ModeArg::from(Mode::default()))]
-    mode: ModeArg,
+    #[arg(long, value_parser = named(Mode::ALL), default_value_t = Mode::default())]
+    mode: Mode,
     /// Timed runs after one warm-up; the best time is reported.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
@@ -80,8 +82,8 @@ struct Common {
 impl Common {
     fn options(&self) -> TraceOptions {
         TraceOptions {
-            cull: self.cull.cull(),
-            mode: self.mode.mode(),
+            cull: self.cull,
+            mode: self.mode,
         }
     }
 
@@ -102,11 +104,11 @@ struct TraceArgs {
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// Backend: auto uses the GPU when an adapter opens, else the CPU.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    backend: BackendArg,
+    #[arg(long, value_parser = named(Backend::ALL), default_value_t = Backend::Auto)]
+    backend: Backend,
     /// Acceleration structure.
-    #[arg(long, value_enum, default_value_t = AccelArg::Bvh)]
-    accel: AccelArg,
+    #[arg(long, value_parser = named(Accel::ALL), default_value_t = Accel::default())]
+    accel: Accel,
     #[command(flatten)]
     common: Common,
 }
@@ -126,11 +128,11 @@ struct BenchArgs {
     #[arg(long, value_name = "primary|random|N", value_delimiter = ',', value_parser = parse_rays_arg)]
     rays: Vec<RaysArg>,
     /// Backends to run, comma-separated (default: the CPU, and the GPU if an adapter opens).
-    #[arg(long, value_name = "cpu,gpu", value_enum, value_delimiter = ',')]
-    backend: Vec<BenchBackendArg>,
+    #[arg(long, value_name = "cpu,gpu", value_parser = named(&[Backend::Cpu, Backend::Gpu]), value_delimiter = ',')]
+    backend: Vec<Backend>,
     /// Acceleration structures to compare, comma-separated (default: bvh,brute).
-    #[arg(long, value_name = "bvh,brute", value_enum, value_delimiter = ',')]
-    accel: Vec<AccelArg>,
+    #[arg(long, value_name = "bvh,brute", value_parser = named(Accel::ALL), value_delimiter = ',')]
+    accel: Vec<Accel>,
     /// Also write DIR/bench.json (every measurement, the machine, the command line)
     /// and DIR/bench.svg (a bar chart of Mrays/s); DIR is created if missing.
     #[arg(long, value_name = "DIR")]
@@ -158,24 +160,24 @@ struct RenderArgs {
 #[derive(Args)]
 struct EngineArgs {
     /// Backend: auto uses the GPU when an adapter opens, else the CPU.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    backend: BackendArg,
+    #[arg(long, value_parser = named(Backend::ALL), default_value_t = Backend::Auto)]
+    backend: Backend,
     /// Acceleration structure.
-    #[arg(long, value_enum, default_value_t = AccelArg::Bvh)]
-    accel: AccelArg,
+    #[arg(long, value_parser = named(Accel::ALL), default_value_t = Accel::default())]
+    accel: Accel,
     /// Face culling.
-    #[arg(long, value_enum, default_value_t = CullArg::None)]
-    cull: CullArg,
+    #[arg(long, value_parser = named(Cull::ALL), default_value_t = Cull::default())]
+    cull: Cull,
     /// Ray-triangle test.
-    #[arg(long, value_enum, default_value_t = ModeArg::from(Mode::default()))]
-    mode: ModeArg,
+    #[arg(long, value_parser = named(Mode::ALL), default_value_t = Mode::default())]
+    mode: Mode,
 }
 
 impl EngineArgs {
     fn options(&self) -> TraceOptions {
         TraceOptions {
-            cull: self.cull.cull(),
-            mode: self.mode.mode(),
+            cull: self.cull,
+            mode: self.mode,
         }
     }
 }
@@ -297,88 +299,16 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     Ok((w, h))
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ModeArg {
-    Fast,
-    Watertight,
-}
-
-impl ModeArg {
-    fn mode(self) -> Mode {
-        match self {
-            ModeArg::Fast => Mode::Fast,
-            ModeArg::Watertight => Mode::Watertight,
-        }
-    }
-}
-
-impl From<Mode> for ModeArg {
-    fn from(mode: Mode) -> Self {
-        match mode {
-            Mode::Fast => ModeArg::Fast,
-            Mode::Watertight => ModeArg::Watertight,
-        }
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum BackendArg {
-    Auto,
-    Cpu,
-    Gpu,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum BenchBackendArg {
-    Cpu,
-    Gpu,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum AccelArg {
-    /// A bounding volume hierarchy.
-    Bvh,
-    /// Every ray against every triangle.
-    Brute,
-}
-
-impl BackendArg {
-    fn backend(self) -> Backend {
-        match self {
-            BackendArg::Auto => Backend::Auto,
-            BackendArg::Cpu => Backend::Cpu,
-            BackendArg::Gpu => Backend::Gpu,
-        }
-    }
-}
-
-impl CullArg {
-    fn cull(self) -> Cull {
-        match self {
-            CullArg::None => Cull::None,
-            CullArg::Back => Cull::Back,
-            CullArg::Front => Cull::Front,
-        }
-    }
-}
-
-impl AccelArg {
-    fn accel(self) -> Accel {
-        match self {
-            AccelArg::Bvh => Accel::Bvh,
-            AccelArg::Brute => Accel::Brute,
-        }
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum CullArg {
-    /// Double-sided.
-    None,
-    /// Skip back faces.
-    Back,
-    /// Skip front faces.
-    Front,
+/// A parser for one of the library's named values (`Cull`, `Mode`, `Accel`,
+/// `Backend`): `--help` and usage errors list `values`, the library's `FromStr`
+/// reads them.
+fn named<T>(values: &'static [T]) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: Copy + std::fmt::Display + std::str::FromStr<Err = raypick::Error> + Send + Sync + 'static,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(values.iter().map(|v| v.to_string()))
+        .try_map(|name| name.parse::<T>())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -430,42 +360,26 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("raypick: error: {}", one_line(&message));
+        Err(error) => {
+            eprintln!("raypick: error: {}", error.one_line());
             ExitCode::FAILURE
         }
     }
 }
 
-/// The message on one line (multi-line driver errors are joined).
-fn one_line(message: &str) -> String {
-    message
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Writes `text` to stdout; a closed pipe (`raypick ... | head`) is not an error.
-fn emit(text: &str) -> Result<(), String> {
+fn emit(text: &str) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(format!("cannot write to stdout: {e}"))
-        }
-        _ => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => written.doing("cannot write to stdout"),
     }
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String, String> {
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
     serde_json::to_string(value)
         .map(|s| s + "\n")
-        .map_err(|e| format!("cannot format JSON: {e}"))
-}
-
-fn gpu_error(e: raypick::Error) -> String {
-    format!("cannot open the GPU backend: {e}; {}", bench::no_gpu_hint())
+        .map_err(|e| CliError::Usage(format!("cannot format JSON: {e}")))
 }
 
 /// Fails early (before any tracing) when `path` has none of the `extensions` of a
@@ -512,10 +426,13 @@ fn check_output_path(path: &Path, extensions: &[&str], what: &str) -> Result<(),
 fn open_picker(
     backend: Backend,
     threads: Option<usize>,
-) -> Result<(raypick::Picker, Option<String>), String> {
+) -> Result<(raypick::Picker, Option<String>), CliError> {
     let (picker, fallback) = bench::open_picker(backend, threads).map_err(|e| match backend {
-        Backend::Gpu => gpu_error(e),
-        _ => format!("cannot open the backend: {e}"),
+        Backend::Gpu => CliError::NoGpu(e),
+        _ => CliError::Raypick {
+            doing: "cannot open the backend".into(),
+            source: e,
+        },
     })?;
     if let Some(reason) = &fallback {
         eprintln!(
@@ -528,7 +445,7 @@ fn open_picker(
 }
 
 /// Loads `--mesh`: a file, or `builtin[:N]` (and no value) for the generated scene.
-fn load_mesh_arg(arg: Option<&str>) -> Result<(String, raypick::Mesh), String> {
+fn load_mesh_arg(arg: Option<&str>) -> Result<(String, raypick::Mesh), CliError> {
     let builtin = |n: usize| ("builtin".to_string(), fixtures::builtin_scene(n));
     match arg.map(str::trim) {
         None | Some("builtin") => Ok(builtin(fixtures::DEFAULT_SCENE_TRIANGLES)),
@@ -537,33 +454,34 @@ fn load_mesh_arg(arg: Option<&str>) -> Result<(String, raypick::Mesh), String> {
                 Ok(n) if (1..=100_000_000).contains(&n) => Ok(builtin(n)),
                 _ => Err(format!(
                     "--mesh {spec}: expected builtin:N with N between 1 and 100000000 triangles"
-                )),
+                )
+                .into()),
             }
         }
         Some(path) => io::load_mesh(path)
             .map(|mesh| (path.to_string(), mesh))
-            .map_err(|e| format!("cannot load mesh: {e}")),
+            .doing("cannot load mesh"),
     }
 }
 
-fn render_command(args: RenderArgs) -> Result<(), String> {
+fn render_command(args: RenderArgs) -> Result<(), CliError> {
     parse_size(&args.view.size)?;
     check_output_path(&args.out, &["png"], "image")?;
     let (name, mesh) = load_mesh_arg(args.mesh.as_deref())?;
     let (camera, width, height) = args.view.camera(&name, &mesh)?;
-    let (picker, _) = open_picker(args.engine.backend.backend(), None)?;
+    let (picker, _) = open_picker(args.engine.backend, None)?;
     let options = args.engine.options();
     let rendered = render::render(
         &picker,
         &mesh,
-        args.engine.accel.accel(),
+        args.engine.accel,
         &camera,
         width,
         height,
         &options,
     )
-    .map_err(|e| format!("render failed: {e}"))?;
-    png::write_png(&args.out, &rendered.image).map_err(|e| format!("cannot write image: {e}"))?;
+    .doing("render failed")?;
+    png::write_png(&args.out, &rendered.image).doing("cannot write image")?;
     emit(&format!(
         "wrote {} ({width}x{height}, {} of {} pixels hit {name} on the {})\n",
         args.out.display(),
@@ -598,7 +516,7 @@ struct PickRay {
     dir: [f32; 3],
 }
 
-fn pick_command(args: PickArgs) -> Result<(), String> {
+fn pick_command(args: PickArgs) -> Result<(), CliError> {
     let (width, height) = parse_size(&args.view.size)?;
     let (px, py) = parse_pixel(&args.pixel).map_err(|e| format!("--pixel {}: {e}", args.pixel))?;
     if px >= width || py >= height {
@@ -606,19 +524,20 @@ fn pick_command(args: PickArgs) -> Result<(), String> {
             "--pixel {px},{py} is outside the {width}x{height} image (0..{} x 0..{})",
             width - 1,
             height - 1
-        ));
+        )
+        .into());
     }
     let (name, mesh) = load_mesh_arg(Some(&args.mesh))?;
     let (camera, width, height) = args.view.camera(&name, &mesh)?;
-    let (picker, _) = open_picker(args.engine.backend.backend(), None)?;
-    let accel = args.engine.accel.accel();
+    let (picker, _) = open_picker(args.engine.backend, None)?;
+    let accel = args.engine.accel;
     let options = args.engine.options();
     let ray = camera.ray(px, py, width, height);
     let prepared = picker
         .upload_with(&mesh, accel)
-        .map_err(|e| format!("cannot prepare the mesh: {e}"))?;
-    let pick = raypick::screen::pick(&picker, &prepared, &mesh, &[ray], &options)
-        .map_err(|e| format!("pick failed: {e}"))?[0];
+        .doing("cannot prepare the mesh")?;
+    let pick =
+        raypick::screen::pick(&picker, &prepared, &mesh, &[ray], &options).doing("pick failed")?[0];
     let hit = pick.hit.is_hit().then_some(pick.hit);
     if args.json {
         return emit(&to_json(&PickReport {
@@ -654,33 +573,33 @@ fn pick_command(args: PickArgs) -> Result<(), String> {
     ))
 }
 
-fn trace(args: TraceArgs) -> Result<(), String> {
+fn trace(args: TraceArgs) -> Result<(), CliError> {
     check_output_path(&args.out, &["hits", "npy", "csv"], "hit")?;
     // f64 mesh and rays: far from the origin both are moved into the mesh's local
     // frame before anything is rounded to f32.
-    let mesh = io::load_mesh_rebased(&args.mesh).map_err(|e| format!("cannot load mesh: {e}"))?;
-    let rays = io::read_rays64(&args.rays).map_err(|e| format!("cannot read rays: {e}"))?;
+    let mesh = io::load_mesh_rebased(&args.mesh).doing("cannot load mesh")?;
+    let rays = io::read_rays64(&args.rays).doing("cannot read rays")?;
     let threads = args.common.threads();
-    let (picker, fallback) = open_picker(args.backend.backend(), threads)?;
+    let (picker, fallback) = open_picker(args.backend, threads)?;
     let fell_back_at_start = fallback.is_some();
     let (report, hits) = bench::run_trace(
         &picker,
         &mesh,
         &rays,
-        args.accel.accel(),
+        args.accel,
         &args.common.options(),
         args.common.repeat as usize,
         threads,
         fallback,
     )
-    .map_err(|e| format!("trace failed: {e}"))?;
+    .doing("trace failed")?;
     if let (false, Some(reason)) = (fell_back_at_start, &report.fallback) {
         eprintln!(
             "raypick: notice: the GPU failed, traced on the CPU instead: {}",
             one_line(reason)
         );
     }
-    io::write_hits(&args.out, &hits).map_err(|e| format!("cannot write hits: {e}"))?;
+    io::write_hits(&args.out, &hits).doing("cannot write hits")?;
     if args.common.json {
         emit(&to_json(&report)?)
     } else {
@@ -688,7 +607,7 @@ fn trace(args: TraceArgs) -> Result<(), String> {
     }
 }
 
-fn bench_command(args: BenchArgs) -> Result<(), String> {
+fn bench_command(args: BenchArgs) -> Result<(), CliError> {
     let mut config = BenchConfig {
         repeat: args.common.repeat as usize,
         threads: args.common.threads(),
@@ -696,7 +615,7 @@ fn bench_command(args: BenchArgs) -> Result<(), String> {
         ..BenchConfig::default()
     };
     if !args.accel.is_empty() {
-        config.accels = args.accel.iter().map(|a| a.accel()).collect();
+        config.accels = args.accel.clone();
         config.accels.dedup();
     }
     let sets: Vec<RaySet> = args
@@ -728,15 +647,15 @@ fn bench_command(args: BenchArgs) -> Result<(), String> {
     }
     if !args.backend.is_empty() {
         config.backends = BenchBackends {
-            cpu: args.backend.contains(&BenchBackendArg::Cpu),
-            gpu: args.backend.contains(&BenchBackendArg::Gpu).then_some(true),
+            cpu: args.backend.contains(&Backend::Cpu),
+            gpu: args.backend.contains(&Backend::Gpu).then_some(true),
         };
     }
 
     let (scene_name, mesh) = match &args.mesh {
         Some(path) => (
             path.display().to_string(),
-            io::load_mesh(path).map_err(|e| format!("cannot load mesh: {e}"))?,
+            io::load_mesh(path).doing("cannot load mesh")?,
         ),
         None => (
             "builtin".to_string(),
@@ -745,25 +664,29 @@ fn bench_command(args: BenchArgs) -> Result<(), String> {
     };
     if let Some(dir) = &args.report {
         // Fail before the run, not after it.
-        std::fs::create_dir_all(dir).map_err(|e| {
-            format!(
-                "--report {}: cannot create the directory: {e}",
-                dir.display()
-            )
-        })?;
+        std::fs::create_dir_all(dir).doing(format!(
+            "--report {}: cannot create the directory",
+            dir.display()
+        ))?;
     }
     let mut bar = ProgressBar::new(!args.common.json && std::io::stderr().is_terminal());
     let report = bench::run_bench(&scene_name, &mesh, &config, &mut |p| bar.update(p));
     bar.finish();
     let report = report.map_err(|e| match e {
-        e @ (raypick::Error::NoAdapter(_) | raypick::Error::Device(_)) => gpu_error(e),
-        e => format!("bench failed: {e}"),
+        CliError::Library(e @ (raypick::Error::NoAdapter(_) | raypick::Error::Device(_))) => {
+            CliError::NoGpu(e)
+        }
+        CliError::Library(source) => CliError::Raypick {
+            doing: "bench failed".into(),
+            source,
+        },
+        e => e,
     })?;
     let written = match &args.report {
         Some(dir) => {
             let record = BenchRecord::new(&report, std::env::args().collect());
-            let (json, svg) = write_bench_report(dir, &record)
-                .map_err(|e| format!("cannot write the bench report: {e}"))?;
+            let (json, svg) =
+                write_bench_report(dir, &record).doing("cannot write the bench report")?;
             format!("wrote {} and {}\n", json.display(), svg.display())
         }
         None => String::new(),
@@ -821,7 +744,7 @@ impl ProgressBar {
     }
 }
 
-fn info_command(args: InfoArgs) -> Result<(), String> {
+fn info_command(args: InfoArgs) -> Result<(), CliError> {
     let info = InfoReport::collect();
     if args.json {
         emit(&to_json(&info)?)

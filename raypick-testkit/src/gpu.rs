@@ -34,7 +34,7 @@ pub fn context() -> Option<&'static GpuContext> {
             Some(gpu)
         }
         Err(e) => {
-            eprintln!("no GPU: {e}");
+            eprintln!("no GPU: {}", e.with_sources());
             None
         }
     });
@@ -69,4 +69,53 @@ pub fn renderer() -> Option<&'static Renderer> {
     });
     check_found(renderer.is_some());
     renderer.as_ref()
+}
+
+/// A mesh's positions and indices in GPU buffers, as a renderer holds them: vertex
+/// and index usage, plus the `STORAGE` raypick reads them through and the
+/// `COPY_DST` that moves the vertices.
+pub struct RendererMesh {
+    /// Tightly packed `[f32; 3]` positions.
+    pub vertices: wgpu::Buffer,
+    /// 32-bit indices, three per triangle.
+    pub indices: wgpu::Buffer,
+    /// The layout of the two buffers.
+    pub layout: raypick::gather::MeshLayout,
+}
+
+impl RendererMesh {
+    /// Uploads `mesh`'s positions and indices to `device`.
+    pub fn new(device: &wgpu::Device, mesh: &raypick::Mesh) -> Self {
+        use wgpu::util::DeviceExt;
+        let buffer = |bytes: &[u8], usage| {
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("renderer buffer"),
+                contents: bytes,
+                usage: usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            })
+        };
+        Self {
+            vertices: buffer(
+                bytemuck::cast_slice(mesh.positions()),
+                wgpu::BufferUsages::VERTEX,
+            ),
+            indices: buffer(
+                bytemuck::cast_slice(mesh.indices()),
+                wgpu::BufferUsages::INDEX,
+            ),
+            layout: raypick::gather::MeshLayout::packed(
+                mesh.positions().len() as u32,
+                mesh.triangle_count() as u32 * 3,
+            ),
+        }
+    }
+
+    /// The buffers as raypick takes them.
+    pub fn buffers(&self) -> raypick::gpu::MeshBuffers<'_> {
+        raypick::gpu::MeshBuffers {
+            vertices: &self.vertices,
+            indices: &self.indices,
+            layout: self.layout,
+        }
+    }
 }

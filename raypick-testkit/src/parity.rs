@@ -31,9 +31,12 @@ pub fn identical(a: &Hit, b: &Hit) -> bool {
     bits(a) == bits(b)
 }
 
+/// The tolerance of [`close`]: on `t` relative, on `u` and `v` absolute.
+pub const CLOSE: f32 = 1e-5;
+
 /// Whether two hits of the same ray are the same answer up to rounding: same
-/// triangle, `t` within 1e-5 relative, `u` and `v` within 1e-5 (two misses are the
-/// same answer only when both are the miss marker).
+/// triangle, `t` within [`CLOSE`] relative, `u` and `v` within [`CLOSE`] (two misses
+/// are the same answer only when both are the miss marker).
 pub fn close(a: &Hit, b: &Hit) -> bool {
     if a.prim != b.prim {
         return false;
@@ -41,9 +44,9 @@ pub fn close(a: &Hit, b: &Hit) -> bool {
     if !a.is_hit() {
         return a == b;
     }
-    rel_close(a.t as f64, b.t as f64, 1e-5)
-        && (a.u - b.u).abs() <= 1e-5
-        && (a.v - b.v).abs() <= 1e-5
+    rel_close(a.t as f64, b.t as f64, CLOSE as f64)
+        && (a.u - b.u).abs() <= CLOSE
+        && (a.v - b.v).abs() <= CLOSE
 }
 
 /// Why two different answers for `ray` are both acceptable, if they are: a tie (two

@@ -15,81 +15,14 @@ mod compare;
 
 use std::time::Instant;
 
+use compare::agreement::{Agreement, MIN_AGREEMENT, T_TOLERANCE};
 use compare::{Obvhs, Parry};
 use raypick::cpu::{CpuBackend, CpuMesh};
 use raypick::{Accel, Hit, Mesh, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, AdversarialKind, Rng};
 
-/// Required share of rays that agree with the brute force.
-const MIN_AGREEMENT: f64 = 0.999;
-/// Relative tolerance on `t` for a ray to agree.
-const T_TOLERANCE: f32 = 1e-4;
 /// Timed repetitions of each trace (the best is reported).
 const REPEAT: usize = 3;
-
-/// How one backend's hits compare with the reference hits.
-#[derive(Debug, Default)]
-struct Agreement {
-    rays: usize,
-    /// Same triangle id (or both miss).
-    same_prim: usize,
-    /// Same triangle id and `t` within [`T_TOLERANCE`] relative (or both miss).
-    agree: usize,
-    /// Reference hits / backend hits.
-    ref_hits: usize,
-    hits: usize,
-    /// Largest relative `t` difference and `u`, `v` difference over same-triangle hits.
-    max_t_rel: f32,
-    max_uv: f32,
-}
-
-impl Agreement {
-    fn new(reference: &[Hit], hits: &[Hit]) -> Self {
-        assert_eq!(reference.len(), hits.len());
-        let mut a = Agreement {
-            rays: hits.len(),
-            ..Default::default()
-        };
-        for (r, h) in reference.iter().zip(hits) {
-            a.ref_hits += r.is_hit() as usize;
-            a.hits += h.is_hit() as usize;
-            if r.prim != h.prim {
-                continue;
-            }
-            a.same_prim += 1;
-            if !r.is_hit() {
-                a.agree += 1;
-                continue;
-            }
-            let rel = (h.t - r.t).abs() / r.t.abs().max(f32::MIN_POSITIVE);
-            let rel = if h.t == r.t { 0.0 } else { rel };
-            a.max_t_rel = a.max_t_rel.max(rel);
-            a.max_uv = a.max_uv.max((h.u - r.u).abs()).max((h.v - r.v).abs());
-            if rel <= T_TOLERANCE {
-                a.agree += 1;
-            }
-        }
-        a
-    }
-
-    fn rate(&self) -> f64 {
-        self.agree as f64 / self.rays.max(1) as f64
-    }
-
-    fn line(&self) -> String {
-        format!(
-            "agree {:>6}/{:<6} ({:>8.4}%)  same id {:>6}  hits {:>6} (ref {:>6})  max t rel {:.2e}  max uv {:.2e}",
-            self.agree,
-            self.rays,
-            100.0 * self.rate(),
-            self.same_prim,
-            self.hits,
-            self.ref_hits,
-            self.max_t_rel,
-            self.max_uv
-        )
-    }
-}
 
 /// Prints up to `max` rays on which `hits` and `reference` disagree.
 fn print_examples(rays: &[Ray], reference: &[Hit], hits: &[Hit], max: usize) {

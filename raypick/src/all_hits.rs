@@ -27,10 +27,10 @@ impl AllHits {
     /// address range.
     pub(crate) fn new(rays: usize, max_hits: usize) -> Result<Self> {
         if max_hits == 0 {
-            return Err(Error::Unsupported("max_hits must be at least 1".into()));
+            return Err(Error::InvalidArgument("max_hits must be at least 1".into()));
         }
         if max_hits > (LIST_TRUNCATED - 1) as usize {
-            return Err(Error::Unsupported(format!(
+            return Err(Error::InvalidArgument(format!(
                 "max_hits {max_hits} is more than {} slots per ray",
                 LIST_TRUNCATED - 1
             )));
@@ -39,7 +39,7 @@ impl AllHits {
             .checked_mul(max_hits)
             .filter(|n| n.checked_mul(std::mem::size_of::<Hit>()).is_some())
             .ok_or_else(|| {
-                Error::Unsupported(format!(
+                Error::InvalidArgument(format!(
                     "{rays} rays × {max_hits} hits do not fit in memory"
                 ))
             })?;

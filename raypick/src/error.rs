@@ -1,34 +1,65 @@
 //! The crate's error type.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Everything that can go wrong in raypick. Misses are not errors: they come back as
 /// [`crate::Hit::MISS`].
+///
+/// The message of a variant that wraps another error (wgpu's, the operating
+/// system's) does not repeat it: the wrapped error is the [`source`](std::error::Error::source).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// No GPU adapter could be found (no driver, or none that supports compute).
-    #[error("no GPU adapter found: {0}")]
-    NoAdapter(String),
+    #[error("no GPU adapter found")]
+    NoAdapter(#[source] wgpu::RequestAdapterError),
     /// The adapter refused to create a device with the limits raypick needs.
-    #[error("could not create a GPU device: {0}")]
-    Device(String),
+    #[error("could not create a GPU device")]
+    Device(#[source] wgpu::RequestDeviceError),
     /// The GPU reported an error other than device loss or lack of memory (for
-    /// example a validation error).
-    #[error("GPU error: {0}")]
-    Gpu(String),
+    /// example a validation error). Shared: a device keeps reporting the first
+    /// error it recorded.
+    #[error("GPU error")]
+    Gpu(#[source] Arc<wgpu::Error>),
+    /// Waiting for the GPU to finish its work failed.
+    #[error("waiting for the GPU failed")]
+    Poll(#[source] wgpu::PollError),
     /// The GPU device was lost (driver reset, device destroyed, GPU removed); the
     /// context cannot be used any more. [`crate::Backend::Auto`] continues on the CPU.
     #[error("GPU device lost: {0}")]
     DeviceLost(String),
-    /// The GPU has not enough memory for a mesh or ray batch (or the mesh is larger
-    /// than [`crate::gpu::GpuOptions::max_mesh_bytes`]). [`crate::Backend::Auto`]
-    /// continues on the CPU.
-    #[error("GPU out of memory: {0}")]
-    OutOfMemory(String),
-    /// Reading results back from the GPU failed.
-    #[error("GPU readback failed: {0}")]
-    Readback(String),
+    /// The GPU has not enough memory for a mesh or ray batch (`source`: wgpu's
+    /// error), or the mesh is larger than
+    /// [`crate::gpu::GpuOptions::max_mesh_bytes`] (no source).
+    /// [`crate::Backend::Auto`] continues on the CPU.
+    #[error("GPU out of memory: {message}")]
+    OutOfMemory {
+        /// What did not fit.
+        message: String,
+        /// The driver's report, when the driver ran out.
+        #[source]
+        source: Option<Arc<wgpu::Error>>,
+    },
+    /// Reading results back from the GPU failed: wgpu's
+    /// [`BufferAsyncError`](wgpu::BufferAsyncError) (mapping) or
+    /// [`MapRangeError`](wgpu::MapRangeError) (viewing the mapped range).
+    #[error("GPU readback failed")]
+    Readback(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// One of raypick's compute stages did not build on this device (a driver that
+    /// rejects its WGSL or its pipeline constants).
+    #[error("building the GPU stage {stage} failed")]
+    Pipeline {
+        /// The stage (shader and, for pipelines, query and test).
+        stage: String,
+        /// wgpu's validation error.
+        #[source]
+        source: wgpu::Error,
+    },
+    /// A request is larger than a limit of the GPU (a storage binding, one
+    /// dispatch); split it, or use the CPU.
+    #[error("{0}")]
+    GpuLimit(String),
     /// A mesh index refers to a vertex that does not exist.
     #[error("triangle {triangle} uses vertex {index}, but the mesh has {vertices} vertices")]
     IndexOutOfRange {
@@ -57,7 +88,7 @@ pub enum Error {
     #[error("mesh belongs to a different backend or GPU context")]
     WrongBackend,
     /// A file could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     File {
         /// The file.
         path: PathBuf,
@@ -79,9 +110,45 @@ pub enum Error {
     )]
     MissingStorageUsage(&'static str),
     /// A mesh could not follow its vertices' motion; rebuild it instead.
-    #[error("refit failed: {0}")]
+    #[error("refit failed")]
     Refit(#[from] crate::bvh::RefitError),
-    /// A request that raypick does not support (for example an unknown file extension).
+    /// An argument outside what the call accepts (a non-finite origin, zero hits per
+    /// ray, a buffer layout that does not fit its buffers, an image size).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// A camera that cannot form a view (see [`crate::camera::Camera::check`]).
+    #[error("invalid camera")]
+    Camera(#[from] crate::camera::CameraError),
+    /// A name that is not one of a selector's values (`FromStr` of [`crate::Cull`],
+    /// [`crate::Mode`], [`crate::Accel`], [`crate::Backend`]).
+    #[error("unknown {what} {name:?} (expected one of: {expected})")]
+    UnknownName {
+        /// What was being named, e.g. "culling mode".
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// The names accepted, comma-separated.
+        expected: String,
+    },
+    /// A file whose extension names no format raypick reads or writes there.
+    #[error("{path}: {message}")]
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+        /// The extension found and the ones supported.
+        message: String,
+    },
+    /// The CPU backend's thread pool could not start.
+    #[error("cannot start {threads} CPU threads")]
+    ThreadPool {
+        /// Threads asked for.
+        threads: usize,
+        /// What rayon said.
+        #[source]
+        source: rayon::ThreadPoolBuildError,
+    },
+    /// An operation that does not apply to this mesh (for example refitting a mesh
+    /// gathered from GPU buffers with `refit` instead of `refit_gathered`).
     #[error("{0}")]
     Unsupported(String),
     /// An instance scene or transform is invalid (see [`crate::instances`]).
@@ -91,6 +158,24 @@ pub enum Error {
 
 /// Shorthand for `Result<T, raypick::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The message followed by each of its sources, `: `-separated: the whole
+    /// story on one line, where a report has room for only one string.
+    pub fn with_sources(&self) -> String {
+        let mut line = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(error) = source {
+            let text = error.to_string();
+            // A wrapper that repeats its source's words adds nothing.
+            if !line.ends_with(&text) {
+                line = format!("{line}: {text}");
+            }
+            source = error.source();
+        }
+        line
+    }
+}
 
 /// [`Error::OutputLength`] unless an output of `slots` entries has one per ray.
 pub(crate) fn check_output_length(rays: usize, slots: usize) -> Result<()> {

@@ -5,7 +5,7 @@
 //! The same [`MeshLayout`] reads a renderer's GPU buffers without a CPU round trip
 //! ([`GpuContext::upload_buffers`](crate::gpu::GpuContext::upload_buffers), through
 //! `shaders/gather.wgsl`) or CPU byte slices ([`mesh_from_slices`], through its
-//! mirror [`crate::cpu::gather`]), and both give the very same packed triangles.
+//! mirror `cpu::gather`), and both give the very same packed triangles.
 //!
 //! Triangle `k` is made of indices `3k, 3k+1, 3k+2` (a triangle list; a trailing
 //! one or two indices are ignored, as a draw does). An index whose vertex
@@ -83,7 +83,7 @@ impl MeshLayout {
     /// Checks the layout against buffers of `vertex_bytes` and `index_bytes` bytes:
     /// alignment, and every vertex and index inside its buffer.
     pub fn check(&self, vertex_bytes: u64, index_bytes: u64) -> Result<()> {
-        let bad = |what: String| Err(Error::Unsupported(format!("mesh layout: {what}")));
+        let bad = |what: String| Err(Error::InvalidArgument(format!("mesh layout: {what}")));
         if self.vertex_stride < 12 || !self.vertex_stride.is_multiple_of(4) {
             return bad(format!(
                 "vertex stride {} is not a multiple of 4 of at least 12 bytes",

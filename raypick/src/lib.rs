@@ -58,17 +58,18 @@
 //!
 //! The GPU path is a set of WGSL compute shaders; the CPU path mirrors each shader
 //! stage in a Rust module with the same names and loop order, so the CPU backend is
-//! both the fallback and the oracle the GPU is tested against:
+//! both the fallback and the oracle the GPU is tested against. These modules are
+//! private to the crate (the table names them as `docs/architecture.md` does):
 //!
 //! | stage | shader | CPU twin |
 //! | --- | --- | --- |
-//! | shared structs | `shaders/types.wgsl` | [`types`] (`#[repr(C)]`, layout checked with naga) |
-//! | ray–triangle test | `shaders/intersect.wgsl` | [`cpu::intersect`] |
-//! | every ray × every triangle | `shaders/brute_force.wgsl` | [`cpu::brute_force`] |
-//! | BVH traversal | `shaders/bvh_traverse.wgsl` | [`cpu::bvh_traverse`] (plus the 8-wide SIMD fast path [`cpu::wide_traverse`]) |
-//! | two-level (instance) traversal | `shaders/instance_traverse.wgsl` | [`cpu::instance_traverse`] |
-//! | triangles from a renderer's buffers | `shaders/gather.wgsl` | [`cpu::gather`] |
-//! | BVH refit (one level per dispatch) | `shaders/refit.wgsl` | [`bvh::refit`] |
+//! | shared structs | `shaders/types.wgsl` | `types` (`#[repr(C)]`, layout checked with naga) |
+//! | ray–triangle test | `shaders/intersect.wgsl` | `cpu::intersect` |
+//! | every ray × every triangle | `shaders/brute_force.wgsl` | `cpu::brute_force` |
+//! | BVH traversal | `shaders/bvh_traverse.wgsl` | `cpu::bvh_traverse` (plus the 8-wide SIMD fast path `cpu::wide_traverse`) |
+//! | two-level (instance) traversal | `shaders/instance_traverse.wgsl` | `cpu::instance_traverse` |
+//! | triangles from a renderer's buffers | `shaders/gather.wgsl` | `cpu::gather` |
+//! | BVH refit (one level per dispatch) | `shaders/refit.wgsl` | `cpu::refit` |
 //!
 //! ## Features
 //! - `io`: file formats ([`tobj`](https://docs.rs/tobj), [`npyz`](https://docs.rs/npyz),
@@ -76,12 +77,10 @@
 //! - `serde`: `serde::Serialize` for the adapter and device reports.
 #![warn(missing_docs)]
 
-pub mod all_hits;
-pub mod bvh;
+mod all_hits;
 pub mod camera;
 pub mod closest;
-pub mod cpu;
-pub mod error;
+mod error;
 pub mod gather;
 pub mod gpu;
 pub mod instances;
@@ -89,27 +88,40 @@ pub mod instances;
 pub mod io;
 #[cfg(test)]
 mod kit;
-pub mod mesh;
-pub mod options;
-pub mod picker;
-pub mod prepare;
+mod mesh;
+mod options;
+mod picker;
 pub mod render;
 pub mod screen;
 pub mod service;
-pub mod shaders;
-pub mod types;
-pub mod world;
+mod world;
+
+/// The kernels: private to the crate, public (and hidden from the docs, with no
+/// stability promise) under the `kernels` feature, which only raypick's own test kit,
+/// benches and fuzz targets turn on.
+macro_rules! kernel_modules {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "kernels")]
+        #[doc(hidden)]
+        pub mod $name;
+        #[cfg(not(feature = "kernels"))]
+        mod $name;
+    )*};
+}
+kernel_modules!(bvh, cpu, prepare, shaders, types);
 
 pub use all_hits::AllHits;
+pub use bvh::{RefitError, Refitted};
 pub use error::{Error, Result};
-
-/// The README's example compiles and runs as a doctest.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;
-
 pub use mesh::Mesh;
 pub use options::{Accel, Cull, Mode, TraceOptions};
 pub use picker::{Backend, PickMesh, Picker, PickerOptions};
 pub use types::{Hit, Ray};
 pub use world::{Ray64, TraceRay};
+
+pub use cpu::simd::simd_level as cpu_simd_level;
+
+/// The README's example compiles and runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -10,7 +10,7 @@ use crate::world::{local_origin, world_point};
 ///
 /// Vertices are f32 values relative to an f64 [`Mesh::origin`] (zero unless the mesh
 /// was made with [`Mesh::from_f64`] or [`Mesh::with_origin`]): a mesh far from the
-/// world origin keeps f32 precision relative to its own size (see [`crate::world`]).
+/// world origin keeps f32 precision relative to its own size (see [`Ray64`](crate::Ray64)).
 /// [`Mesh::positions`], [`Mesh::triangle`] and [`Mesh::bounds`] are in that local
 /// frame; [`Picker`](crate::Picker) moves rays into it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -52,14 +52,14 @@ impl Mesh {
     }
 
     /// A mesh from f64 world positions, stored relative to a mesh-local origin chosen
-    /// by [`crate::world::local_origin`] from the bounds of the vertices that
+    /// by `local_origin` (a point on a power-of-two grid) from the bounds of the vertices that
     /// triangles use (leaving out non-finite ones and those beyond the range of f32).
     /// Each position is moved in f64, then rounded to f32; a triangle with a vertex
     /// that does not fit f32 in the local frame is degenerate and never hits.
     ///
     /// Shifting `positions` (and the rays traced against the mesh) by a multiple of
     /// the origin's grid step gives bit-identical hits; the exact guarantee is in
-    /// [`crate::world`]. Fails like [`Mesh::new`].
+    /// [`Ray64`](crate::Ray64). Fails like [`Mesh::new`].
     pub fn from_f64(positions: &[DVec3], indices: Vec<[u32; 3]>) -> Result<Self> {
         check_indices(&indices, positions.len())?;
         let origin =
@@ -80,7 +80,7 @@ impl Mesh {
         origin: DVec3,
     ) -> Result<Self> {
         if !origin.is_finite() {
-            return Err(Error::Unsupported(format!(
+            return Err(Error::InvalidArgument(format!(
                 "a mesh origin must be finite, got {origin}"
             )));
         }

@@ -70,7 +70,7 @@ pub struct PickMesh {
 
 impl PickMesh {
     /// A mesh prepared for the CPU; `origin` is the [`Mesh::origin`] it was made from.
-    pub fn from_cpu(mesh: CpuMesh, origin: DVec3) -> Self {
+    pub(crate) fn from_cpu(mesh: CpuMesh, origin: DVec3) -> Self {
         Self::with(Content::Cpu(mesh), origin)
     }
 
@@ -103,16 +103,18 @@ impl PickMesh {
         }
     }
 
-    /// The f64 origin of the mesh's local frame (see [`crate::world`]).
+    /// The f64 origin of the mesh's local frame (see [`Ray64`](crate::Ray64)).
     pub fn origin(&self) -> DVec3 {
         self.origin
     }
 
-    /// The CPU mesh, when prepared for the CPU.
-    pub fn cpu(&self) -> Option<&CpuMesh> {
-        match &self.content {
-            Content::Cpu(m) => Some(m),
-            Content::Gpu(_) => None,
+    /// Where the mesh was prepared: [`Backend::Cpu`] or [`Backend::Gpu`] (a GPU mesh
+    /// keeps saying `Gpu` after its picker fell back to the CPU, which traces a CPU
+    /// copy of it).
+    pub fn backend(&self) -> Backend {
+        match self.content {
+            Content::Cpu(_) => Backend::Cpu,
+            Content::Gpu(_) => Backend::Gpu,
         }
     }
 
@@ -237,10 +239,10 @@ impl Picker {
         let mut first = false;
         self.fallback_reason.get_or_init(|| {
             first = true;
-            error.to_string()
+            error.with_sources()
         });
         if first {
-            log::warn!("raypick: using the CPU backend: {error}");
+            log::warn!("raypick: using the CPU backend: {}", error.with_sources());
         }
     }
 
@@ -270,11 +272,6 @@ impl Picker {
         }
     }
 
-    /// The CPU backend, when the CPU traces (a CPU picker, or after a fallback).
-    pub fn cpu(&self) -> Option<&CpuBackend> {
-        self.live_gpu().is_none().then(|| self.cpu_backend())
-    }
-
     /// The GPU context, when on the GPU (`None` after a fallback to the CPU).
     pub fn gpu(&self) -> Option<&GpuContext> {
         self.live_gpu()
@@ -302,7 +299,7 @@ impl Picker {
 
     /// Whether `error` switches this picker to the CPU.
     fn falls_back_on(&self, error: &Error) -> bool {
-        self.auto && matches!(error, Error::DeviceLost(_) | Error::OutOfMemory(_))
+        self.auto && matches!(error, Error::DeviceLost(_) | Error::OutOfMemory { .. })
     }
 
     /// Prepares a mesh for this picker's backend with the default acceleration
@@ -337,14 +334,14 @@ impl Picker {
 
     /// Moves a prepared mesh to `mesh`'s vertex positions: `mesh` has the
     /// triangles (indices) and origin the prepared mesh was made from, with any
-    /// positions. A BVH is refitted (same tree, boxes recomputed; see
-    /// [`crate::bvh::refit`]), not rebuilt, and answers exactly like a fresh build;
+    /// positions. A BVH is refitted (same tree, boxes recomputed),
+    /// not rebuilt, and answers exactly like a fresh build;
     /// it is built again only when a triangle left out as degenerate can now be hit
     /// (the answer says which). Fails with [`Error::Refit`] for another mesh's
     /// triangle count or a CPU mesh made without [`Picker::upload_refittable`].
     pub fn refit(&self, prepared: &mut PickMesh, mesh: &Mesh) -> Result<Refitted> {
         if mesh.origin() != prepared.origin {
-            return Err(Error::Unsupported(format!(
+            return Err(Error::InvalidArgument(format!(
                 "refit to a mesh with origin {} (prepared with origin {})",
                 mesh.origin(),
                 prepared.origin

@@ -87,7 +87,7 @@ pub fn check_size(width: u32, height: u32) -> Result<()> {
     if (1..=MAX_SIDE).contains(&width) && (1..=MAX_SIDE).contains(&height) {
         Ok(())
     } else {
-        Err(Error::Unsupported(format!(
+        Err(Error::InvalidArgument(format!(
             "image size {width}x{height}: each side must be between 1 and {MAX_SIDE} pixels"
         )))
     }
@@ -108,9 +108,7 @@ pub fn render(
     options: &TraceOptions,
 ) -> Result<Rendered> {
     check_size(width, height)?;
-    camera
-        .check()
-        .map_err(|e| Error::Unsupported(e.to_string()))?;
+    camera.check()?;
     let rays = camera.primary_rays(width, height);
     let prepared = picker.upload_with(mesh, accel)?;
     let hits = picker.trace(&prepared, &rays, options)?;

@@ -64,7 +64,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{CpuCopy, GpuContext, MeshContent, Scratch};
 use crate::picker::{PickMesh, Picker};
 use crate::prepare::sanitize_ray;
-use crate::types::QUERY_CLOSEST;
+use crate::types::Query;
 use crate::types::{Hit, Ray};
 use crate::world::TraceRay;
 
@@ -229,7 +229,7 @@ impl PickService {
                     return Err(Error::WrongBackend);
                 }
                 if rays.len() > gpu.max_rays_per_dispatch() {
-                    return Err(Error::Unsupported(format!(
+                    return Err(Error::GpuLimit(format!(
                         "a pick of {} rays is more than one dispatch takes ({})",
                         rays.len(),
                         gpu.max_rays_per_dispatch()
@@ -269,7 +269,7 @@ impl PickService {
             let hits = if state == MAPPED {
                 read_hits(gpu, slot, &job)
             } else {
-                Err(Error::Readback("mapping the hit buffer failed".into()))
+                Err(Error::Readback(Box::new(wgpu::BufferAsyncError)))
             };
             self.ready.push_back(PickResult {
                 ticket: job.ticket,
@@ -317,7 +317,7 @@ impl PickService {
                     0,
                     bytemuck::cast_slice(&scratch.sanitized),
                 );
-                let closest = (QUERY_CLOSEST, 0);
+                let closest = (Query::Closest, 0);
                 let dispatched = match &job.content {
                     MeshContent::Brute(chunks) => {
                         gpu.dispatch_brute_force(chunks, n, &job.options, closest, scratch)
@@ -327,7 +327,7 @@ impl PickService {
                     }
                 };
                 if let Err(e) = dispatched {
-                    log::error!("raypick pick service: {e}");
+                    log::error!("raypick pick service: {}", e.with_sources());
                     state.store(MAP_FAILED, Ordering::Release);
                 } else {
                     state.store(MAPPING, Ordering::Release);
@@ -361,7 +361,7 @@ fn read_hits(gpu: &GpuContext, slot: &mut Slot, job: &Job) -> Result<Vec<Hit>> {
     {
         let view = slice
             .get_mapped_range()
-            .map_err(|e| Error::Readback(e.to_string()))?;
+            .map_err(|e| Error::Readback(Box::new(e)))?;
         hits.copy_from_slice(bytemuck::cast_slice(&view));
     }
     slot.scratch.staging.unmap();

@@ -33,7 +33,7 @@ pub const GATHER_ENTRY: &str = "gather";
 pub const GATHER_WORKGROUP: u32 = 64;
 
 /// The refit stage: BVH boxes, one level per dispatch (mirrored by
-/// `Bvh::refit_boxes` in `src/bvh/refit.rs`).
+/// `Bvh::refit_boxes` in `src/cpu/refit.rs`).
 pub const REFIT: &str = include_str!("../shaders/refit.wgsl");
 /// Entry point of the refit stage.
 pub const REFIT_ENTRY: &str = "refit";
@@ -111,6 +111,7 @@ pub fn refit_module() -> String {
 }
 
 /// Every complete module, by name (used by the naga validation test).
+#[cfg(any(test, feature = "kernels"))]
 pub fn all_modules() -> Vec<(&'static str, String)> {
     vec![
         ("brute_force", brute_force_module()),

@@ -65,7 +65,7 @@ pub struct Hit {
     pub u: f32,
     /// Barycentric weight of the triangle's third vertex `v2`.
     pub v: f32,
-    /// Triangle id (index in the mesh), or [`MISS`].
+    /// Triangle id (index in the mesh), or `u32::MAX` on a miss ([`Hit::MISS`]).
     pub prim: u32,
 }
 
@@ -141,12 +141,24 @@ pub struct TraceParams {
     pub _pad2: u32,
 }
 
-/// `QUERY` (a pipeline constant of both stages): the nearest hit per ray.
-pub const QUERY_CLOSEST: u32 = 0;
-/// `QUERY`: whether a ray hits anything (stops at the first accepted hit).
-pub const QUERY_ANY: u32 = 1;
-/// `QUERY`: the `max_hits` nearest hits per ray, sorted by `(t, id)`.
-pub const QUERY_ALL: u32 = 2;
+/// What a traversal keeps of the hits it finds: `QUERY`, a pipeline constant of both
+/// traversal stages (`QUERY_CLOSEST`, `QUERY_ANY`, `QUERY_ALL` in `types.wgsl`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum Query {
+    /// The nearest hit per ray.
+    Closest = 0,
+    /// Whether a ray hits anything (stops at the first accepted hit).
+    Any = 1,
+    /// The `max_hits` nearest hits per ray, sorted by `(t, id)`.
+    All = 2,
+}
+
+impl Query {
+    /// Every query, in discriminant order (for the layout test).
+    #[cfg(any(test, feature = "kernels"))]
+    pub const ALL: [Query; 3] = [Query::Closest, Query::Any, Query::All];
+}
 
 /// Flag in the per-ray state of the all-hits query: more hits exist than the list
 /// holds. The rest of the state is the number of hits in the list.

@@ -55,8 +55,10 @@ pub fn write_bench_report(dir: &Path, record: &BenchRecord) -> Result<(PathBuf, 
     })?;
     let json_path = dir.join("bench.json");
     let svg_path = dir.join("bench.svg");
-    let json = serde_json::to_string_pretty(record)
-        .map_err(|e| Error::Unsupported(format!("cannot format the bench record: {e}")))?;
+    let json = serde_json::to_string_pretty(record).map_err(|e| Error::File {
+        path: json_path.clone(),
+        source: std::io::Error::other(e),
+    })?;
     raypick::io::write_atomic(&json_path, |w| writeln!(w, "{json}"))?;
     let svg = bench_chart(&record.bench);
     raypick::io::write_atomic(&svg_path, |w| w.write_all(svg.as_bytes()))?;

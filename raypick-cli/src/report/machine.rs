@@ -13,7 +13,7 @@ pub struct MachineFacts {
     pub cpu_model: Option<String>,
     /// Threads the CPU backend traces on by default (rayon's global pool).
     pub cpu_threads: usize,
-    /// The vector unit the CPU kernels use ([`raypick::cpu::simd_level`]).
+    /// The vector unit the CPU kernels use ([`raypick::cpu_simd_level`]).
     pub simd: String,
 }
 
@@ -25,7 +25,7 @@ impl MachineFacts {
             arch: std::env::consts::ARCH.to_string(),
             cpu_model: cpu_model(),
             cpu_threads: rayon::current_num_threads(),
-            simd: raypick::cpu::simd_level().to_string(),
+            simd: raypick::cpu_simd_level().to_string(),
         }
     }
 }

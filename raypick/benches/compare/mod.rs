@@ -28,6 +28,8 @@
 // Each bench binary that declares `mod compare;` uses only part of this module.
 #![allow(dead_code)]
 
+pub mod agreement;
+
 use std::time::Duration;
 
 use glam::Vec3;

@@ -14,10 +14,9 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use raypick::Mesh;
 use raypick::bvh::{Bvh, Refitted};
 use raypick::cpu::CpuMesh;
-use raypick::gather::MeshLayout;
-use raypick::gpu::{GpuContext, MeshBuffers};
+use raypick::gpu::GpuContext;
 use raypick_testkit::fixtures;
-use wgpu::util::DeviceExt;
+use raypick_testkit::gpu::RendererMesh;
 
 use crate::support::{self, TRACE_TRIANGLES, count_label};
 
@@ -80,36 +79,17 @@ pub fn refit(c: &mut Criterion) {
         });
     });
     group.bench_function(BenchmarkId::new("gpu_refit_gathered", &label), |b| {
-        let buffer = |bytes: &[u8], usage| {
-            gpu.device()
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("bench renderer buffer"),
-                    contents: bytes,
-                    usage: usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                })
-        };
         let (mesh, moved) = (start(), moved());
-        let vertices = buffer(
-            bytemuck::cast_slice(mesh.positions()),
-            wgpu::BufferUsages::VERTEX,
-        );
-        let indices = buffer(
-            bytemuck::cast_slice(mesh.indices()),
-            wgpu::BufferUsages::INDEX,
-        );
-        let buffers = MeshBuffers {
-            vertices: &vertices,
-            indices: &indices,
-            layout: MeshLayout::packed(
-                mesh.positions().len() as u32,
-                mesh.triangle_count() as u32 * 3,
-            ),
-        };
+        let renderer_mesh = RendererMesh::new(gpu.device(), mesh);
+        let buffers = renderer_mesh.buffers();
         let mut gathered = gpu
             .upload_buffers(&buffers, raypick::Accel::Bvh)
             .expect("gathered upload");
-        gpu.queue()
-            .write_buffer(&vertices, 0, bytemuck::cast_slice(moved.positions()));
+        gpu.queue().write_buffer(
+            &renderer_mesh.vertices,
+            0,
+            bytemuck::cast_slice(moved.positions()),
+        );
         b.iter(|| {
             gpu.refit_gathered(&mut gathered).expect("refit");
             wait(gpu);

@@ -34,10 +34,7 @@ pub const TRACE_THREADS: usize = 2;
 const INCOHERENT_SEED: u64 = 0x0BEA_C4ED_5EED;
 /// Seed of the choice of the [`SUBSET`] rays.
 const SUBSET_SEED: u64 = 0x5B5E_7000_0001;
-/// Required share of rays on which parry3d and obvhs agree with raypick.
-pub const MIN_AGREEMENT: f64 = 0.999;
-/// Relative tolerance on `t` for two hits on the same triangle to agree.
-pub const T_TOLERANCE: f32 = 1e-4;
+pub use crate::compare::agreement::{Agreement, MIN_AGREEMENT, T_TOLERANCE};
 
 /// `1M`, `10M`, `64k`, `10k`, `1024`: a count as it appears in bench names.
 pub fn count_label(n: usize) -> String {
@@ -357,99 +354,6 @@ pub fn brute_subset_hits(set: RaySet) -> &'static [Hit] {
             brute
         },
     )
-}
-
-// ---------------------------------------------------------------------------
-// Agreement
-// ---------------------------------------------------------------------------
-
-/// How one backend's hits compare with reference hits.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Agreement {
-    /// Rays compared.
-    pub rays: usize,
-    /// Bit-identical hits.
-    pub identical: usize,
-    /// Same triangle (or both miss) with `t` within [`T_TOLERANCE`] relative.
-    pub agree: usize,
-    /// Same triangle (or both miss), whatever `t`.
-    pub same_prim: usize,
-    /// A different triangle at the same `t` (within [`T_TOLERANCE`]): a tie, e.g. on
-    /// a shared edge, or coplanar triangles.
-    pub other_prim_same_t: usize,
-    /// Reference hits / compared hits.
-    pub ref_hits: usize,
-    /// Hits of the compared backend.
-    pub hits: usize,
-    /// Largest relative `t` difference over same-triangle hits.
-    pub max_t_rel: f32,
-}
-
-impl Agreement {
-    /// Compares `hits` with `reference`, ray by ray.
-    pub fn new(reference: &[Hit], hits: &[Hit]) -> Self {
-        assert_eq!(reference.len(), hits.len(), "one hit per ray");
-        let mut a = Agreement {
-            rays: hits.len(),
-            ..Default::default()
-        };
-        for (r, h) in reference.iter().zip(hits) {
-            a.ref_hits += r.is_hit() as usize;
-            a.hits += h.is_hit() as usize;
-            a.identical += (r == h) as usize;
-            if r.prim != h.prim {
-                let tie = r.is_hit() && h.is_hit() && (h.t - r.t).abs() <= T_TOLERANCE * r.t.abs();
-                a.other_prim_same_t += tie as usize;
-                continue;
-            }
-            a.same_prim += 1;
-            if !r.is_hit() {
-                a.agree += 1;
-                continue;
-            }
-            let rel = if h.t == r.t {
-                0.0
-            } else {
-                (h.t - r.t).abs() / r.t.abs().max(f32::MIN_POSITIVE)
-            };
-            a.max_t_rel = a.max_t_rel.max(rel);
-            a.agree += (rel <= T_TOLERANCE) as usize;
-        }
-        a
-    }
-
-    /// Share of rays that agree.
-    pub fn rate(&self) -> f64 {
-        self.agree as f64 / self.rays.max(1) as f64
-    }
-
-    /// Share of rays that agree or tie (another triangle at the same `t`).
-    pub fn rate_with_ties(&self) -> f64 {
-        (self.agree + self.other_prim_same_t) as f64 / self.rays.max(1) as f64
-    }
-}
-
-impl std::fmt::Display for Agreement {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} rays: {} identical, {} agree ({:.4}%: same triangle, t within {:e}; \
-             {:.4}% with ties), {} same triangle, {} disagree ({} of them another triangle \
-             at the same t); hits {} (reference {}), max t rel diff {:.2e}",
-            self.rays,
-            self.identical,
-            self.agree,
-            100.0 * self.rate(),
-            T_TOLERANCE,
-            100.0 * self.rate_with_ties(),
-            self.same_prim,
-            self.rays - self.agree,
-            self.other_prim_same_t,
-            self.hits,
-            self.ref_hits,
-            self.max_t_rel,
-        )
-    }
 }
 
 /// Rays where `hits` has another triangle than `reference` at the same `t` (within

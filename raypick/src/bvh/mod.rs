@@ -20,7 +20,7 @@ pub mod refit;
 mod split;
 mod validate;
 
-pub use build::{BuildOptions, triangle_box, vertices_box};
+pub use build::{BuildOptions, vertices_box};
 pub(crate) use morton::spread;
 pub use refit::{RefitError, Refitted};
 pub use split::BvhChunk;

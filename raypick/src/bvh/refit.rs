@@ -2,10 +2,10 @@
 //!
 //! A deforming mesh keeps its topology; only its vertices move. Rebuilding the tree
 //! every frame would be wasteful, so [`Bvh::refit`] keeps every node and leaf and
-//! recomputes the boxes bottom-up: each leaf box is the union of its triangles'
-//! padded boxes (the very boxes the builder uses), and each interior box the union
-//! of its children's. Nodes are laid out depth-first, so children follow their
-//! parent and one backward sweep sees every child before its parent.
+//! packs the triangles again; the boxes are then recomputed bottom-up by the twin of
+//! `shaders/refit.wgsl` (`cpu/refit.rs`): each leaf box is the union of its
+//! triangles' padded boxes (the very boxes the builder uses), and each interior box
+//! the union of its children's.
 //!
 //! A refit of an unchanged mesh reproduces the built tree bit for bit; after the
 //! vertices move, the tree answers exactly as a fresh build (the nearest hit does not
@@ -15,10 +15,9 @@
 use rayon::prelude::*;
 
 use super::Bvh;
-use super::build::triangle_box;
 use crate::Mesh;
 use crate::prepare::{is_hittable, pack_triangle};
-use crate::types::{BvhChild, PackedTriangle};
+use crate::types::PackedTriangle;
 
 /// Why a tree cannot be refitted to a mesh (rebuild it instead).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,7 +36,7 @@ pub enum RefitError {
     #[error("triangle {0} was degenerate at build time and is not degenerate now")]
     NoLeafFor(u32),
     /// The tree was prepared without the data a refit needs (see
-    /// [`CpuMesh::refittable`](crate::cpu::CpuMesh::refittable)).
+    /// [`Picker::upload_refittable`](crate::Picker::upload_refittable)).
     #[error("this mesh was prepared without refit support")]
     NotRefittable,
 }
@@ -50,18 +49,6 @@ pub enum Refitted {
     /// The tree could not follow ([`RefitError::NoLeafFor`]: a triangle that was
     /// degenerate at build time can now be hit) and was built again.
     Rebuilt,
-}
-
-/// The box of the hittable triangles `tris` (padded like the builder's), or an
-/// inverted box (`lo = f32::MAX`, `hi = -f32::MAX`) when none can be hit.
-pub(crate) fn leaf_box(tris: &[PackedTriangle]) -> (glam::Vec3, glam::Vec3) {
-    tris.iter()
-        .filter(|t| is_hittable(t))
-        .map(triangle_box)
-        .fold(
-            (BvhChild::EMPTY.lo, BvhChild::EMPTY.hi),
-            |(lo, hi), (a, b)| (lo.min(a), hi.max(b)),
-        )
 }
 
 impl Bvh {
@@ -107,29 +94,5 @@ impl Bvh {
             .for_each(|tri| *tri = packed[tri.id as usize]);
         self.refit_boxes();
         Ok(())
-    }
-
-    /// Recomputes every box from the triangles (leaves in parallel, then interior
-    /// nodes in one backward sweep).
-    pub(crate) fn refit_boxes(&mut self) {
-        let triangles = &self.triangles;
-        self.nodes.par_iter_mut().for_each(|node| {
-            for child in node.children.iter_mut().filter(|c| c.is_leaf()) {
-                let first = child.index as usize;
-                (child.lo, child.hi) = leaf_box(&triangles[first..first + child.count as usize]);
-            }
-        });
-        for i in (0..self.nodes.len()).rev() {
-            for c in 0..2 {
-                let child = self.nodes[i].children[c];
-                if child.is_leaf() || child.is_empty() {
-                    continue;
-                }
-                let [a, b] = self.nodes[child.index as usize].children;
-                let slot = &mut self.nodes[i].children[c];
-                slot.lo = a.lo.min(b.lo);
-                slot.hi = a.hi.max(b.hi);
-            }
-        }
     }
 }

@@ -12,9 +12,10 @@
 //! to a [`Collect`]or, stopping when it says so.
 
 use super::hit_list::HitList;
-use super::intersect::{MODE_WATERTIGHT, RayFrame, SoaTriangles, place};
+use super::intersect::{RayFrame, SoaTriangles, place};
 use super::query::{AnyHit, Collect};
 use super::simd::simd_dispatch;
+use crate::options::{Cull, Mode};
 use crate::prepare::sanitize_ray;
 use crate::types::{Hit, MISS, PackedTriangle, Ray};
 
@@ -56,18 +57,21 @@ impl TriangleBlocks {
 /// Calls `$run::<CULL, WATERTIGHT>($args)` with the constants for `cull` and `mode`.
 macro_rules! with_consts {
     ($run:ident, $cull:expr, $mode:expr, ($($args:expr),*)) => {
-        match ($cull, $mode == MODE_WATERTIGHT) {
-            (1, false) => $run::<1, false>($($args),*),
-            (2, false) => $run::<2, false>($($args),*),
-            (_, false) => $run::<0, false>($($args),*),
-            (1, true) => $run::<1, true>($($args),*),
-            (2, true) => $run::<2, true>($($args),*),
-            (_, true) => $run::<0, true>($($args),*),
+        const NONE: u32 = Cull::None as u32;
+        const BACK: u32 = Cull::Back as u32;
+        const FRONT: u32 = Cull::Front as u32;
+        match ($cull, $mode == Mode::Watertight) {
+            (Cull::Back, false) => $run::<BACK, false>($($args),*),
+            (Cull::Front, false) => $run::<FRONT, false>($($args),*),
+            (Cull::None, false) => $run::<NONE, false>($($args),*),
+            (Cull::Back, true) => $run::<BACK, true>($($args),*),
+            (Cull::Front, true) => $run::<FRONT, true>($($args),*),
+            (Cull::None, true) => $run::<NONE, true>($($args),*),
         }
     };
 }
 
-/// Nearest hit of one (already sanitised) ray; `CULL` is `crate::Cull::to_u32`,
+/// Nearest hit of one (already sanitised) ray; `CULL` is a `crate::Cull` as `u32`,
 /// `WATERTIGHT` selects the test.
 #[inline(always)]
 fn trace_ray<const CULL: u32, const WATERTIGHT: bool>(blocks: &[TriangleBlock], ray: &Ray) -> Hit {
@@ -79,7 +83,7 @@ fn trace_ray<const CULL: u32, const WATERTIGHT: bool>(blocks: &[TriangleBlock], 
     for (index, block) in blocks.iter().enumerate() {
         let base = (index * LANES) as u32;
         let lanes = block.test::<WATERTIGHT>(&frame);
-        let c = lanes.candidates(&frame, CULL);
+        let c = lanes.candidates(&frame, Cull::from_bits(CULL));
         if !c.any() {
             continue;
         }
@@ -125,8 +129,8 @@ fn trace_rays_portable(
     blocks: &TriangleBlocks,
     rays: &[Ray],
     hits: &mut [Hit],
-    cull: u32,
-    mode: u32,
+    cull: Cull,
+    mode: Mode,
 ) {
     let blocks = blocks.blocks.as_slice();
     with_consts!(trace_rays_with, cull, mode, (blocks, rays, hits));
@@ -134,10 +138,10 @@ fn trace_rays_portable(
 
 simd_dispatch! {
     /// Traces `rays` against all triangles on the calling thread, writing one hit per
-    /// ray (`hits.len()` must equal `rays.len()`); `cull` is `crate::Cull::to_u32`,
-    /// `mode` is `crate::Mode::to_u32`. Picks the widest vector unit the CPU has at
+    /// ray (`hits.len()` must equal `rays.len()`); `cull` is a `crate::Cull`,
+    /// `mode` is a `crate::Mode`. Picks the widest vector unit the CPU has at
     /// run time; results are the same on every path.
-    pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) => trace_rays_portable
+    pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_rays_portable
 }
 
 /// Tests the ray of `frame` against one block and offers its accepted triangles to
@@ -148,7 +152,7 @@ pub fn offer_block<const N: usize, const WATERTIGHT: bool>(
     block: &SoaTriangles<N>,
     ray: &Ray,
     frame: &RayFrame,
-    cull: u32,
+    cull: Cull,
     prim: impl Fn(usize) -> u32,
     collect: &mut impl Collect,
 ) -> bool {
@@ -185,7 +189,7 @@ fn collect_ray<const CULL: u32, const WATERTIGHT: bool>(
     for (index, block) in blocks.iter().enumerate() {
         let base = (index * LANES) as u32;
         let prim = |lane: usize| base + lane as u32;
-        if offer_block::<LANES, WATERTIGHT>(block, ray, &frame, CULL, prim, collect) {
+        if offer_block::<LANES, WATERTIGHT>(block, ray, &frame, Cull::from_bits(CULL), prim, collect) {
             return;
         }
     }
@@ -209,8 +213,8 @@ fn occluded_rays_portable(
     blocks: &TriangleBlocks,
     rays: &[Ray],
     occluded: &mut [bool],
-    cull: u32,
-    mode: u32,
+    cull: Cull,
+    mode: Mode,
 ) {
     let blocks = blocks.blocks.as_slice();
     with_consts!(occluded_rays_with, cull, mode, (blocks, rays, occluded));
@@ -219,7 +223,7 @@ fn occluded_rays_portable(
 simd_dispatch! {
     /// Writes whether each ray hits any triangle (`occluded.len()` must equal
     /// `rays.len()`); each ray stops at its first accepted hit.
-    pub fn occluded_rays(blocks: &TriangleBlocks, rays: &[Ray], occluded: &mut [bool], cull: u32, mode: u32) => occluded_rays_portable
+    pub fn occluded_rays(blocks: &TriangleBlocks, rays: &[Ray], occluded: &mut [bool], cull: Cull, mode: Mode) => occluded_rays_portable
 }
 
 #[inline(always)]
@@ -243,8 +247,8 @@ fn collect_rays_portable(
     rays: &[Ray],
     slots: &mut [Hit],
     states: &mut [u32],
-    cull: u32,
-    mode: u32,
+    cull: Cull,
+    mode: Mode,
 ) {
     let blocks = blocks.blocks.as_slice();
     with_consts!(collect_rays_with, cull, mode, (blocks, rays, slots, states));
@@ -254,5 +258,5 @@ simd_dispatch! {
     /// Lists each ray's nearest hits: `slots` holds `k >= 1` MISS-filled slots per ray
     /// (`slots.len() == k * rays.len()`), `states` one list state per ray (see
     /// [`HitList`]).
-    pub fn collect_rays(blocks: &TriangleBlocks, rays: &[Ray], slots: &mut [Hit], states: &mut [u32], cull: u32, mode: u32) => collect_rays_portable
+    pub fn collect_rays(blocks: &TriangleBlocks, rays: &[Ray], slots: &mut [Hit], states: &mut [u32], cull: Cull, mode: Mode) => collect_rays_portable
 }

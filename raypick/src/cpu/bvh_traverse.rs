@@ -17,33 +17,33 @@ use super::bvh_walk::{RayBoxes, pop_pending};
 use super::hit_list::HitList;
 use super::intersect::{RayFrame, beyond, intersect};
 use super::query::{AnyHit, Closest, Collect};
+use crate::options::{Cull, Mode};
 use crate::bvh::{Bvh, MAX_DEPTH};
-use crate::prepare::sanitize_ray;
 use crate::types::{Hit, Ray};
 
-/// Nearest hit of one ray (already sanitised); `cull` is `crate::Cull::to_u32`,
-/// `mode` is `crate::Mode::to_u32`.
-pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> Hit {
+/// Nearest hit of one ray (already sanitised); `cull` is a `crate::Cull`,
+/// `mode` is a `crate::Mode`.
+pub fn trace_ray(bvh: &Bvh, ray: &Ray, cull: Cull, mode: Mode) -> Hit {
     let mut closest = Closest::default();
     traverse(bvh, ray, cull, mode, &mut closest);
     closest.0
 }
 
 /// Whether one ray (already sanitised) hits anything.
-pub fn occluded_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32) -> bool {
+pub fn occluded_ray(bvh: &Bvh, ray: &Ray, cull: Cull, mode: Mode) -> bool {
     let mut any = AnyHit::default();
     traverse(bvh, ray, cull, mode, &mut any);
     any.0
 }
 
 /// Adds the hits of one ray (already sanitised) to `list`.
-pub fn collect_ray(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, list: &mut HitList) {
+pub fn collect_ray(bvh: &Bvh, ray: &Ray, cull: Cull, mode: Mode, list: &mut HitList) {
     traverse(bvh, ray, cull, mode, list);
 }
 
 /// Offers every accepted hit of one ray (already sanitised) that can change
 /// `collect`'s result, until it says stop.
-pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl Collect) {
+pub fn traverse(bvh: &Bvh, ray: &Ray, cull: Cull, mode: Mode, collect: &mut impl Collect) {
     let Some(root) = bvh.nodes.first() else {
         return;
     };
@@ -99,9 +99,11 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: u32, mode: u32, collect: &mut impl C
     }
 }
 
-/// Traces `rays` into `hits` on the calling thread.
-pub fn trace_rays(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) {
+/// Traces `rays` into `hits` on the calling thread (the oracle of the traversal
+/// tests; the backend traces through the wide layout).
+#[cfg(any(test, feature = "kernels"))]
+pub fn trace_rays(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) {
     for (ray, hit) in rays.iter().zip(hits) {
-        *hit = trace_ray(bvh, &sanitize_ray(ray), cull, mode);
+        *hit = trace_ray(bvh, &crate::prepare::sanitize_ray(ray), cull, mode);
     }
 }

@@ -14,6 +14,7 @@
 //! [`trace_ray`] is the oracle and finishes the rays the GPU reports unfinished;
 //! the CPU backend runs [`traverse`] with the 8-wide mesh BVH below it.
 
+use crate::options::{Cull, Mode};
 use crate::bvh::MAX_DEPTH;
 use crate::cpu::bvh_traverse;
 use crate::cpu::bvh_walk::{RayBoxes, pop_pending};
@@ -124,8 +125,8 @@ pub(crate) fn merge(index: u32, hit: &Hit, best: &mut InstanceHitRecord) {
 }
 
 /// Nearest hit of one world ray (already sanitised: [`crate::prepare::sanitize_ray`]);
-/// `cull` is `crate::Cull::to_u32`, `mode` is `crate::Mode::to_u32`.
-pub fn trace_ray(scene: &InstanceScene, ray: &Ray, cull: u32, mode: u32) -> InstanceHitRecord {
+/// `cull` is a `crate::Cull`, `mode` is a `crate::Mode`.
+pub fn trace_ray(scene: &InstanceScene, ray: &Ray, cull: Cull, mode: Mode) -> InstanceHitRecord {
     let mut best = InstanceHitRecord::MISS;
     if ray.dir == glam::Vec3::ZERO {
         return best; // an invalid ray

@@ -2,6 +2,7 @@
 //! mirror's top-level loop ([`traverse`]) with the CPU's 8-wide mesh BVH below it.
 
 use super::instance_traverse::{instance_ray, merge, traverse};
+use crate::options::{Cull, Mode};
 use crate::cpu::CpuBackend;
 use crate::cpu::simd::simd_dispatch;
 use crate::cpu::wide_traverse::{self, RayStack};
@@ -17,8 +18,8 @@ use crate::types::{InstanceHitRecord, Ray};
 fn trace_ray(
     scene: &InstanceScene,
     ray: &Ray,
-    cull: u32,
-    mode: u32,
+    cull: Cull,
+    mode: Mode,
     stack: &mut RayStack,
 ) -> InstanceHit {
     let ray = sanitize_ray(ray);
@@ -40,8 +41,8 @@ fn trace_task_portable(
     scene: &InstanceScene,
     rays: &[Ray],
     hits: &mut [InstanceHit],
-    cull: u32,
-    mode: u32,
+    cull: Cull,
+    mode: Mode,
 ) {
     let mut stack = RayStack::default();
     for (ray, hit) in rays.iter().zip(hits) {
@@ -52,7 +53,7 @@ fn trace_task_portable(
 simd_dispatch! {
     /// Traces one task's rays into `hits`, the top level and the meshes with the
     /// widest vector unit the CPU has.
-    fn trace_task(scene: &InstanceScene, rays: &[Ray], hits: &mut [InstanceHit], cull: u32, mode: u32) => trace_task_portable
+    fn trace_task(scene: &InstanceScene, rays: &[Ray], hits: &mut [InstanceHit], cull: Cull, mode: Mode) => trace_task_portable
 }
 
 impl CpuBackend {
@@ -63,7 +64,7 @@ impl CpuBackend {
         rays: &[Ray],
         options: &TraceOptions,
     ) -> Vec<InstanceHit> {
-        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let (cull, mode) = (options.cull, options.mode);
         let mut hits = vec![InstanceHit::MISS; rays.len()];
         // In the caller's order: no box orders rays across instances yet.
         self.in_tracing_order(None, rays, &mut hits, 1, InstanceHit::MISS, |rays, hits| {
@@ -81,9 +82,9 @@ impl InstanceScene {
     }
 
     /// Traces `rays` with the traversal mirror of the shader
-    /// ([`super::instance_traverse`]), one ray after the other: the oracle.
+    /// (`instance_traverse`), one ray after the other: the oracle.
     pub fn trace_mirror(&self, rays: &[Ray], options: &TraceOptions) -> Vec<InstanceHit> {
-        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let (cull, mode) = (options.cull, options.mode);
         rays.iter()
             .map(|ray| {
                 let ray = sanitize_ray(ray);

@@ -9,10 +9,9 @@
 
 use super::moller_trumbore::moller_trumbore;
 use super::watertight::{watertight, watertight_lanes};
+use crate::options::{Cull, Mode};
 use crate::types::{PackedTriangle, Ray};
 
-/// `crate::Mode::Watertight.to_u32()`: the `mode` value that selects the watertight test.
-pub const MODE_WATERTIGHT: u32 = crate::Mode::Watertight.to_u32();
 
 /// The result of one ray–triangle test (after acceptance).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -58,14 +57,19 @@ pub fn beyond(entry: f32, bound: f32) -> bool {
 pub const DET_TOLERANCE: f32 = 9.536_743e-7;
 
 /// Whether a determinant passes the parallel test and the culling mode
-/// (`crate::Cull::to_u32`). Degenerate triangles (bound and determinant zero) always
+/// (a `crate::Cull`). Degenerate triangles (bound and determinant zero) always
 /// fail.
 #[inline(always)]
-pub fn det_passes(det: f32, det_bound: f32, cull: u32) -> bool {
+pub fn det_passes(det: f32, det_bound: f32, cull: Cull) -> bool {
+    const BACK: u32 = Cull::Back as u32;
+    const FRONT: u32 = Cull::Front as u32;
     let tolerance = DET_TOLERANCE * det_bound;
-    match cull {
-        1 => det > tolerance,
-        2 => det < -tolerance,
+    // Matched on the discriminant with a catch-all arm: the lane loops that call
+    // this stay vectorised, which a match over the enum's three variants (as
+    // measured) does not keep them.
+    match cull as u32 {
+        BACK => det > tolerance,
+        FRONT => det < -tolerance,
         _ => det.abs() > tolerance,
     }
 }
@@ -172,7 +176,7 @@ impl RayFrame {
 
 /// Normalises the values of one test and applies every acceptance rule of
 /// `intersect.wgsl` that does not involve the ray's interval: the determinant test
-/// (`cull` is `crate::Cull::to_u32`), inside-ness (from the unnormalised values,
+/// (`cull` is a `crate::Cull`), inside-ness (from the unnormalised values,
 /// signs flipped when `det < 0`) and finiteness. Returns `(t, u, v, candidate)`,
 /// `t` in units of the frame's direction and not yet clamped ([`place`] finishes
 /// it); every comparison rejects NaN.
@@ -182,7 +186,7 @@ impl RayFrame {
 /// subnormal triangles) would otherwise give `u = 0 · ∞ = NaN`, and a `t` that
 /// overflows would be reported as `±∞` (accepted by an infinite `tmin` or `tmax`).
 #[inline(always)]
-pub fn candidate(n: Unnormalised, frame: &RayFrame, cull: u32) -> (f32, f32, f32, bool) {
+pub fn candidate(n: Unnormalised, frame: &RayFrame, cull: Cull) -> (f32, f32, f32, bool) {
     let inv_det = 1.0 / n.det;
     let t = n.big_t * inv_det;
     let u = n.big_u * inv_det;
@@ -265,7 +269,7 @@ pub fn accept(
     n: Unnormalised,
     ray: &Ray,
     frame: &RayFrame,
-    cull: u32,
+    cull: Cull,
     best_t: f32,
     vertices: [[f32; 3]; 3],
 ) -> (f32, f32, f32, bool) {
@@ -277,11 +281,11 @@ pub fn accept(
     (t, u, v, accepted)
 }
 
-/// The test of `mode` (`crate::Mode::to_u32`) for the ray of `frame` and the
+/// The test of `mode` (a `crate::Mode`) for the ray of `frame` and the
 /// triangle `vertices` (`edge_norm` is [`PackedTriangle::edge_norm`]).
 #[inline(always)]
-pub fn test(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32, mode: u32) -> Unnormalised {
-    if mode == MODE_WATERTIGHT {
+pub fn test(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32, mode: Mode) -> Unnormalised {
+    if mode == Mode::Watertight {
         watertight(frame, vertices, edge_norm)
     } else {
         moller_trumbore(frame, vertices, edge_norm)
@@ -289,15 +293,15 @@ pub fn test(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32, mode: u32
 }
 
 /// Tests one ray against one packed triangle (the scalar form of the kernel);
-/// `mode` is `crate::Mode::to_u32`, `cull` is `crate::Cull::to_u32`.
+/// `mode` is a `crate::Mode`, `cull` is a `crate::Cull`.
 #[inline]
 pub fn intersect(
     ray: &Ray,
     frame: &RayFrame,
     tri: &PackedTriangle,
-    cull: u32,
+    cull: Cull,
     best_t: f32,
-    mode: u32,
+    mode: Mode,
 ) -> Candidate {
     let vertices = [tri.v0.into(), tri.v1.into(), tri.v2.into()];
     let n = test(frame, vertices, tri.edge_norm, mode);
@@ -366,7 +370,7 @@ impl<const N: usize> Lanes<N> {
     /// [`candidate`] of every lane (vectorised; [`place`] is left to the rare
     /// candidates).
     #[inline(always)]
-    pub fn candidates(&self, frame: &RayFrame, cull: u32) -> Candidates<N> {
+    pub fn candidates(&self, frame: &RayFrame, cull: Cull) -> Candidates<N> {
         let mut c = Candidates {
             t: [0.0; N],
             u: [0.0; N],

@@ -21,13 +21,13 @@ pub mod moller_trumbore;
 mod packet_traverse;
 pub mod query;
 mod ray_order;
+mod mesh_refit;
 mod refit;
 pub(crate) mod simd;
 pub mod watertight;
 pub mod wide_bvh;
 pub mod wide_traverse;
 
-pub use simd::simd_level;
 
 use rayon::prelude::*;
 
@@ -122,7 +122,7 @@ impl CpuBackend {
             .num_threads(threads.max(1))
             .thread_name(|i| format!("raypick-cpu-{i}"))
             .build()
-            .map_err(|e| Error::Unsupported(format!("cannot start {threads} CPU threads: {e}")))?;
+            .map_err(|source| Error::ThreadPool { threads, source })?;
         Ok(Self { pool: Some(pool) })
     }
 
@@ -138,6 +138,7 @@ impl CpuBackend {
     /// Rays are in the mesh's local frame: for a [`Mesh`] with a non-zero
     /// [`origin`](Mesh::origin) move them with [`crate::TraceRay::to_local`] first
     /// ([`crate::Picker`] does this itself).
+    #[cfg(any(test, feature = "kernels"))]
     pub fn trace(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions) -> Vec<Hit> {
         let mut hits = vec![Hit::MISS; rays.len()];
         self.trace_into(mesh, rays, options, &mut hits);
@@ -156,7 +157,7 @@ impl CpuBackend {
         hits: &mut [Hit],
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
-        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let (cull, mode) = (options.cull, options.mode);
         let bounds = mesh.ray_order_bounds();
         self.in_tracing_order(bounds, rays, hits, 1, Hit::MISS, |rays, hits| match mesh {
             CpuMesh::Brute(blocks) => brute_force::trace_rays(blocks, rays, hits, cull, mode),
@@ -166,6 +167,7 @@ impl CpuBackend {
 
     /// Whether each ray hits anything (the same as `trace(..)[i].is_hit()`, found
     /// faster: each ray stops at its first accepted hit).
+    #[cfg(any(test, feature = "kernels"))]
     pub fn occluded(&self, mesh: &CpuMesh, rays: &[Ray], options: &TraceOptions) -> Vec<bool> {
         let mut occluded = vec![false; rays.len()];
         self.occluded_into(mesh, rays, options, &mut occluded);
@@ -181,7 +183,7 @@ impl CpuBackend {
         occluded: &mut [bool],
     ) {
         assert_eq!(rays.len(), occluded.len(), "one slot per ray");
-        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let (cull, mode) = (options.cull, options.mode);
         self.in_tracing_order(
             mesh.ray_order_bounds(),
             rays,
@@ -204,7 +206,7 @@ impl CpuBackend {
         max_hits: usize,
         options: &TraceOptions,
     ) -> Result<AllHits> {
-        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let (cull, mode) = (options.cull, options.mode);
         let mut all = AllHits::new(rays.len(), max_hits)?;
         let (slots, states) = all.parts_mut();
         let task = |rays: &[Ray], slots: &mut [Hit], states: &mut [u32]| match mesh {

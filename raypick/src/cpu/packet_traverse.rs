@@ -14,6 +14,7 @@ use super::intersect::{RayFrame, beyond};
 use super::query::{Closest, Collect};
 use super::wide_bvh::{WIDTH, WideBvh};
 use super::wide_traverse::{Slabs, lanes, nearest_first, offer_leaf};
+use crate::options::Cull;
 use crate::prepare::is_valid_ray;
 use crate::types::Ray;
 
@@ -61,7 +62,7 @@ pub(super) fn coherent(rays: &[Ray; PACKET]) -> bool {
 pub(super) fn trace_packet<const WATERTIGHT: bool>(
     wide: &WideBvh,
     rays: &[Ray; PACKET],
-    cull: u32,
+    cull: Cull,
     closest: &mut [Closest; PACKET],
     stack: &mut PacketStack,
 ) {
@@ -177,7 +178,7 @@ mod tests {
         // Bounds around each ray's first hit: stopping just short of it, starting
         // exactly at it, starting just past it.
         let mut first = vec![Hit::MISS; rays.len()];
-        trace_rays(&wide, &rays, &mut first, 0, Mode::Watertight.to_u32());
+        trace_rays(&wide, &rays, &mut first, Cull::None, Mode::Watertight);
         for (i, (ray, hit)) in rays.iter_mut().zip(&first).enumerate() {
             match (i % 5, hit.is_hit()) {
                 (1, true) => ray.tmax = hit.t * 0.999,
@@ -198,7 +199,7 @@ mod tests {
         );
         for mode in [Mode::Fast, Mode::Watertight] {
             for cull in [Cull::None, Cull::Back, Cull::Front] {
-                let (cull, mode) = (cull.to_u32(), mode.to_u32());
+                let (cull, mode) = (cull, mode);
                 let mut together = vec![Hit::MISS; rays.len()];
                 trace_rays(&wide, &rays, &mut together, cull, mode);
                 let mut alone = [Hit::MISS];

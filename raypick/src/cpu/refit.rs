@@ -1,80 +1,51 @@
-//! Refitting CPU meshes to moved vertices (see [`crate::bvh::refit`]).
-//!
-//! The wide layout is collapsed again from the refitted binary tree, which it keeps
-//! for this purpose: the collapse is one linear pass over the nodes, far cheaper than
-//! a build, and gives exactly the layout a collapse of the same tree always gives.
+//! The CPU twin of `shaders/refit.wgsl`: a BVH's boxes recomputed from its
+//! triangles after the vertices moved, leaves first, then every interior node from
+//! its children (the GPU does one tree level per dispatch; here the leaves go in
+//! parallel and the interior nodes in one backward sweep, which sees every child
+//! before its parent because nodes are laid out depth-first). Same boxes, bit for
+//! bit, as a fresh build's.
 
-use std::sync::Arc;
+use rayon::prelude::*;
 
-use super::CpuMesh;
-use super::brute_force::TriangleBlocks;
-use super::wide_bvh::WideBvh;
-use crate::Mesh;
-use crate::bvh::{Bvh, RefitError, Refitted};
-use crate::prepare::pack_mesh;
+use crate::bvh::Bvh;
+use crate::bvh::build::triangle_box;
+use crate::prepare::is_hittable;
+use crate::types::{BvhChild, PackedTriangle};
 
-impl WideBvh {
-    /// Collapses `bvh` (like [`WideBvh::from_bvh`]) and keeps it, so that
-    /// [`WideBvh::refit`] can follow vertex motion later (at the memory cost of the
-    /// binary tree).
-    pub fn refittable(bvh: Bvh) -> Self {
-        let bvh = Arc::new(bvh);
-        Self {
-            binary: Some(bvh.clone()),
-            ..Self::from_bvh(&bvh)
-        }
-    }
-
-    /// Refits the kept binary tree to `mesh` ([`Bvh::refit`]) and collapses it
-    /// again. Fails with [`RefitError::NotRefittable`] when made by
-    /// [`WideBvh::from_bvh`], which keeps no binary tree.
-    pub fn refit(&mut self, mesh: &Mesh) -> Result<(), RefitError> {
-        let mut binary = self.binary.take().ok_or(RefitError::NotRefittable)?;
-        let result = Arc::make_mut(&mut binary).refit(mesh);
-        if result.is_ok() {
-            *self = Self::from_bvh(&binary);
-        }
-        self.binary = Some(binary);
-        result
-    }
-
-    /// The binary tree kept for refits, if any.
-    pub fn binary(&self) -> Option<&Bvh> {
-        self.binary.as_deref()
-    }
+/// The box of the hittable triangles `tris` (padded like the builder's), or an
+/// inverted box (`lo = f32::MAX`, `hi = -f32::MAX`) when none can be hit.
+pub(crate) fn leaf_box(tris: &[PackedTriangle]) -> (glam::Vec3, glam::Vec3) {
+    tris.iter()
+        .filter(|t| is_hittable(t))
+        .map(triangle_box)
+        .fold(
+            (BvhChild::EMPTY.lo, BvhChild::EMPTY.hi),
+            |(lo, hi), (a, b)| (lo.min(a), hi.max(b)),
+        )
 }
 
-impl CpuMesh {
-    /// Prepares a mesh that can follow vertex motion with [`CpuMesh::refit`]: a BVH
-    /// that keeps its binary tree ([`WideBvh::refittable`]).
-    pub fn refittable(mesh: &Mesh) -> Self {
-        CpuMesh::Bvh(WideBvh::refittable(Bvh::build(mesh)))
-    }
-
-    /// Moves the mesh to `mesh`'s vertex positions (same triangles): brute force
-    /// packs the triangles again; a BVH made by [`CpuMesh::refittable`] is refitted,
-    /// or built again when a triangle left out as degenerate can now be hit
-    /// ([`Refitted::Rebuilt`]).
-    pub fn refit(&mut self, mesh: &Mesh) -> Result<Refitted, RefitError> {
-        if mesh.triangle_count() != self.triangle_count() {
-            return Err(RefitError::TriangleCount {
-                mesh: mesh.triangle_count(),
-                tree: self.triangle_count(),
-            });
-        }
-        match self {
-            CpuMesh::Brute(blocks) => {
-                *blocks = TriangleBlocks::new(&pack_mesh(mesh));
-                Ok(Refitted::Refit)
+impl Bvh {
+    /// Recomputes every box from the triangles (leaves in parallel, then interior
+    /// nodes in one backward sweep).
+    pub(crate) fn refit_boxes(&mut self) {
+        let triangles = &self.triangles;
+        self.nodes.par_iter_mut().for_each(|node| {
+            for child in node.children.iter_mut().filter(|c| c.is_leaf()) {
+                let first = child.index as usize;
+                (child.lo, child.hi) = leaf_box(&triangles[first..first + child.count as usize]);
             }
-            CpuMesh::Bvh(wide) => match wide.refit(mesh) {
-                Ok(()) => Ok(Refitted::Refit),
-                Err(RefitError::NoLeafFor(_)) => {
-                    *wide = WideBvh::refittable(Bvh::build(mesh));
-                    Ok(Refitted::Rebuilt)
+        });
+        for i in (0..self.nodes.len()).rev() {
+            for c in 0..2 {
+                let child = self.nodes[i].children[c];
+                if child.is_leaf() || child.is_empty() {
+                    continue;
                 }
-                Err(e) => Err(e),
-            },
+                let [a, b] = self.nodes[child.index as usize].children;
+                let slot = &mut self.nodes[i].children[c];
+                slot.lo = a.lo.min(b.lo);
+                slot.hi = a.hi.max(b.hi);
+            }
         }
     }
 }

@@ -16,11 +16,12 @@
 use super::brute_force::offer_block;
 use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
-use super::intersect::{MODE_WATERTIGHT, RayFrame, overlaps};
+use super::intersect::{RayFrame, overlaps};
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::wide_bvh::{EMPTY, ExactBoxes, WIDTH, WideBvh};
+use crate::options::{Cull, Mode};
 use crate::bvh::MAX_DEPTH;
 use crate::prepare::is_valid_ray;
 use crate::types::{Hit, MISS, Ray};
@@ -58,7 +59,7 @@ struct Pending {
 fn traverse<const WATERTIGHT: bool>(
     wide: &WideBvh,
     ray: &Ray,
-    cull: u32,
+    cull: Cull,
     collect: &mut impl Collect,
     stack: &mut Stack,
 ) {
@@ -260,7 +261,7 @@ pub(super) fn offer_leaf<const WATERTIGHT: bool>(
     blocks: u32,
     ray: &Ray,
     frame: &RayFrame,
-    cull: u32,
+    cull: Cull,
     collect: &mut impl Collect,
 ) -> bool {
     let first = first as usize;
@@ -278,7 +279,7 @@ pub(super) fn offer_leaf<const WATERTIGHT: bool>(
 fn trace_ray<const WATERTIGHT: bool>(
     wide: &WideBvh,
     ray: &Ray,
-    cull: u32,
+    cull: Cull,
     stack: &mut Stack,
 ) -> Hit {
     let mut closest = Closest::default();
@@ -303,13 +304,13 @@ impl Default for RayStack {
 pub(crate) fn trace_one(
     wide: &WideBvh,
     ray: &Ray,
-    cull: u32,
-    mode: u32,
+    cull: Cull,
+    mode: Mode,
     stack: &mut RayStack,
 ) -> Hit {
     if !is_valid_ray(ray) {
         Hit::MISS
-    } else if mode == MODE_WATERTIGHT {
+    } else if mode == Mode::Watertight {
         trace_ray::<true>(wide, ray, cull, &mut stack.0)
     } else {
         trace_ray::<false>(wide, ray, cull, &mut stack.0)
@@ -321,7 +322,7 @@ fn trace_rays_with<const WATERTIGHT: bool>(
     wide: &WideBvh,
     rays: &[Ray],
     hits: &mut [Hit],
-    cull: u32,
+    cull: Cull,
 ) {
     let mut stack: Stack = [Pending::default(); STACK];
     let mut packet_stack = PacketStack::default();
@@ -347,8 +348,8 @@ fn trace_rays_with<const WATERTIGHT: bool>(
 }
 
 #[inline(always)]
-fn trace_rays_portable(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) {
-    if mode == MODE_WATERTIGHT {
+fn trace_rays_portable(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) {
+    if mode == Mode::Watertight {
         trace_rays_with::<true>(wide, rays, hits, cull);
     } else {
         trace_rays_with::<false>(wide, rays, hits, cull);
@@ -357,9 +358,9 @@ fn trace_rays_portable(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: u32
 
 simd_dispatch! {
     /// Traces `rays` into `hits` (one slot per ray) on the calling thread, with the
-    /// widest vector unit the CPU has; `cull` is `crate::Cull::to_u32`, `mode` is
-    /// `crate::Mode::to_u32`.
-    pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: u32, mode: u32) => trace_rays_portable
+    /// widest vector unit the CPU has; `cull` is a `crate::Cull`, `mode` is
+    /// a `crate::Mode`.
+    pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_rays_portable
 }
 
 #[inline(always)]
@@ -367,7 +368,7 @@ fn occluded_rays_with<const WATERTIGHT: bool>(
     wide: &WideBvh,
     rays: &[Ray],
     occluded: &mut [bool],
-    cull: u32,
+    cull: Cull,
 ) {
     let mut stack: Stack = [Pending::default(); STACK];
     for (ray, out) in rays.iter().zip(occluded) {
@@ -384,10 +385,10 @@ fn occluded_rays_portable(
     wide: &WideBvh,
     rays: &[Ray],
     occluded: &mut [bool],
-    cull: u32,
-    mode: u32,
+    cull: Cull,
+    mode: Mode,
 ) {
-    if mode == MODE_WATERTIGHT {
+    if mode == Mode::Watertight {
         occluded_rays_with::<true>(wide, rays, occluded, cull);
     } else {
         occluded_rays_with::<false>(wide, rays, occluded, cull);
@@ -397,7 +398,7 @@ fn occluded_rays_portable(
 simd_dispatch! {
     /// Writes whether each ray hits anything (`occluded.len()` must equal
     /// `rays.len()`); each ray stops at its first accepted hit.
-    pub fn occluded_rays(wide: &WideBvh, rays: &[Ray], occluded: &mut [bool], cull: u32, mode: u32) => occluded_rays_portable
+    pub fn occluded_rays(wide: &WideBvh, rays: &[Ray], occluded: &mut [bool], cull: Cull, mode: Mode) => occluded_rays_portable
 }
 
 #[inline(always)]
@@ -406,7 +407,7 @@ fn collect_rays_with<const WATERTIGHT: bool>(
     rays: &[Ray],
     slots: &mut [Hit],
     states: &mut [u32],
-    cull: u32,
+    cull: Cull,
 ) {
     let k = (slots.len() / rays.len().max(1)).max(1);
     let mut stack: Stack = [Pending::default(); STACK];
@@ -425,10 +426,10 @@ fn collect_rays_portable(
     rays: &[Ray],
     slots: &mut [Hit],
     states: &mut [u32],
-    cull: u32,
-    mode: u32,
+    cull: Cull,
+    mode: Mode,
 ) {
-    if mode == MODE_WATERTIGHT {
+    if mode == Mode::Watertight {
         collect_rays_with::<true>(wide, rays, slots, states, cull);
     } else {
         collect_rays_with::<false>(wide, rays, slots, states, cull);
@@ -439,7 +440,7 @@ simd_dispatch! {
     /// Lists each ray's nearest hits: `slots` holds `k >= 1` MISS-filled slots per ray
     /// (`slots.len() == k * rays.len()`), `states` one list state per ray (see
     /// [`HitList`]).
-    pub fn collect_rays(wide: &WideBvh, rays: &[Ray], slots: &mut [Hit], states: &mut [u32], cull: u32, mode: u32) => collect_rays_portable
+    pub fn collect_rays(wide: &WideBvh, rays: &[Ray], slots: &mut [Hit], states: &mut [u32], cull: Cull, mode: Mode) => collect_rays_portable
 }
 
 const _: () = assert!(MISS == u32::MAX);

@@ -93,7 +93,7 @@ pub fn auto_choice() -> AutoChoice {
         },
         Err(e) => AutoChoice {
             adapter: None,
-            fallback_reason: Some(e.to_string()),
+            fallback_reason: Some(e.with_sources()),
         },
     }
 }

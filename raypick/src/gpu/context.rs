@@ -86,8 +86,8 @@ pub(crate) struct ErrorSink(Mutex<Option<SinkError>>);
 #[derive(Clone, Debug)]
 enum SinkError {
     Lost(String),
-    OutOfMemory(String),
-    Other(String),
+    OutOfMemory(Arc<wgpu::Error>),
+    Other(Arc<wgpu::Error>),
 }
 
 impl ErrorSink {
@@ -112,20 +112,27 @@ impl ErrorSink {
     pub(crate) fn check(&self) -> Result<()> {
         match &*self.0.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(SinkError::Lost(m)) => Err(Error::DeviceLost(m.clone())),
-            Some(SinkError::OutOfMemory(m)) => Err(Error::OutOfMemory(m.clone())),
-            Some(SinkError::Other(m)) => Err(Error::Gpu(m.clone())),
+            Some(SinkError::OutOfMemory(e)) => Err(driver_out_of_memory(e.clone())),
+            Some(SinkError::Other(e)) => Err(Error::Gpu(e.clone())),
             None => Ok(()),
         }
     }
 }
 
-/// The crate error for a wgpu error: out of memory stays out of memory, anything
-/// else on a lost device is device loss, the rest is [`Error::Gpu`].
-pub(crate) fn classify(error: &wgpu::Error, lost: bool) -> Error {
+/// The crate error for a wgpu error: out of memory, or [`Error::Gpu`] (which
+/// [`GpuContext::lost_or`] turns into device loss on a lost device).
+pub(crate) fn classify(error: wgpu::Error) -> Error {
     match error {
-        wgpu::Error::OutOfMemory { .. } => Error::OutOfMemory(error.to_string()),
-        _ if lost => Error::DeviceLost(error.to_string()),
-        _ => Error::Gpu(error.to_string()),
+        wgpu::Error::OutOfMemory { .. } => driver_out_of_memory(Arc::new(error)),
+        _ => Error::Gpu(Arc::new(error)),
+    }
+}
+
+/// [`Error::OutOfMemory`] for the driver's own report.
+fn driver_out_of_memory(source: Arc<wgpu::Error>) -> Error {
+    Error::OutOfMemory {
+        message: "the driver could not allocate".into(),
+        source: Some(source),
     }
 }
 
@@ -191,7 +198,7 @@ impl GpuContext {
                 ..Default::default()
             })
             .await
-            .map_err(|e| Error::NoAdapter(e.to_string()))?;
+            .map_err(Error::NoAdapter)?;
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("raypick"),
@@ -199,13 +206,13 @@ impl GpuContext {
                 ..Default::default()
             })
             .await
-            .map_err(|e| Error::Device(e.to_string()))?;
+            .map_err(Error::Device)?;
         let errors = Arc::new(ErrorSink::default());
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
             sink.record(match e {
-                wgpu::Error::OutOfMemory { .. } => SinkError::OutOfMemory(e.to_string()),
-                _ => SinkError::Other(e.to_string()),
+                wgpu::Error::OutOfMemory { .. } => SinkError::OutOfMemory(Arc::new(e)),
+                _ => SinkError::Other(Arc::new(e)),
             })
         }));
         let sink = errors.clone();
@@ -335,9 +342,12 @@ impl GpuContext {
     /// [`GpuContext::max_mesh_bytes`].
     pub(crate) fn check_mesh_bytes(&self, bytes: u64) -> Result<()> {
         match self.max_mesh_bytes {
-            Some(max) if bytes > max => Err(Error::OutOfMemory(format!(
-                "the mesh needs {bytes} bytes of GPU memory, more than the {max} bytes allowed"
-            ))),
+            Some(max) if bytes > max => Err(Error::OutOfMemory {
+                message: format!(
+                    "the mesh needs {bytes} bytes of GPU memory, more than the {max} bytes allowed"
+                ),
+                source: None,
+            }),
             _ => Ok(()),
         }
     }
@@ -346,8 +356,9 @@ impl GpuContext {
     /// failed readback or poll on a lost device is device loss).
     pub(crate) fn lost_or(&self, error: Error) -> Error {
         match error {
-            Error::DeviceLost(_) | Error::OutOfMemory(_) => error,
-            _ if self.errors.lost() => Error::DeviceLost(error.to_string()),
+            Error::DeviceLost(_) | Error::OutOfMemory { .. } => error,
+            // The recorded loss says why; the failed call only that it failed.
+            _ if self.errors.lost() => self.errors.check().err().unwrap_or(error),
             _ => error,
         }
     }
@@ -362,7 +373,7 @@ impl GpuContext {
         let oom = pollster::block_on(oom.pop());
         self.errors.check()?;
         match oom.or(validation) {
-            Some(e) => Err(classify(&e, self.errors.lost())),
+            Some(e) => Err(self.lost_or(classify(e))),
             None => Ok(out),
         }
     }

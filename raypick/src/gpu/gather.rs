@@ -100,7 +100,7 @@ impl GpuContext {
                 return Err(Error::MissingStorageUsage(name));
             }
             if buffer.size() > self.max_binding_bytes() {
-                return Err(Error::Unsupported(format!(
+                return Err(Error::GpuLimit(format!(
                     "the {name} buffer ({} bytes) is larger than one storage binding ({} bytes)",
                     buffer.size(),
                     self.max_binding_bytes()
@@ -111,7 +111,7 @@ impl GpuContext {
         layout.check(buffers.vertices.size(), buffers.indices.size())?;
         let n = layout.triangle_count();
         if n > self.triangles_per_chunk() {
-            return Err(Error::Unsupported(format!(
+            return Err(Error::GpuLimit(format!(
                 "{n} triangles gathered from GPU buffers do not fit one storage binding \
                  (at most {})",
                 self.triangles_per_chunk()
@@ -154,7 +154,7 @@ impl GpuContext {
     /// again on the GPU in leaf order, and the refit passes are prepared.
     fn upload_gathered_bvh(&self, buffers: &MeshBuffers, bvh: Bvh) -> Result<GpuMesh> {
         if self.split_bvh(&bvh).len() > 1 {
-            return Err(Error::Unsupported(
+            return Err(Error::GpuLimit(
                 "the BVH of a mesh gathered from GPU buffers must fit one storage binding".into(),
             ));
         }
@@ -200,7 +200,7 @@ impl GpuContext {
     /// GPU, with no readback: the triangles are gathered again from the same
     /// buffers (their contents when this is submitted) and, for a BVH, every box is
     /// refitted bottom-up, one level per dispatch. The tree keeps its shape (see
-    /// [`crate::bvh::refit`]); a triangle that was degenerate at creation has no
+    /// [`Picker::refit`](crate::Picker::refit)); a triangle that was degenerate at creation has no
     /// leaf and stays out of a BVH until it is made again.
     ///
     /// The CPU copy of the tree, used only to finish rays that exceed the GPU's
@@ -327,7 +327,7 @@ impl GpuContext {
         let data = {
             let view = slice
                 .get_mapped_range()
-                .map_err(|e| Error::Readback(e.to_string()))?;
+                .map_err(|e| Error::Readback(Box::new(e)))?;
             bytemuck::pod_collect_to_vec(&view)
         };
         staging.unmap();

@@ -270,7 +270,7 @@ impl GpuContext {
     }
 
     /// Traces `rays` through an uploaded instance scene (blocking); one hit per ray,
-    /// bit for bit those of [`crate::cpu::CpuBackend::trace_instances`].
+    /// bit for bit those of the CPU backend.
     pub fn trace_instances(
         &self,
         scene: &GpuInstanceScene,
@@ -309,14 +309,14 @@ impl GpuContext {
                 {
                     let view = slice
                         .get_mapped_range()
-                        .map_err(|e| self.lost_or(Error::Readback(e.to_string())))?;
+                        .map_err(|e| self.lost_or(Error::Readback(Box::new(e))))?;
                     records.copy_from_slice(bytemuck::cast_slice(&view));
                 }
                 scratch.staging.unmap();
             }
         }
         self.errors.check()?;
-        let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+        let (cull, mode) = (options.cull, options.mode);
         Ok(sanitized
             .par_iter()
             .zip(records.par_iter())
@@ -341,16 +341,7 @@ impl GpuContext {
         rays: &[Ray],
         options: &TraceOptions,
     ) {
-        let params = TraverseParams {
-            ray_count: rays.len() as u32,
-            cull: options.cull.to_u32(),
-            accumulate: 0,
-            miss_t: f32::INFINITY,
-            one: 1.0,
-            max_steps: self.max_traversal_steps(),
-            mode: options.mode.to_u32(),
-            ..Default::default()
-        };
+        let params = self.traverse_params(rays.len(), options);
         self.queue
             .write_buffer(&scratch.params, 0, bytemuck::bytes_of(&params));
         self.queue
@@ -365,19 +356,7 @@ impl GpuContext {
             &scratch.rays,
             &scratch.hits,
         ];
-        let entries: Vec<_> = buffers
-            .iter()
-            .enumerate()
-            .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                binding: binding as u32,
-                resource: buffer.as_entire_binding(),
-            })
-            .collect();
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("raypick instances"),
-            layout: &layout,
-            entries: &entries,
-        });
+        let bind_group = self.bind_group(&layout, &buffers);
         let mut encoder = self.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());

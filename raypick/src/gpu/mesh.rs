@@ -116,7 +116,7 @@ impl GpuContext {
         }
     }
 
-    /// Uploads already packed triangles for brute force (see [`crate::prepare::pack_mesh`]).
+    /// Uploads already packed triangles for brute force (one packed triangle per mesh triangle, in id order).
     pub fn upload_packed(&self, triangles: &[PackedTriangle]) -> Result<GpuMesh> {
         self.errors.check()?;
         self.check_mesh_bytes(std::mem::size_of_val(triangles) as u64)?;

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use crate::error::{Error, Result};
 use crate::options::Mode;
 use crate::shaders;
-use crate::types::{QUERY_ALL, QUERY_ANY, QUERY_CLOSEST};
+use crate::types::Query;
 
 /// Every compute pipeline raypick uses: the tracing stages once per query and
 /// triangle test (the `QUERY` and `MODE` pipeline constants). The closest-hit
@@ -34,9 +34,8 @@ struct Stage {
     name: &'static str,
     entry: &'static str,
     module: wgpu::ShaderModule,
-    /// Indexed by query ([`QUERY_CLOSEST`], [`QUERY_ANY`], [`QUERY_ALL`]) times
-    /// two plus the mode ([`Mode::to_u32`]).
-    pipelines: [OnceLock<wgpu::ComputePipeline>; 6],
+    /// Indexed by [`Query`], then [`Mode`] (their discriminants).
+    pipelines: [[OnceLock<wgpu::ComputePipeline>; 2]; 3],
 }
 
 impl Pipelines {
@@ -68,8 +67,8 @@ impl Pipelines {
                 shaders::REFIT_ENTRY,
             )?,
         };
-        pipelines.brute_force(device, QUERY_CLOSEST, Mode::default())?;
-        pipelines.bvh_traverse(device, QUERY_CLOSEST, Mode::default())?;
+        pipelines.brute_force(device, Query::Closest, Mode::default())?;
+        pipelines.bvh_traverse(device, Query::Closest, Mode::default())?;
         Ok(pipelines)
     }
 
@@ -77,7 +76,7 @@ impl Pipelines {
     pub(crate) fn brute_force(
         &self,
         device: &wgpu::Device,
-        query: u32,
+        query: Query,
         mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
         self.brute_force.pipeline(device, query, mode)
@@ -87,7 +86,7 @@ impl Pipelines {
     pub(crate) fn bvh_traverse(
         &self,
         device: &wgpu::Device,
-        query: u32,
+        query: Query,
         mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
         self.bvh_traverse.pipeline(device, query, mode)
@@ -112,12 +111,12 @@ impl Pipelines {
                 self.instance_traverse.get_or_init(|| built)
             }
         };
-        stage.pipeline(device, QUERY_CLOSEST, mode)
+        stage.pipeline(device, Query::Closest, mode)
     }
 }
 
 impl Stage {
-    /// Compiles the module, turning a validation error into [`Error::Gpu`].
+    /// Compiles the module, turning a validation error into [`Error::Pipeline`].
     fn new(
         device: &wgpu::Device,
         name: &'static str,
@@ -130,7 +129,10 @@ impl Stage {
             source: wgpu::ShaderSource::Wgsl(Cow::Owned(source)),
         });
         match pollster::block_on(scope.pop()) {
-            Some(e) => Err(Error::Gpu(format!("building the {name} module: {e}"))),
+            Some(source) => Err(Error::Pipeline {
+                stage: format!("{name} (module)"),
+                source,
+            }),
             None => Ok(Self {
                 name,
                 entry,
@@ -144,18 +146,17 @@ impl Stage {
     fn pipeline(
         &self,
         device: &wgpu::Device,
-        query: u32,
+        query: Query,
         mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
-        debug_assert!([QUERY_CLOSEST, QUERY_ANY, QUERY_ALL].contains(&query));
-        let slot = &self.pipelines[(query * 2 + mode.to_u32()) as usize];
+        let slot = &self.pipelines[query as usize][mode as usize];
         if let Some(pipeline) = slot.get() {
             return Ok(pipeline);
         }
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let constants = [
-            ("QUERY", f64::from(query)),
-            ("MODE", f64::from(mode.to_u32())),
+            ("QUERY", f64::from(query as u32)),
+            ("MODE", f64::from(mode as u32)),
         ];
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(self.name),
@@ -169,16 +170,16 @@ impl Stage {
             cache: None,
         });
         match pollster::block_on(scope.pop()) {
-            Some(e) => Err(Error::Gpu(format!(
-                "building the {} pipeline (query {query}, {mode:?}): {e}",
-                self.name
-            ))),
+            Some(source) => Err(Error::Pipeline {
+                stage: format!("{} ({query:?}, {mode:?})", self.name),
+                source,
+            }),
             None => Ok(slot.get_or_init(|| pipeline)),
         }
     }
 }
 
-/// Compiles one compute stage, turning a validation error into [`Error::Gpu`].
+/// Compiles one compute stage, turning a validation error into [`Error::Pipeline`].
 fn pipeline(
     device: &wgpu::Device,
     name: &str,
@@ -199,7 +200,10 @@ fn pipeline(
         cache: None,
     });
     match pollster::block_on(scope.pop()) {
-        Some(e) => Err(Error::Gpu(format!("building the {name} pipeline: {e}"))),
+        Some(source) => Err(Error::Pipeline {
+            stage: name.to_string(),
+            source,
+        }),
         None => Ok(pipeline),
     }
 }

@@ -31,13 +31,16 @@ pub(crate) async fn map_read(
     if wait == Wait::Block {
         device
             .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Gpu(e.to_string()))?;
+            .map_err(Error::Poll)?;
     }
     let received = poll_until_ready(device, receiver.receive()).await;
     match received {
         Some(Ok(())) => Ok(()),
-        Some(Err(e)) => Err(Error::Readback(e.to_string())),
-        None => Err(Error::Readback("the map callback was dropped".into())),
+        Some(Err(e)) => Err(Error::Readback(Box::new(e))),
+        // wgpu drops the callback unanswered only when the device goes away.
+        None => Err(Error::DeviceLost(
+            "the buffer mapping was dropped unanswered".into(),
+        )),
     }
 }
 

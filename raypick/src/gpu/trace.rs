@@ -22,10 +22,7 @@ use crate::error::{Error, Result, check_output_length};
 use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
 use crate::shaders::{BRUTE_FORCE_WORKGROUP, BVH_TRAVERSE_WORKGROUP, UNFINISHED};
-use crate::types::{
-    Hit, LIST_TRUNCATED, MISS, QUERY_ALL, QUERY_ANY, QUERY_CLOSEST, Ray, TraceParams,
-    TraverseParams,
-};
+use crate::types::{Hit, LIST_TRUNCATED, MISS, Query, Ray, TraceParams, TraverseParams};
 
 const RAY_BYTES: u64 = std::mem::size_of::<Ray>() as u64;
 const HIT_BYTES: u64 = std::mem::size_of::<Hit>() as u64;
@@ -45,11 +42,11 @@ enum Output<'a> {
 }
 
 impl Output<'_> {
-    fn query(&self) -> u32 {
+    fn query(&self) -> Query {
         match self {
-            Output::Closest(_) => QUERY_CLOSEST,
-            Output::Any(_) => QUERY_ANY,
-            Output::All { .. } => QUERY_ALL,
+            Output::Closest(_) => Query::Closest,
+            Output::Any(_) => Query::Any,
+            Output::All { .. } => Query::All,
         }
     }
 
@@ -229,7 +226,7 @@ impl GpuContext {
         let per_dispatch = if max_hits > 0 {
             let per_binding = self.max_binding_bytes() / (max_hits * HIT_BYTES);
             if per_binding == 0 {
-                return Err(Error::Unsupported(format!(
+                return Err(Error::GpuLimit(format!(
                     "{max_hits} hits per ray need {} bytes, more than the largest storage \
                      binding ({} bytes)",
                     max_hits * HIT_BYTES,
@@ -341,10 +338,10 @@ impl GpuContext {
         chunks: &[TriangleChunk],
         ray_count: usize,
         options: &TraceOptions,
-        (query, max_hits): (u32, u32),
+        (query, max_hits): (Query, u32),
         scratch: &Scratch,
     ) -> Result<()> {
-        let step = if query == QUERY_ALL {
+        let step = if query == Query::All {
             (self.max_triangles_per_dispatch() / max_hits.saturating_add(1)).max(1)
         } else {
             self.max_triangles_per_dispatch()
@@ -370,12 +367,12 @@ impl GpuContext {
                     ray_count: ray_count as u32,
                     tri_count: step.min(chunk.count - tri_first),
                     tri_base: chunk.base + tri_first,
-                    cull: options.cull.to_u32(),
+                    cull: options.cull as u32,
                     accumulate: u32::from(!passes.is_empty()),
                     miss_t: f32::INFINITY,
                     one: 1.0,
                     tri_first,
-                    mode: options.mode.to_u32(),
+                    mode: options.mode as u32,
                     max_hits,
                     ..Default::default()
                 };
@@ -383,7 +380,7 @@ impl GpuContext {
             }
         }
         let workgroups = (ray_count as u32).div_ceil(BRUTE_FORCE_WORKGROUP);
-        let lists = query == QUERY_ALL;
+        let lists = query == Query::All;
         self.submit_passes(
             pipeline,
             passes,
@@ -400,7 +397,7 @@ impl GpuContext {
         chunks: &[BvhBuffers],
         ray_count: usize,
         options: &TraceOptions,
-        (query, max_hits): (u32, u32),
+        (query, max_hits): (Query, u32),
         scratch: &Scratch,
     ) -> Result<()> {
         let pipeline = self
@@ -412,14 +409,9 @@ impl GpuContext {
             .enumerate()
             .map(|(index, chunk)| {
                 let params = TraverseParams {
-                    ray_count: ray_count as u32,
-                    cull: options.cull.to_u32(),
                     accumulate: u32::from(index > 0),
-                    miss_t: f32::INFINITY,
-                    one: 1.0,
-                    max_steps: self.max_traversal_steps(),
-                    mode: options.mode.to_u32(),
                     max_hits,
+                    ..self.traverse_params(ray_count, options)
                 };
                 let bind_group = self.bind_group(
                     &layout,
@@ -436,7 +428,7 @@ impl GpuContext {
             })
             .collect();
         let workgroups = (ray_count as u32).div_ceil(BVH_TRAVERSE_WORKGROUP);
-        let lists = query == QUERY_ALL;
+        let lists = query == Query::All;
         self.submit_passes(
             pipeline,
             passes,
@@ -447,7 +439,26 @@ impl GpuContext {
         Ok(())
     }
 
-    fn bind_group(
+    /// The parameters of a traversal dispatch (BVH or instances) of `ray_count` rays
+    /// that starts from misses and keeps the nearest hit.
+    pub(crate) fn traverse_params(
+        &self,
+        ray_count: usize,
+        options: &TraceOptions,
+    ) -> TraverseParams {
+        TraverseParams {
+            ray_count: ray_count as u32,
+            cull: options.cull as u32,
+            miss_t: f32::INFINITY,
+            one: 1.0,
+            max_steps: self.max_traversal_steps(),
+            mode: options.mode as u32,
+            ..Default::default()
+        }
+    }
+
+    /// A bind group of `buffers`, whole, at bindings 0, 1, … of `layout`.
+    pub(crate) fn bind_group(
         &self,
         layout: &wgpu::BindGroupLayout,
         buffers: &[&wgpu::Buffer],
@@ -515,7 +526,7 @@ async fn read_back(
     {
         let view = slice
             .get_mapped_range()
-            .map_err(|e| Error::Readback(e.to_string()))?;
+            .map_err(|e| Error::Readback(Box::new(e)))?;
         out.copy_from_slice(bytemuck::cast_slice(&view));
     }
     staging.unmap();
@@ -531,7 +542,7 @@ fn finish_any(
     occluded: &mut [bool],
     options: &TraceOptions,
 ) {
-    let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+    let (cull, mode) = (options.cull, options.mode);
     occluded
         .par_iter_mut()
         .zip(found)
@@ -555,7 +566,7 @@ fn finish_all(
     states: &mut [u32],
     options: &TraceOptions,
 ) {
-    let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+    let (cull, mode) = (options.cull, options.mode);
     let k = slots.len() / rays.len().max(1);
     slots
         .par_chunks_mut(k)
@@ -580,7 +591,7 @@ fn finish_all(
 /// Completes on the CPU the rays the GPU reported as [`UNFINISHED`] (out of loop
 /// steps), with the same traversal.
 pub(crate) fn finish_on_cpu(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) {
-    let (cull, mode) = (options.cull.to_u32(), options.mode.to_u32());
+    let (cull, mode) = (options.cull, options.mode);
     hits.par_iter_mut()
         .zip(rays)
         .filter(|(hit, _)| hit.prim == UNFINISHED)

@@ -48,9 +48,9 @@
 //!
 //! | stage | shader | CPU |
 //! | --- | --- | --- |
-//! | two-level traversal | `shaders/instance_traverse.wgsl` | [`crate::cpu::instance_traverse`] (twin) |
+//! | two-level traversal | `shaders/instance_traverse.wgsl` | `cpu::instance_traverse` (twin) |
 //!
-//! The CPU backend ([`crate::cpu::CpuBackend::trace_instances`]) runs the mirror's
+//! The CPU backend runs the mirror's
 //! top-level loop with the 8-wide CPU BVH below it; the GPU backend
 //! ([`crate::gpu::GpuContext::upload_instances`], [`GpuInstanceScene`]) runs the
 //! shader, and the mirror finishes the rays that run out of GPU loop steps. Both
@@ -96,7 +96,7 @@ impl Instance {
 /// The nearest hit of one ray in an [`InstanceScene`].
 ///
 /// A miss is [`InstanceHit::MISS`]: `prim`, `instance` and `id` are
-/// [`MISS`], `t = +inf`, every other field zero.
+/// `u32::MAX` (as in [`Hit::MISS`](crate::Hit::MISS)), `t = +inf`, every other field zero.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct InstanceHit {
     /// Ray parameter, in units of the (world) ray direction.

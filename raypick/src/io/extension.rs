@@ -36,10 +36,12 @@ pub(crate) fn encoding_of(path: &Path, kind: &str, binary_extension: &str) -> Re
         Some(ext) if ext == binary_extension => Ok(Encoding::Binary),
         Some("npy") => Ok(Encoding::Npy),
         Some("csv") => Ok(Encoding::Csv),
-        _ => Err(Error::Unsupported(format!(
-            "{}: unknown {kind} file format ({}); supported: .{binary_extension}, .npy, .csv",
-            path.display(),
-            describe_extension(path),
-        ))),
+        _ => Err(Error::UnknownFormat {
+            path: path.to_path_buf(),
+            message: format!(
+                "unknown {kind} file format ({}); supported: .{binary_extension}, .npy, .csv",
+                describe_extension(path),
+            ),
+        }),
     }
 }

@@ -68,7 +68,7 @@ fn read_mesh(path: &Path, data: &[u8]) -> Result<LoadedMesh> {
 }
 
 /// The supported mesh format of `path` (an entry of [`SUPPORTED_MESH_EXTENSIONS`]),
-/// or [`Error::Unsupported`].
+/// or [`Error::UnknownFormat`].
 fn mesh_format(path: &Path) -> Result<&'static str> {
     let extension = lowercase_extension(path);
     match SUPPORTED_MESH_EXTENSIONS
@@ -76,15 +76,17 @@ fn mesh_format(path: &Path) -> Result<&'static str> {
         .find(|&&ext| Some(ext) == extension.as_deref())
     {
         Some(&ext) => Ok(ext),
-        None => Err(Error::Unsupported(format!(
-            "{}: unknown mesh format ({}); supported mesh formats: {}",
-            path.display(),
-            describe_extension(path),
-            SUPPORTED_MESH_EXTENSIONS
-                .iter()
-                .map(|ext| format!(".{ext}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
+        None => Err(Error::UnknownFormat {
+            path: path.to_path_buf(),
+            message: format!(
+                "unknown mesh format ({}); supported mesh formats: {}",
+                describe_extension(path),
+                SUPPORTED_MESH_EXTENSIONS
+                    .iter()
+                    .map(|ext| format!(".{ext}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
     }
 }

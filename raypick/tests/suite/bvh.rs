@@ -838,13 +838,7 @@ fn trace_bvh(path: Path, bvh: &Arc<Bvh>, rays: &[Ray], cull: Cull) -> Vec<Hit> {
             rays.par_chunks(256)
                 .zip(hits.par_chunks_mut(256))
                 .for_each(|(rays, hits)| {
-                    raypick::cpu::bvh_traverse::trace_rays(
-                        bvh,
-                        rays,
-                        hits,
-                        cull.to_u32(),
-                        options.mode.to_u32(),
-                    )
+                    raypick::cpu::bvh_traverse::trace_rays(bvh, rays, hits, cull, options.mode)
                 });
             hits
         }
@@ -1088,7 +1082,7 @@ fn replay(bvh: &Bvh, ray: &Ray) -> Replay {
         (near - near.abs() * MARGIN <= far + far.abs() * MARGIN).then_some(near)
     };
     let frame = RayFrame::new(&ray);
-    let mode = raypick::Mode::default().to_u32();
+    let mode = raypick::Mode::default();
     let mut stack: Vec<(u32, f32)> = Vec::new();
     let mut node = 0u32;
     loop {
@@ -1111,7 +1105,7 @@ fn replay(bvh: &Bvh, ray: &Ray) -> Replay {
                 let range = child.index as usize..(child.index + child.count) as usize;
                 for tri in &bvh.triangles()[range] {
                     out.steps += 1;
-                    let c = intersect(&ray, &frame, tri, 0, f32::INFINITY, mode);
+                    let c = intersect(&ray, &frame, tri, raypick::Cull::None, f32::INFINITY, mode);
                     let best = out.hit;
                     if c.accepted && (c.t < best.t || (c.t == best.t && tri.id < best.prim)) {
                         out.hit = Hit {

@@ -145,9 +145,9 @@ fn naive(
                 &local,
                 &frame,
                 tri,
-                options.cull.to_u32(),
+                options.cull,
                 f32::INFINITY,
-                options.mode.to_u32(),
+                options.mode,
             );
             // Instances are visited in index order and triangles in id order, so
             // only a strictly nearer hit replaces the best one.

@@ -130,18 +130,21 @@ fn shader_constants_match_rust() {
     };
     assert_eq!(constant("MISS"), raypick::types::MISS);
     assert_eq!(constant("EMPTY_CHILD"), raypick::types::EMPTY_CHILD);
-    assert_eq!(constant("CULL_NONE"), raypick::Cull::None.to_u32());
-    assert_eq!(constant("CULL_BACK"), raypick::Cull::Back.to_u32());
-    assert_eq!(constant("CULL_FRONT"), raypick::Cull::Front.to_u32());
-    assert_eq!(constant("MODE_FAST"), raypick::Mode::Fast.to_u32());
+    assert_eq!(constant("CULL_NONE"), raypick::Cull::None as u32);
+    assert_eq!(constant("CULL_BACK"), raypick::Cull::Back as u32);
+    assert_eq!(constant("CULL_FRONT"), raypick::Cull::Front as u32);
+    assert_eq!(constant("MODE_FAST"), raypick::Mode::Fast as u32);
     assert_eq!(
         constant("MODE_WATERTIGHT"),
-        raypick::Mode::Watertight.to_u32()
+        raypick::Mode::Watertight as u32
     );
     assert_eq!(constant("WORKGROUP_SIZE"), shaders::BRUTE_FORCE_WORKGROUP);
-    assert_eq!(constant("QUERY_CLOSEST"), raypick::types::QUERY_CLOSEST);
-    assert_eq!(constant("QUERY_ANY"), raypick::types::QUERY_ANY);
-    assert_eq!(constant("QUERY_ALL"), raypick::types::QUERY_ALL);
+    for (name, query) in ["QUERY_CLOSEST", "QUERY_ANY", "QUERY_ALL"]
+        .into_iter()
+        .zip(raypick::types::Query::ALL)
+    {
+        assert_eq!(constant(name), query as u32, "{query:?}");
+    }
     assert_eq!(constant("LIST_TRUNCATED"), raypick::types::LIST_TRUNCATED);
     let entry = module
         .entry_points

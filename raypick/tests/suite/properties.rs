@@ -307,8 +307,7 @@ proptest! {
         use raypick::cpu::intersect::{RayFrame, box_interval, candidate, intersect, test};
         let tri = raypick::prepare::pack_triangle(triangle, 0);
         let frame = RayFrame::new(&ray);
-        let mode = mode.to_u32();
-        let hit = intersect(&ray, &frame, &tri, Cull::None.to_u32(), f32::INFINITY, mode);
+        let hit = intersect(&ray, &frame, &tri, Cull::None, f32::INFINITY, mode);
         prop_assume!(hit.accepted);
         // Within the ray's interval through the triangle's padded box (its entry when
         // rounding left that empty).
@@ -319,7 +318,7 @@ proptest! {
         prop_assert!(hit.t <= exit || hit.t == entry, "t {} after the exit {}", hit.t, exit);
         // Any box that holds the triangle's padded box (the builder's), grown by up to
         // its size, is entered at or before t by the traversals' own box test.
-        let (lo, hi) = raypick::bvh::triangle_box(&tri);
+        let (lo, hi) = raypick::bvh::build::triangle_box(&tri);
         let size = (hi - lo).max_element();
         let child = raypick::types::BvhChild {
             lo: lo - Vec3::from_slice(&pad[..3]) * size,
@@ -331,7 +330,7 @@ proptest! {
         prop_assert!(entered.is_some_and(|e| e <= hit.t), "box entered at {:?}, t {}", entered, hit.t);
         // Clamping only removes rounding error: never farther from the exact t than the
         // kernel's own t, beyond the rounding of the box's slab distances.
-        let (raw, ..) = candidate(test(&frame, vertices, tri.edge_norm, mode), &frame, Cull::None.to_u32());
+        let (raw, ..) = candidate(test(&frame, vertices, tri.edge_norm, mode), &frame, Cull::None);
         let raw = (raw * frame.t_scale) as f64;
         let (exact, _) = exact_t(&ray, triangle).expect("an accepted hit has a plane");
         let slab_rounding = 4.0 * EPS * (hit.t as f64).abs();

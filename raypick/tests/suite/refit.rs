@@ -208,39 +208,15 @@ fn gpu_refit_of_uploaded_meshes_answers_like_a_fresh_build() {
 
 #[test]
 fn gpu_refit_of_renderer_buffers_matches_the_cpu_refit_bit_for_bit() {
-    use raypick::gather::MeshLayout;
-    use raypick::gpu::MeshBuffers;
-    use wgpu::util::DeviceExt;
+    use raypick_testkit::gpu::RendererMesh;
     let Some(r) = crate::support::renderer() else {
         return;
     };
     let picker = Picker::from_device(r.device.clone(), r.queue.clone(), &r.adapter).unwrap();
     let gpu = picker.gpu().unwrap();
     let mesh = deformable(&scene_mesh(20_000));
-    let buffer = |bytes: &[u8], usage| {
-        r.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("renderer buffer"),
-                contents: bytes,
-                usage: usage | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-            })
-    };
-    let vertices = buffer(
-        bytemuck::cast_slice(mesh.positions()),
-        wgpu::BufferUsages::VERTEX,
-    );
-    let indices = buffer(
-        bytemuck::cast_slice(mesh.indices()),
-        wgpu::BufferUsages::INDEX,
-    );
-    let buffers = MeshBuffers {
-        vertices: &vertices,
-        indices: &indices,
-        layout: MeshLayout::packed(
-            mesh.positions().len() as u32,
-            mesh.triangle_count() as u32 * 3,
-        ),
-    };
+    let renderer_mesh = RendererMesh::new(&r.device, &mesh);
+    let buffers = renderer_mesh.buffers();
     let mut bvh = gpu.upload_buffers(&buffers, Accel::Bvh).unwrap();
     let mut brute = gpu.upload_buffers(&buffers, Accel::Brute).unwrap();
     let mut tree = Bvh::build(&mesh);
@@ -251,8 +227,11 @@ fn gpu_refit_of_renderer_buffers_matches_the_cpu_refit_bit_for_bit() {
     );
     for phase in [0.7f32, 3.3] {
         let moved = fixtures::waved(&mesh, phase);
-        r.queue
-            .write_buffer(&vertices, 0, bytemuck::cast_slice(moved.positions()));
+        r.queue.write_buffer(
+            &renderer_mesh.vertices,
+            0,
+            bytemuck::cast_slice(moved.positions()),
+        );
         gpu.refit_gathered(&mut bvh).unwrap();
         gpu.refit_gathered(&mut brute).unwrap();
         tree.refit(&moved).unwrap();
@@ -292,10 +271,9 @@ fn gpu_refit_of_renderer_buffers_matches_the_cpu_refit_bit_for_bit() {
 
 #[test]
 fn rays_finished_on_the_cpu_after_a_gpu_refit_see_the_moved_vertices() {
-    use raypick::gather::MeshLayout;
-    use raypick::gpu::{GpuContext, GpuOptions, MeshBuffers};
+    use raypick::gpu::{GpuContext, GpuOptions};
     use raypick::service::PickService;
-    use wgpu::util::DeviceExt;
+    use raypick_testkit::gpu::RendererMesh;
     if crate::support::gpu().is_none() {
         return;
     }
@@ -306,28 +284,15 @@ fn rays_finished_on_the_cpu_after_a_gpu_refit_see_the_moved_vertices() {
     })
     .unwrap();
     let mesh = deformable(&fixtures::builtin_scene(2_000));
-    let buffer = |bytes: &[u8]| {
-        gpu.device()
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("renderer buffer"),
-                contents: bytes,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-            })
-    };
-    let vertices = buffer(bytemuck::cast_slice(mesh.positions()));
-    let indices = buffer(bytemuck::cast_slice(mesh.indices()));
-    let buffers = MeshBuffers {
-        vertices: &vertices,
-        indices: &indices,
-        layout: MeshLayout::packed(
-            mesh.positions().len() as u32,
-            mesh.triangle_count() as u32 * 3,
-        ),
-    };
+    let renderer_mesh = RendererMesh::new(gpu.device(), &mesh);
+    let buffers = renderer_mesh.buffers();
     let mut gathered = gpu.upload_buffers(&buffers, Accel::Bvh).unwrap();
     let moved = fixtures::waved(&mesh, 1.9);
-    gpu.queue()
-        .write_buffer(&vertices, 0, bytemuck::cast_slice(moved.positions()));
+    gpu.queue().write_buffer(
+        &renderer_mesh.vertices,
+        0,
+        bytemuck::cast_slice(moved.positions()),
+    );
     gpu.refit_gathered(&mut gathered).unwrap();
     let rays = rays_for(&moved);
     let fresh = cpu_trace(&CpuMesh::with_accel(&moved, Accel::Bvh), &rays);

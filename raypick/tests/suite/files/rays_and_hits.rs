@@ -1,27 +1,18 @@
-//! Ray, hit and mesh files (`docs/contracts.md` §2): round trips through every format,
-//! `.npy` files built byte by byte (an independent writer), error cases, atomic writes
-//! and OBJ loading.
+//! Ray and hit files: round trips through every format, `.npy` files built byte by
+//! byte, error cases and atomic writes.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::{expect_format_error, file_names, message_naming, temp_dir, write_file};
 use crate::support::files::npy_bytes;
 use glam::Vec3;
 use raypick::io::{
-    Precision, load_mesh, load_obj, ray_file_precision, read_hits, read_rays, read_rays_f64,
-    write_atomic, write_hits, write_rays,
+    Precision, load_mesh, ray_file_precision, read_hits, read_rays, read_rays_f64, write_atomic,
+    write_hits, write_rays,
 };
 use raypick::types::MISS;
 use raypick::{Error, Hit, Ray};
-use tempfile::TempDir;
-
-// ---------------------------------------------------------------------------------
-// Helpers
-// ---------------------------------------------------------------------------------
-
-fn temp_dir() -> TempDir {
-    tempfile::tempdir().expect("create a temporary directory")
-}
 
 /// Rays with awkward values: infinities, NaN, negative zero, subnormals, extremes.
 fn sample_rays() -> Vec<Ray> {
@@ -118,52 +109,6 @@ fn assert_same_hits(got: &[Hit], want: &[Hit], context: &str) {
         );
     }
 }
-
-fn write_file(dir: &TempDir, name: &str, bytes: &[u8]) -> PathBuf {
-    let path = dir.path().join(name);
-    fs::write(&path, bytes).expect("write test file");
-    path
-}
-
-fn file_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .expect("list directory")
-        .map(|entry| {
-            entry
-                .expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    names.sort();
-    names
-}
-
-/// The error message, checked to name the file.
-fn message_naming(error: &Error, path: &Path) -> String {
-    let message = error.to_string();
-    assert!(
-        message.contains(&path.display().to_string()),
-        "error does not name {}: {message}",
-        path.display()
-    );
-    message
-}
-
-fn expect_format_error(result: raypick::Result<impl std::fmt::Debug>, path: &Path) -> String {
-    match result {
-        Err(error @ Error::Format { .. }) => message_naming(&error, path),
-        other => panic!(
-            "expected a format error for {}, got {other:?}",
-            path.display()
-        ),
-    }
-}
-
-// ---------------------------------------------------------------------------------
-// Ray files
-// ---------------------------------------------------------------------------------
 
 #[test]
 fn rays_round_trip_through_every_format() {
@@ -768,7 +713,7 @@ fn missing_files_are_file_errors_naming_the_path() {
 }
 
 #[test]
-fn unknown_extensions_are_unsupported() {
+fn unknown_extensions_are_unknown_formats() {
     let dir = temp_dir();
     type Call = fn(&Path) -> raypick::Result<()>;
     let cases: [(&str, Call); 6] = [
@@ -782,32 +727,14 @@ fn unknown_extensions_are_unsupported() {
     for (name, call) in cases {
         let path = dir.path().join(name);
         match call(&path) {
-            Err(error @ Error::Unsupported(_)) => {
+            Err(error @ Error::UnknownFormat { .. }) => {
                 message_naming(&error, &path);
             }
-            other => panic!("{name}: expected Unsupported, got {other:?}"),
+            other => panic!("{name}: expected UnknownFormat, got {other:?}"),
         }
     }
     // Nothing was written for the rejected writes.
     assert!(file_names(dir.path()).is_empty());
-}
-
-#[test]
-fn mesh_formats_are_chosen_by_extension_case_insensitively() {
-    let dir = temp_dir();
-    // An empty ASCII STL: valid as `.STL`, broken content for every other format.
-    let content = b"solid x\nendsolid x\n";
-    let path = write_file(&dir, "m.STL", content);
-    assert_eq!(load_mesh(&path).expect("empty STL").triangle_count(), 0);
-    for name in ["m.gltf", "m.GLB", "m.ply"] {
-        let path = write_file(&dir, name, content);
-        match load_mesh(&path) {
-            Err(error @ Error::Format { .. }) => {
-                message_naming(&error, &path);
-            }
-            other => panic!("{name}: expected a format error, got {other:?}"),
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -899,162 +826,3 @@ fn failed_write_keeps_the_previous_file() {
 // ---------------------------------------------------------------------------------
 // OBJ meshes
 // ---------------------------------------------------------------------------------
-
-fn v(x: f32, y: f32, z: f32) -> Vec3 {
-    Vec3::new(x, y, z)
-}
-
-#[test]
-fn obj_quads_and_polygons_are_fan_triangulated_in_file_order() {
-    let dir = temp_dir();
-    let text = "\
-# a quad, a triangle and a pentagon
-mtllib missing.mtl
-v 0 0 0
-v 1 0 0
-v 1 1 0
-v 0 1 0
-vt 0 0
-vn 0 0 1
-usemtl nothing
-f 1 2 3 4
-f 4/1 3/1 2/1
-v 0 0 1
-v 2 0 1
-v 3 1 1
-v 2 2 1
-v 0 2 1
-f 5//1 6//1 7//1 8//1 9//1
-l 1 2 3
-p 1
-";
-    let path = write_file(&dir, "quad.obj", text.as_bytes());
-    let mesh = load_mesh(&path).unwrap();
-    let want = [
-        [v(0., 0., 0.), v(1., 0., 0.), v(1., 1., 0.)],
-        [v(0., 0., 0.), v(1., 1., 0.), v(0., 1., 0.)],
-        [v(0., 1., 0.), v(1., 1., 0.), v(1., 0., 0.)],
-        [v(0., 0., 1.), v(2., 0., 1.), v(3., 1., 1.)],
-        [v(0., 0., 1.), v(3., 1., 1.), v(2., 2., 1.)],
-        [v(0., 0., 1.), v(2., 2., 1.), v(0., 2., 1.)],
-    ];
-    assert_eq!(mesh.triangle_count(), want.len());
-    for (k, tri) in want.iter().enumerate() {
-        assert_eq!(mesh.triangle(k), *tri, "triangle {k}");
-    }
-}
-
-#[test]
-fn obj_objects_and_groups_are_concatenated_with_relative_indices() {
-    let dir = temp_dir();
-    let text = "\
-o first
-v 0 0 0
-v 1 0 0
-v 0 1 0
-f 1 2 3
-g part
-f -1 -2 -3
-o second
-v 5 5 5
-v 6 5 5
-v 6 6 5
-v 5 6 5
-f -4 -3 -2 -1
-g
-v 9 9 9
-f 1 4 8
-";
-    let path = write_file(&dir, "two.obj", text.as_bytes());
-    let mesh = load_obj(&path).unwrap();
-    let want = [
-        [v(0., 0., 0.), v(1., 0., 0.), v(0., 1., 0.)],
-        [v(0., 1., 0.), v(1., 0., 0.), v(0., 0., 0.)],
-        [v(5., 5., 5.), v(6., 5., 5.), v(6., 6., 5.)],
-        [v(5., 5., 5.), v(6., 6., 5.), v(5., 6., 5.)],
-        [v(0., 0., 0.), v(5., 5., 5.), v(9., 9., 9.)],
-    ];
-    assert_eq!(mesh.triangle_count(), want.len());
-    for (k, tri) in want.iter().enumerate() {
-        assert_eq!(mesh.triangle(k), *tri, "triangle {k}");
-    }
-}
-
-#[test]
-fn obj_vertex_colours_w_and_crlf_are_handled() {
-    let dir = temp_dir();
-    let text = "v 0 0 0 1 0 0\r\nv 2 0 0 2\r\nv 0 1 0\r\nf 1 2 3\r\n";
-    let path = write_file(&dir, "c.OBJ", text.as_bytes());
-    let mesh = load_mesh(&path).unwrap();
-    assert_eq!(
-        mesh.triangle(0),
-        [v(0., 0., 0.), v(1., 0., 0.), v(0., 1., 0.)]
-    );
-}
-
-#[test]
-fn obj_without_faces_is_an_empty_mesh() {
-    let dir = temp_dir();
-    let path = write_file(&dir, "empty.obj", b"# nothing\nv 1 2 3\n");
-    assert!(load_mesh(&path).unwrap().is_empty());
-}
-
-#[test]
-fn broken_obj_files_name_file_and_line() {
-    let dir = temp_dir();
-    let cases = [
-        (
-            "index.obj",
-            "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 4\n",
-            "line 4",
-        ),
-        ("zero.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 0 1 2\n", "line 4"),
-        (
-            "neg.obj",
-            "v 0 0 0\nv 1 0 0\nv 0 1 0\nf -1 -2 -4\n",
-            "line 4",
-        ),
-        (
-            "later.obj",
-            "v 0 0 0\nv 1 0 0\nf 1 2 3\nv 0 1 0\n",
-            "line 3",
-        ),
-        (
-            "number.obj",
-            "v 0 0 0\nv 1 zero 0\nv 0 1 0\nf 1 2 3\n",
-            "line 2",
-        ),
-        ("short.obj", "v 0 0\n", "line 1"),
-        (
-            "face.obj",
-            "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 two 3\n",
-            "line 4",
-        ),
-        ("empty_face.obj", "v 0 0 0\nf\n", "line 2"),
-        ("w.obj", "v 0 0 0 0\n", "line 1"),
-        (
-            "huge.obj",
-            "v 0 0 0\nf 1 1 99999999999999999999999\n",
-            "line 2",
-        ),
-    ];
-    for (name, text, line) in cases {
-        let path = write_file(&dir, name, text.as_bytes());
-        let message = expect_format_error(load_mesh(&path), &path);
-        assert!(message.contains(line), "{name}: {message}");
-    }
-    let path = write_file(
-        &dir,
-        "utf8.obj",
-        b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\xff\n",
-    );
-    let message = expect_format_error(load_mesh(&path), &path);
-    assert!(message.contains("line 4"), "{message}");
-    // Comments in other encodings do not matter.
-    let path = write_file(
-        &dir,
-        "latin1.obj",
-        b"# caf\xe9\nv 0 0 0\nv 1 0 0\nv 0 1 0\no caf\xe9\nf 1 2 3\n",
-    );
-    assert_eq!(load_mesh(&path).unwrap().triangle_count(), 1);
-}

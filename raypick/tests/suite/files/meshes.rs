@@ -1,6 +1,6 @@
-//! Mesh loaders: every format and variant on generated fixtures
-//! (`raypick-testkit/meshes/generate.py`), real files from `assimp-testmodels`,
-//! and malformed files.
+//! Mesh files: every format and variant on generated fixtures
+//! (`raypick-testkit/meshes/generate.py`), real files from `assimp-testmodels`, OBJ
+//! triangulation and grouping, malformed files, and the choice of loader by extension.
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +8,9 @@ use glam::Vec3;
 use raypick::io::{LoadedMesh, load_mesh, load_mesh_f64};
 use raypick::{Error, Mesh};
 use tempfile::TempDir;
+
+use super::{expect_format_error, message_naming, temp_dir, write_file};
+use raypick::io::load_obj;
 
 /// A committed fixture.
 fn fixture(name: &str) -> PathBuf {
@@ -457,17 +460,18 @@ fn missing_and_unreadable_files_are_file_errors() {
 }
 
 #[test]
-fn unknown_extension_is_unsupported() {
+fn an_unknown_mesh_extension_names_the_supported_ones() {
     let scratch = Scratch::new();
     let path = scratch.write("mesh.off", "OFF\n");
     match load_mesh(&path) {
-        Err(Error::Unsupported(message)) => {
-            assert!(
-                message.contains("mesh.off") && message.contains(".glb"),
-                "{message}"
-            );
+        Err(Error::UnknownFormat {
+            path: named,
+            message,
+        }) => {
+            assert_eq!(named, path);
+            assert!(message.contains(".glb"), "{message}");
         }
-        other => panic!("expected unsupported, got {other:?}"),
+        other => panic!("expected UnknownFormat, got {other:?}"),
     }
 }
 
@@ -709,4 +713,181 @@ fn damaged_fixtures_never_panic() {
         }
     }
     assert!(outcomes[0] > 0 && outcomes[1] > 0, "{outcomes:?}");
+}
+
+#[test]
+fn mesh_formats_are_chosen_by_extension_case_insensitively() {
+    let dir = temp_dir();
+    // An empty ASCII STL: valid as `.STL`, broken content for every other format.
+    let content = b"solid x\nendsolid x\n";
+    let path = write_file(&dir, "m.STL", content);
+    assert_eq!(load_mesh(&path).expect("empty STL").triangle_count(), 0);
+    for name in ["m.gltf", "m.GLB", "m.ply"] {
+        let path = write_file(&dir, name, content);
+        match load_mesh(&path) {
+            Err(error @ Error::Format { .. }) => {
+                message_naming(&error, &path);
+            }
+            other => panic!("{name}: expected a format error, got {other:?}"),
+        }
+    }
+}
+
+fn v(x: f32, y: f32, z: f32) -> Vec3 {
+    Vec3::new(x, y, z)
+}
+
+#[test]
+fn obj_quads_and_polygons_are_fan_triangulated_in_file_order() {
+    let dir = temp_dir();
+    let text = "\
+# a quad, a triangle and a pentagon
+mtllib missing.mtl
+v 0 0 0
+v 1 0 0
+v 1 1 0
+v 0 1 0
+vt 0 0
+vn 0 0 1
+usemtl nothing
+f 1 2 3 4
+f 4/1 3/1 2/1
+v 0 0 1
+v 2 0 1
+v 3 1 1
+v 2 2 1
+v 0 2 1
+f 5//1 6//1 7//1 8//1 9//1
+l 1 2 3
+p 1
+";
+    let path = write_file(&dir, "quad.obj", text.as_bytes());
+    let mesh = load_mesh(&path).unwrap();
+    let want = [
+        [v(0., 0., 0.), v(1., 0., 0.), v(1., 1., 0.)],
+        [v(0., 0., 0.), v(1., 1., 0.), v(0., 1., 0.)],
+        [v(0., 1., 0.), v(1., 1., 0.), v(1., 0., 0.)],
+        [v(0., 0., 1.), v(2., 0., 1.), v(3., 1., 1.)],
+        [v(0., 0., 1.), v(3., 1., 1.), v(2., 2., 1.)],
+        [v(0., 0., 1.), v(2., 2., 1.), v(0., 2., 1.)],
+    ];
+    assert_eq!(mesh.triangle_count(), want.len());
+    for (k, tri) in want.iter().enumerate() {
+        assert_eq!(mesh.triangle(k), *tri, "triangle {k}");
+    }
+}
+
+#[test]
+fn obj_objects_and_groups_are_concatenated_with_relative_indices() {
+    let dir = temp_dir();
+    let text = "\
+o first
+v 0 0 0
+v 1 0 0
+v 0 1 0
+f 1 2 3
+g part
+f -1 -2 -3
+o second
+v 5 5 5
+v 6 5 5
+v 6 6 5
+v 5 6 5
+f -4 -3 -2 -1
+g
+v 9 9 9
+f 1 4 8
+";
+    let path = write_file(&dir, "two.obj", text.as_bytes());
+    let mesh = load_obj(&path).unwrap();
+    let want = [
+        [v(0., 0., 0.), v(1., 0., 0.), v(0., 1., 0.)],
+        [v(0., 1., 0.), v(1., 0., 0.), v(0., 0., 0.)],
+        [v(5., 5., 5.), v(6., 5., 5.), v(6., 6., 5.)],
+        [v(5., 5., 5.), v(6., 6., 5.), v(5., 6., 5.)],
+        [v(0., 0., 0.), v(5., 5., 5.), v(9., 9., 9.)],
+    ];
+    assert_eq!(mesh.triangle_count(), want.len());
+    for (k, tri) in want.iter().enumerate() {
+        assert_eq!(mesh.triangle(k), *tri, "triangle {k}");
+    }
+}
+
+#[test]
+fn obj_vertex_colours_w_and_crlf_are_handled() {
+    let dir = temp_dir();
+    let text = "v 0 0 0 1 0 0\r\nv 2 0 0 2\r\nv 0 1 0\r\nf 1 2 3\r\n";
+    let path = write_file(&dir, "c.OBJ", text.as_bytes());
+    let mesh = load_mesh(&path).unwrap();
+    assert_eq!(
+        mesh.triangle(0),
+        [v(0., 0., 0.), v(1., 0., 0.), v(0., 1., 0.)]
+    );
+}
+
+#[test]
+fn obj_without_faces_is_an_empty_mesh() {
+    let dir = temp_dir();
+    let path = write_file(&dir, "empty.obj", b"# nothing\nv 1 2 3\n");
+    assert!(load_mesh(&path).unwrap().is_empty());
+}
+
+#[test]
+fn broken_obj_files_name_file_and_line() {
+    let dir = temp_dir();
+    let cases = [
+        (
+            "index.obj",
+            "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 4\n",
+            "line 4",
+        ),
+        ("zero.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 0 1 2\n", "line 4"),
+        (
+            "neg.obj",
+            "v 0 0 0\nv 1 0 0\nv 0 1 0\nf -1 -2 -4\n",
+            "line 4",
+        ),
+        (
+            "later.obj",
+            "v 0 0 0\nv 1 0 0\nf 1 2 3\nv 0 1 0\n",
+            "line 3",
+        ),
+        (
+            "number.obj",
+            "v 0 0 0\nv 1 zero 0\nv 0 1 0\nf 1 2 3\n",
+            "line 2",
+        ),
+        ("short.obj", "v 0 0\n", "line 1"),
+        (
+            "face.obj",
+            "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 two 3\n",
+            "line 4",
+        ),
+        ("empty_face.obj", "v 0 0 0\nf\n", "line 2"),
+        ("w.obj", "v 0 0 0 0\n", "line 1"),
+        (
+            "huge.obj",
+            "v 0 0 0\nf 1 1 99999999999999999999999\n",
+            "line 2",
+        ),
+    ];
+    for (name, text, line) in cases {
+        let path = write_file(&dir, name, text.as_bytes());
+        let message = expect_format_error(load_mesh(&path), &path);
+        assert!(message.contains(line), "{name}: {message}");
+    }
+    let path = write_file(
+        &dir,
+        "utf8.obj",
+        b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\xff\n",
+    );
+    let message = expect_format_error(load_mesh(&path), &path);
+    assert!(message.contains("line 4"), "{message}");
+    // Comments in other encodings do not matter.
+    let path = write_file(
+        &dir,
+        "latin1.obj",
+        b"# caf\xe9\nv 0 0 0\nv 1 0 0\nv 0 1 0\no caf\xe9\nf 1 2 3\n",
+    );
+    assert_eq!(load_mesh(&path).unwrap().triangle_count(), 1);
 }
