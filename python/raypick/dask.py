@@ -21,7 +21,7 @@ single process gives, bit for bit::
 Each worker traces with the scene's ``nthreads`` (0: every core of its machine);
 with several workers on one machine give each a share (``nthreads=1`` with one
 thread per worker, for example). ``backend`` is the scene's too: ``"auto"`` uses
-each worker's GPU when it has one.
+each worker's hardware GPU when it has one.
 """
 
 from __future__ import annotations

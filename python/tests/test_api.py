@@ -340,3 +340,16 @@ def test_gpu_gives_the_cpu_answers_bit_for_bit(gpu_backend):
     points = rays[:3000, :3] * 0.3
     assert bits(cpu.compute_occupancy(points)) == bits(gpu.compute_occupancy(points))
     assert bits(cpu.compute_signed_distance(points)) == bits(gpu.compute_signed_distance(points))
+
+
+def test_auto_takes_a_hardware_gpu_and_never_a_software_one(gpu_backend):
+    gpu = raypick.RaycastingScene(backend=gpu_backend)
+    auto = raypick.RaycastingScene(backend="auto")
+    if gpu.device.endswith(", Cpu)"):
+        # A software adapter (lavapipe, llvmpipe): the CPU backend is faster.
+        assert auto.backend == "cpu"
+        assert "only software GPU adapters" in auto.fallback_reason
+    else:
+        assert auto.backend == "gpu"
+        assert auto.device == gpu.device
+        assert auto.fallback_reason is None

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use raypick::bvh::Bvh;
-use raypick::gpu::GpuContext;
+use raypick::gpu::{AdapterKinds, GpuContext, GpuOptions};
 use raypick::prepare::pack_mesh;
 use raypick::types::PackedTriangle;
 use raypick::{
@@ -419,13 +419,14 @@ impl fmt::Display for TraceReport {
 pub struct BenchBackends {
     /// Run the CPU backend.
     pub cpu: bool,
-    /// Run the GPU backend: `Some(true)` requires it (no adapter is an error),
-    /// `Some(false)` runs it when an adapter opens, `None` skips it.
+    /// Run the GPU backend: `Some(true)` requires it (any adapter, software ones
+    /// included; none is an error), `Some(false)` runs it when a hardware adapter
+    /// opens (as `Backend::Auto` would), `None` skips it.
     pub gpu: Option<bool>,
 }
 
 impl Default for BenchBackends {
-    /// Every available backend: the CPU, and the GPU when an adapter opens.
+    /// Every backend worth running: the CPU, and the GPU when a hardware adapter opens.
     fn default() -> Self {
         Self {
             cpu: true,
@@ -582,14 +583,19 @@ pub fn run_bench(
     }
     match config.backends.gpu {
         Some(true) => pickers.push(Picker::from_gpu(GpuContext::new()?)),
-        Some(false) => match GpuContext::new() {
+        Some(false) => match GpuContext::with_options(GpuOptions {
+            adapters: Some(AdapterKinds::Hardware),
+            ..GpuOptions::default()
+        }) {
             Ok(gpu) => pickers.push(Picker::from_gpu(gpu)),
             Err(e) => {
-                notice = Some(format!(
-                    "no GPU results: {}; {}",
-                    e.with_sources(),
-                    no_gpu_hint()
-                ))
+                let hint = match e {
+                    Error::OnlySoftwareAdapters { .. } => {
+                        "`--backend cpu --backend gpu` measures it too".to_string()
+                    }
+                    _ => no_gpu_hint(),
+                };
+                notice = Some(format!("no GPU results: {}; {hint}", e.with_sources()))
             }
         },
         None => {}

@@ -14,6 +14,17 @@ pub enum Error {
     /// No GPU adapter could be found (no driver, or none that supports compute).
     #[error("no GPU adapter found")]
     NoAdapter(#[source] wgpu::RequestAdapterError),
+    /// Every adapter found is a software rasteriser (device type `Cpu`: llvmpipe,
+    /// lavapipe, SwiftShader, WARP), which [`AdapterKinds::Hardware`](crate::gpu::AdapterKinds::Hardware)
+    /// leaves out: on the same cores the CPU backend is faster.
+    #[error(
+        "only software GPU adapters found ({}): the CPU backend is faster than them (the GPU backend opens one when asked for by name)",
+        adapters.join(", ")
+    )]
+    OnlySoftwareAdapters {
+        /// `name (API)` of each adapter found.
+        adapters: Vec<String>,
+    },
     /// The adapter refused to create a device with the limits raypick needs.
     #[error("could not create a GPU device")]
     Device(#[source] wgpu::RequestDeviceError),

@@ -9,7 +9,7 @@ use crate::all_hits::AllHits;
 use crate::bvh::Refitted;
 use crate::cpu::{CpuBackend, CpuMesh};
 use crate::error::{Error, Result};
-use crate::gpu::{GpuContext, GpuMesh, GpuOptions, MeshBuffers};
+use crate::gpu::{AdapterKinds, GpuContext, GpuMesh, GpuOptions, MeshBuffers};
 use crate::options::{Accel, TraceOptions};
 use crate::types::{Hit, Ray};
 use crate::world::TraceRay;
@@ -21,13 +21,16 @@ pub use instances::PickInstances;
 /// Which backend traces rays.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Backend {
-    /// The GPU if an adapter can be opened, else the CPU (with a logged notice). A GPU
+    /// The GPU if a hardware adapter can be opened, else the CPU (with a logged notice).
+    /// Software adapters (llvmpipe, lavapipe, SwiftShader, WARP) are left out, being
+    /// slower than the CPU backend ([`AdapterKinds`](crate::gpu::AdapterKinds)). A GPU
     /// that is lost or runs out of memory later is replaced by the CPU as well.
     #[default]
     Auto,
     /// The CPU backend.
     Cpu,
-    /// The GPU backend; fails if no adapter can be opened, and returns GPU errors
+    /// The GPU backend on the best adapter there is, a software one included; fails
+    /// if no adapter can be opened, and returns GPU errors
     /// (such as [`Error::DeviceLost`] and [`Error::OutOfMemory`]) as they come.
     Gpu,
 }
@@ -189,7 +192,11 @@ impl Picker {
             Backend::Cpu => Ok(Self::on(Engine::Cpu(cpu()?))),
             Backend::Gpu => Ok(Self::from_gpu(GpuContext::with_options(options.gpu)?)),
             Backend::Auto => {
-                let mut picker = match GpuContext::with_options(options.gpu) {
+                let gpu = GpuOptions {
+                    adapters: Some(options.gpu.adapters.unwrap_or(AdapterKinds::Hardware)),
+                    ..options.gpu
+                };
+                let mut picker = match GpuContext::with_options(gpu) {
                     Ok(gpu) => Self::from_gpu(gpu),
                     Err(e) => {
                         let picker = Self::on(Engine::Cpu(cpu()?));

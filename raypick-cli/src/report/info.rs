@@ -1,10 +1,12 @@
 //! What `raypick info` prints: every GPU adapter, its limits, which one
-//! [`Backend::Auto`](raypick::Backend::Auto) uses, and the CPU.
+//! [`Backend::Auto`](raypick::Backend::Auto) and [`Backend::Gpu`](raypick::Backend::Gpu)
+//! use and why, and the CPU.
 
 use std::fmt;
 
 use super::machine::MachineFacts;
-use raypick::gpu::{AdapterReport, AutoChoice, auto_choice, list_adapters};
+use raypick::Backend;
+use raypick::gpu::{AdapterReport, BackendChoice, backend_choice, list_adapters};
 
 /// One adapter, and whether [`Backend::Auto`](raypick::Backend::Auto) uses it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -14,6 +16,8 @@ pub struct AdapterEntry {
     pub adapter: AdapterReport,
     /// True for the adapter `Backend::Auto` opens.
     pub used_by_auto: bool,
+    /// True for the adapter `Backend::Gpu` opens.
+    pub used_by_gpu: bool,
 }
 
 /// The machine as raypick sees it.
@@ -25,19 +29,23 @@ pub struct InfoReport {
     pub cpu: MachineFacts,
     /// Every adapter wgpu found, in wgpu's order.
     pub adapters: Vec<AdapterEntry>,
-    /// What `Backend::Auto` runs on, or why it falls back to the CPU.
-    pub auto: AutoChoice,
+    /// What `Backend::Auto` runs on and why, or why it falls back to the CPU.
+    pub auto: BackendChoice,
+    /// What `Backend::Gpu` runs on and why, or why it fails.
+    pub gpu: BackendChoice,
 }
 
 impl InfoReport {
-    /// Lists the adapters and opens a GPU context the way `Backend::Auto` does
-    /// (so this takes as long as creating a device).
+    /// Lists the adapters and opens a GPU context the way `Backend::Auto` and
+    /// `Backend::Gpu` do (so this takes as long as creating two devices).
     pub fn collect() -> Self {
-        let auto = auto_choice();
+        let auto = backend_choice(Backend::Auto);
+        let gpu = backend_choice(Backend::Gpu);
         let adapters = list_adapters()
             .into_iter()
             .map(|adapter| AdapterEntry {
                 used_by_auto: auto.adapter.as_ref() == Some(&adapter.summary),
+                used_by_gpu: gpu.adapter.as_ref() == Some(&adapter.summary),
                 adapter,
             })
             .collect();
@@ -46,6 +54,7 @@ impl InfoReport {
             cpu: MachineFacts::collect(),
             adapters,
             auto,
+            gpu,
         }
     }
 }
@@ -67,15 +76,20 @@ fn bytes(bytes: u64) -> String {
 }
 
 impl fmt::Display for InfoReport {
-    /// A list for people: the CPU, each adapter (`*` marks the one in use) with its
-    /// limits, and what `--backend auto` does.
+    /// A list for people: the CPU, each adapter (`*` marks the one `--backend auto`
+    /// uses, `+` the one only `--backend gpu` uses) with its limits, and what
+    /// `--backend auto` and `--backend gpu` do and why.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "raypick {}", self.version)?;
         writeln!(f, "cpu: {}", self.cpu)?;
         writeln!(f, "gpu adapters: {}", self.adapters.len())?;
         for entry in &self.adapters {
             let (a, l) = (&entry.adapter.summary, &entry.adapter.limits);
-            let mark = if entry.used_by_auto { "*" } else { "-" };
+            let mark = match (entry.used_by_auto, entry.used_by_gpu) {
+                (true, _) => "*",
+                (false, true) => "+",
+                (false, false) => "-",
+            };
             writeln!(
                 f,
                 "{mark} {} ({}, {}, driver {})",
@@ -108,14 +122,17 @@ impl fmt::Display for InfoReport {
                 writeln!(f, "    {name:<30} {value}")?;
             }
         }
-        match (&self.auto.adapter, &self.auto.fallback_reason) {
-            (Some(a), _) => writeln!(f, "--backend auto uses: {} ({})", a.name, a.backend),
-            (None, reason) => writeln!(
-                f,
-                "--backend auto uses: the CPU (no GPU: {})",
-                reason.as_deref().unwrap_or("unknown reason")
-            ),
+        for (flag, choice, otherwise) in [
+            ("auto", &self.auto, "the CPU"),
+            ("gpu", &self.gpu, "nothing (an error)"),
+        ] {
+            match &choice.adapter {
+                Some(a) => writeln!(f, "--backend {flag} uses: {} ({})", a.name, a.backend)?,
+                None => writeln!(f, "--backend {flag} uses: {otherwise}")?,
+            }
+            writeln!(f, "    because: {}", choice.reason)?;
         }
+        Ok(())
     }
 }
 

@@ -103,6 +103,11 @@ fn gpu_available() -> bool {
     crate::support::gpu().is_some()
 }
 
+/// Whether `--backend auto` (and a default `bench`) uses the GPU: a hardware adapter.
+fn auto_uses_gpu() -> bool {
+    crate::support::gpu().is_some_and(|gpu| gpu.adapter().device_type != "Cpu")
+}
+
 #[test]
 fn trace_writes_the_library_cpu_hits_in_every_format() {
     let fx = Fixture::new();
@@ -430,25 +435,28 @@ fn bench_runs_on_the_cpu_and_prints_a_table() {
 
 #[test]
 fn bench_json_parses_and_compares_backends() {
-    let output = raypick(
-        &[
-            "bench",
-            "--triangles",
-            "500",
-            "--rays",
-            "64",
-            "--json",
-            "--repeat",
-            "2",
-        ],
-        &[],
-    );
+    let gpu = gpu_available();
+    let mut args = vec![
+        "bench",
+        "--triangles",
+        "500",
+        "--rays",
+        "64",
+        "--json",
+        "--repeat",
+        "2",
+        "--backend",
+        "cpu",
+    ];
+    if gpu {
+        args.extend(["--backend", "gpu"]);
+    }
+    let output = raypick(&args, &[]);
     let json = parse_json(&success(&output));
     assert_eq!(json["scene"], "builtin");
     assert_eq!(json["triangles"], 500);
     assert_eq!(json["repeat"], 2);
     let rows = json["rows"].as_array().expect("rows");
-    let gpu = gpu_available();
     // Two ray sets × two accelerations (bvh, brute) per backend.
     assert_eq!(rows.len(), if gpu { 8 } else { 4 }, "{json}");
     for row in rows {
@@ -484,16 +492,9 @@ fn bench_json_parses_and_compares_backends() {
         assert_eq!(p["identical"], 64, "not bit-identical: {p}");
         assert_eq!(p["differing"], 0, "disagreement: {p}");
     }
+    assert!(json["notice"].is_null(), "{json}");
     if gpu {
-        assert!(json["notice"].is_null());
         assert_eq!(json["speed"].as_array().map(Vec::len), Some(4));
-    } else {
-        assert!(
-            json["notice"]
-                .as_str()
-                .is_some_and(|s| s.contains("mesa-vulkan-drivers")),
-            "{json}"
-        );
     }
 
     // One ray set only, and a mesh file instead of the built-in scene.
@@ -739,7 +740,7 @@ fn bench_report_writes_json_and_an_svg_chart() {
     let bench = &json["bench"];
     assert_eq!(bench["triangles"], 800);
     let rows = bench["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), if gpu_available() { 8 } else { 4 });
+    assert_eq!(rows.len(), if auto_uses_gpu() { 8 } else { 4 });
 
     let svg = std::fs::read_to_string(report_dir.join("bench.svg")).expect("svg");
     assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
@@ -758,6 +759,30 @@ fn bench_report_writes_json_and_an_svg_chart() {
     }
     // Only the two report files, no temporary files.
     assert_eq!(std::fs::read_dir(&report_dir).expect("list").count(), 2);
+}
+
+#[test]
+fn bench_by_default_runs_the_gpu_only_on_a_hardware_adapter() {
+    let json = parse_json(&success(&small_bench(&["--json"])));
+    let rows = json["rows"].as_array().expect("rows");
+    let on_gpu = rows.iter().filter(|r| r["backend"] == "gpu").count();
+    let notice = json["notice"].as_str().unwrap_or_default();
+    match crate::support::gpu() {
+        _ if auto_uses_gpu() => {
+            assert_eq!(on_gpu, 4, "{json}");
+            assert!(json["notice"].is_null(), "{json}");
+        }
+        Some(software) => {
+            assert_eq!(on_gpu, 0, "{json}");
+            assert!(notice.contains("only software GPU adapters"), "{json}");
+            assert!(notice.contains(&software.adapter().name), "{json}");
+            assert!(notice.contains("--backend gpu"), "{json}");
+        }
+        None => {
+            assert_eq!(on_gpu, 0, "{json}");
+            assert!(notice.contains("mesa-vulkan-drivers"), "{json}");
+        }
+    }
 }
 
 #[test]
@@ -788,20 +813,30 @@ fn bench_json_has_no_progress_output() {
 
 #[test]
 fn info_lists_the_adapter_in_use_and_its_limits() {
-    let text = success(&raypick(&["info"], &[]));
+    // A headless machine without a session directory: nothing on stderr (drivers
+    // complaining about it would read as raypick's errors).
+    let output = raypick(&["info"], &[("XDG_RUNTIME_DIR", "")]);
+    assert_eq!(stderr(&output), "", "stderr of a clean run");
+    let text = success(&output);
     assert!(text.contains("cpu: ") && text.contains("SIMD"), "{text}");
     let json = parse_json(&success(&raypick(&["info", "--json"], &[])));
     assert!(json["cpu"]["cpu_threads"].as_u64().is_some_and(|n| n >= 1));
     let adapters = json["adapters"].as_array().expect("adapters");
+    let marked =
+        |flag: &str| -> Vec<&Value> { adapters.iter().filter(|a| a[flag] == true).collect() };
     match crate::support::gpu() {
         Some(gpu) => {
-            let used: Vec<&Value> = adapters
-                .iter()
-                .filter(|a| a["used_by_auto"] == true)
-                .collect();
-            assert!(!used.is_empty(), "{json}");
-            assert_eq!(used[0]["name"], gpu.adapter().name.as_str());
-            assert_eq!(json["auto"]["adapter"]["name"], gpu.adapter().name.as_str());
+            let name = gpu.adapter().name.as_str();
+            // `--backend gpu` opens the adapter the tests use, software or not.
+            let used = marked("used_by_gpu");
+            assert_eq!(used.len(), 1, "{json}");
+            assert_eq!(used[0]["name"], name);
+            assert_eq!(json["gpu"]["adapter"]["name"], name);
+            assert!(
+                json["gpu"]["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains(name))
+            );
             let limits = &used[0]["limits"];
             for key in [
                 "max_storage_buffer_binding_size",
@@ -812,16 +847,30 @@ fn info_lists_the_adapter_in_use_and_its_limits() {
             ] {
                 assert!(limits[key].as_u64().is_some_and(|n| n > 0), "{key}: {json}");
             }
+            assert!(text.contains("max storage buffer binding"), "{text}");
             assert!(
-                text.contains(&format!("* {}", gpu.adapter().name)),
+                text.contains(&format!("--backend gpu uses: {name}")),
                 "{text}"
             );
-            assert!(text.contains("max storage buffer binding"), "{text}");
+            // `--backend auto` never opens a software adapter: the CPU beats it.
+            if gpu.adapter().device_type == "Cpu" {
+                assert!(marked("used_by_auto").is_empty(), "{json}");
+                assert!(json["auto"]["adapter"].is_null(), "{json}");
+                let reason = json["auto"]["reason"].as_str().unwrap_or_default();
+                assert!(reason.contains("only software GPU adapters"), "{json}");
+                assert!(reason.contains(name), "{json}");
+                assert!(text.contains("--backend auto uses: the CPU"), "{text}");
+                assert!(text.contains(&format!("+ {name}")), "{text}");
+            } else {
+                assert_eq!(marked("used_by_auto").len(), 1, "{json}");
+                assert!(text.contains(&format!("* {name}")), "{text}");
+            }
         }
         None => {
             assert!(json["auto"]["adapter"].is_null());
-            assert!(json["auto"]["fallback_reason"].is_string(), "{json}");
-            assert!(text.contains("uses: the CPU"), "{text}");
+            assert!(json["gpu"]["adapter"].is_null());
+            assert!(json["auto"]["reason"].is_string(), "{json}");
+            assert!(text.contains("--backend auto uses: the CPU"), "{text}");
         }
     }
 }
@@ -834,11 +883,13 @@ fn info_without_an_adapter_names_the_fallback() {
     ];
     let json = parse_json(&success(&raypick(&["info", "--json"], &env)));
     assert_eq!(json["adapters"].as_array().map(Vec::len), Some(0), "{json}");
-    assert!(json["auto"]["adapter"].is_null());
-    assert!(
-        json["auto"]["fallback_reason"]
-            .as_str()
-            .is_some_and(|r| r.contains("no GPU adapter")),
-        "{json}"
-    );
+    for backend in ["auto", "gpu"] {
+        assert!(json[backend]["adapter"].is_null());
+        assert!(
+            json[backend]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("no GPU adapter")),
+            "{json}"
+        );
+    }
 }

@@ -1,7 +1,9 @@
 //! Every wgpu adapter the machine offers, its limits, and the one
-//! [`Backend::Auto`](crate::Backend::Auto) would use (behind `raypick info`).
+//! [`Backend::Auto`](crate::Backend::Auto) and [`Backend::Gpu`](crate::Backend::Gpu)
+//! would use (behind `raypick info`).
 
-use super::context::{AdapterSummary, GpuContext};
+use super::choose::AdapterKinds;
+use super::context::{AdapterSummary, GpuContext, GpuOptions};
 
 /// The wgpu instance raypick creates its own devices from. Graphics APIs can be
 /// restricted with the `WGPU_BACKEND` environment variable (e.g. `vulkan`).
@@ -72,28 +74,45 @@ pub fn list_adapters() -> Vec<AdapterReport> {
         .collect()
 }
 
-/// What [`Backend::Auto`](crate::Backend::Auto) runs on.
+/// The adapter a backend opens, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct AutoChoice {
-    /// The adapter of the GPU context `Backend::Auto` opens, or `None` when it
-    /// falls back to the CPU.
+pub struct BackendChoice {
+    /// The adapter of the GPU context the backend opens, or `None` when it opens
+    /// none ([`Backend::Auto`](crate::Backend::Auto) then traces on the CPU).
     pub adapter: Option<AdapterSummary>,
-    /// Why no GPU context could be opened (the error text), when it falls back.
-    pub fallback_reason: Option<String>,
+    /// Why: the adapter's type and rank among those found, or why none was opened
+    /// (the error, with its causes).
+    pub reason: String,
 }
 
-/// Opens a GPU context the way [`Backend::Auto`](crate::Backend::Auto) does and
-/// reports which adapter it got, or why it fell back to the CPU.
-pub fn auto_choice() -> AutoChoice {
-    match GpuContext::new() {
-        Ok(gpu) => AutoChoice {
+/// Opens a GPU context the way `backend` does ([`Backend::Auto`](crate::Backend::Auto):
+/// hardware adapters only; [`Backend::Gpu`](crate::Backend::Gpu): any) and reports
+/// which adapter it got and why, or why it got none. [`Backend::Cpu`](crate::Backend::Cpu)
+/// opens no adapter.
+pub fn backend_choice(backend: crate::Backend) -> BackendChoice {
+    let adapters = match backend {
+        crate::Backend::Auto => AdapterKinds::Hardware,
+        crate::Backend::Gpu => AdapterKinds::Any,
+        crate::Backend::Cpu => {
+            return BackendChoice {
+                adapter: None,
+                reason: "the CPU backend was asked for".to_string(),
+            };
+        }
+    };
+    let options = GpuOptions {
+        adapters: Some(adapters),
+        ..GpuOptions::default()
+    };
+    match GpuContext::with_options(options) {
+        Ok(gpu) => BackendChoice {
             adapter: Some(gpu.adapter().clone()),
-            fallback_reason: None,
+            reason: gpu.adapter_reason().to_string(),
         },
-        Err(e) => AutoChoice {
+        Err(e) => BackendChoice {
             adapter: None,
-            fallback_reason: Some(e.with_sources()),
+            reason: e.with_sources(),
         },
     }
 }

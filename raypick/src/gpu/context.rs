@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::choose::{AdapterKinds, choose};
 use super::pipelines::Pipelines;
 use super::trace::Scratch;
 use crate::error::{Error, Result};
@@ -36,6 +37,10 @@ pub struct GpuOptions {
     /// the `WGPU_BACKEND` environment variable). `Some(wgpu::Backends::empty())` finds
     /// no adapter at all.
     pub backends: Option<wgpu::Backends>,
+    /// Which adapters may be opened (`None`: hardware GPUs only for
+    /// [`Backend::Auto`](crate::Backend::Auto), any adapter otherwise; see
+    /// [`AdapterKinds`]).
+    pub adapters: Option<AdapterKinds>,
 }
 
 /// Default loop steps of one ray's BVH traversal. Mesa's llvmpipe ends a shader
@@ -150,6 +155,8 @@ pub struct GpuContext {
     pub(crate) errors: Arc<ErrorSink>,
     pub(crate) id: u64,
     adapter: AdapterSummary,
+    /// Why this adapter was opened (see [`GpuContext::adapter_reason`]).
+    why: String,
     max_binding_bytes: u64,
     max_rays_per_dispatch: usize,
     max_triangles_per_dispatch: u32,
@@ -191,14 +198,28 @@ impl GpuContext {
             Some(backends) => super::adapters::instance_on(backends),
             None => super::adapters::instance(),
         };
-        let adapter = instance
-            .request_adapter(&wgpu::RequestAdapterOptions {
-                power_preference: options.power_preference,
-                force_fallback_adapter: false,
-                ..Default::default()
-            })
-            .await
-            .map_err(Error::NoAdapter)?;
+        let backends = options
+            .backends
+            .or_else(wgpu::Backends::from_env)
+            .unwrap_or(wgpu::Backends::all());
+        let kinds = options.adapters.unwrap_or_default();
+        let found = instance.enumerate_adapters(backends).await;
+        let (adapter, why) = match choose(found, options.power_preference, kinds)? {
+            Some(chosen) => chosen,
+            // No adapter listed: wgpu's own request says why (or finds one that
+            // listing does not show, which the same rules then judge).
+            None => {
+                let adapter = instance
+                    .request_adapter(&wgpu::RequestAdapterOptions {
+                        power_preference: options.power_preference,
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(Error::NoAdapter)?;
+                choose(vec![adapter], options.power_preference, kinds)?
+                    .expect("one adapter to choose from")
+            }
+        };
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("raypick"),
@@ -223,6 +244,7 @@ impl GpuContext {
             device,
             queue,
             AdapterSummary::from_info(&adapter.get_info()),
+            why,
             errors,
             options,
         )
@@ -244,6 +266,7 @@ impl GpuContext {
             device,
             queue,
             AdapterSummary::from_info(adapter),
+            "the caller's own device".to_string(),
             Arc::default(),
             GpuOptions::default(),
         )
@@ -253,6 +276,7 @@ impl GpuContext {
         device: wgpu::Device,
         queue: wgpu::Queue,
         adapter: AdapterSummary,
+        why: String,
         errors: Arc<ErrorSink>,
         options: GpuOptions,
     ) -> Result<Self> {
@@ -283,6 +307,7 @@ impl GpuContext {
             errors,
             id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
             adapter,
+            why,
             max_binding_bytes,
             max_rays_per_dispatch,
             max_triangles_per_dispatch: options
@@ -300,6 +325,12 @@ impl GpuContext {
     /// The adapter this context runs on.
     pub fn adapter(&self) -> &AdapterSummary {
         &self.adapter
+    }
+
+    /// Why this adapter was opened: its type and rank among the adapters found
+    /// (see [`AdapterKinds`]), or that it is the caller's own device.
+    pub fn adapter_reason(&self) -> &str {
+        &self.why
     }
 
     /// The wgpu device.

@@ -2,10 +2,11 @@
 //!
 //! [`GpuContext`] owns (or borrows from a renderer) a device and queue and builds the
 //! pipelines once; [`GpuMesh`] is a mesh uploaded once and traced many times;
-//! [`list_adapters`] and [`auto_choice`] say what the machine offers and what
+//! [`list_adapters`] and [`backend_choice`] say what the machine offers and what
 //! [`Backend::Auto`](crate::Backend::Auto) picks.
 
 mod adapters;
+mod choose;
 mod context;
 mod gather;
 mod instances;
@@ -15,7 +16,8 @@ pub(crate) mod readback;
 mod refit;
 mod trace;
 
-pub use adapters::{AdapterReport, AutoChoice, ComputeLimits, auto_choice, list_adapters};
+pub use adapters::{AdapterReport, BackendChoice, ComputeLimits, backend_choice, list_adapters};
+pub use choose::AdapterKinds;
 pub use context::{
     AdapterSummary, DEFAULT_MAX_TRAVERSAL_STEPS, DEFAULT_MAX_TRIANGLES_PER_DISPATCH, GpuContext,
     GpuOptions,

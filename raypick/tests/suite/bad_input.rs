@@ -7,7 +7,7 @@
 //! the device itself: no adapter, a lost device, a mesh past the memory budget.
 
 use glam::{DVec3, Vec3};
-use raypick::gpu::GpuOptions;
+use raypick::gpu::{AdapterKinds, GpuOptions};
 use raypick::{
     Accel, Backend, Error, Hit, Mesh, PickMesh, Picker, PickerOptions, Ray, Ray64, TraceOptions,
 };
@@ -26,6 +26,18 @@ fn upload(picker: &Picker, mesh: &Mesh, accel: Accel) -> PickMesh {
 }
 
 /// Asserts that no hit holds a NaN and that every miss is exactly the marker.
+/// Options that let `Backend::Auto` open the test adapter even when it is a
+/// software one (as on CI), to test its fallbacks.
+fn any_adapter() -> PickerOptions {
+    PickerOptions {
+        gpu: GpuOptions {
+            adapters: Some(AdapterKinds::Any),
+            ..GpuOptions::default()
+        },
+        threads: None,
+    }
+}
+
 fn assert_clean(hits: &[Hit]) {
     for hit in hits {
         assert!(
@@ -335,7 +347,7 @@ fn meshes_past_the_gpu_memory_budget_are_typed_errors_or_cpu_fallbacks() {
         gpu: GpuOptions {
             max_mesh_bytes: Some(4096),
             max_rays_per_dispatch: Some(1000),
-            ..GpuOptions::default()
+            ..any_adapter().gpu
         },
         threads: None,
     };
@@ -378,6 +390,46 @@ fn meshes_past_the_gpu_memory_budget_are_typed_errors_or_cpu_fallbacks() {
         )
         .unwrap();
     assert_eq!((hits[0].prim, hits[0].t), (0, 1.0));
+}
+
+#[test]
+fn auto_opens_hardware_adapters_only_and_gpu_any() {
+    let Some(test_gpu) = crate::support::gpu() else {
+        return;
+    };
+    let adapter = test_gpu.adapter();
+    let gpu = Picker::new(Backend::Gpu).unwrap();
+    assert_eq!(gpu.backend(), Backend::Gpu);
+    assert_eq!(&gpu.gpu().unwrap().adapter().name, &adapter.name);
+    let reason = gpu.gpu().unwrap().adapter_reason();
+    assert!(reason.contains(&adapter.name), "{reason}");
+    let auto = Picker::new(Backend::Auto).unwrap();
+    let hardware_only = PickerOptions {
+        gpu: GpuOptions {
+            adapters: Some(AdapterKinds::Hardware),
+            ..GpuOptions::default()
+        },
+        threads: None,
+    };
+    if adapter.device_type == "Cpu" {
+        // A software adapter: Auto traces on the CPU and says why; asking the GPU
+        // backend for hardware only is an error naming what was found.
+        assert_eq!(auto.backend(), Backend::Cpu);
+        let why = auto.fallback_reason().expect("a reason");
+        assert!(why.contains("only software GPU adapters"), "{why}");
+        assert!(why.contains(&adapter.name), "{why}");
+        let err = Picker::with_options(Backend::Gpu, hardware_only).unwrap_err();
+        assert!(matches!(err, Error::OnlySoftwareAdapters { .. }), "{err:?}");
+        assert!(reason.contains("software"), "{reason}");
+    } else {
+        assert_eq!(auto.backend(), Backend::Gpu);
+        assert_eq!(&auto.gpu().unwrap().adapter().name, &adapter.name);
+        let hardware = Picker::with_options(Backend::Gpu, hardware_only).unwrap();
+        assert_eq!(hardware.backend(), Backend::Gpu);
+    }
+    // Either way, Auto with any adapter allowed opens the test adapter.
+    let any = Picker::with_options(Backend::Auto, any_adapter()).unwrap();
+    assert_eq!(&any.gpu().unwrap().adapter().name, &adapter.name);
 }
 
 #[test]
@@ -434,7 +486,7 @@ fn device_loss_falls_back_on_auto_and_is_an_error_on_gpu() {
 
     // Auto: the CPU takes over, tracing the meshes already uploaded from their host
     // copies, with the same hits.
-    let auto = Picker::new(Backend::Auto).unwrap();
+    let auto = Picker::with_options(Backend::Auto, any_adapter()).unwrap();
     assert_eq!(auto.backend(), Backend::Gpu);
     let bvh = upload(&auto, &mesh, Accel::Bvh);
     let brute = upload(&auto, &mesh, Accel::Brute);
@@ -478,7 +530,7 @@ fn device_loss_carries_instance_scenes_over_to_the_cpu_on_auto() {
     let want = scene.trace(&rays, &options);
     assert!(want.iter().any(|h| h.is_hit()));
 
-    let auto = Picker::new(Backend::Auto).unwrap();
+    let auto = Picker::with_options(Backend::Auto, any_adapter()).unwrap();
     let mut uploaded = auto.upload_instances(scene.clone()).unwrap();
     assert_eq!(uploaded.backend(), Backend::Gpu);
     assert_eq!(
