@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use raypick::bvh::Bvh;
-use raypick::gpu::{AdapterKinds, GpuContext, GpuOptions};
+use raypick::gpu::{AdapterKinds, GpuContext, GpuOptions, GpuTimes};
 use raypick::prepare::pack_mesh;
 use raypick::types::PackedTriangle;
 use raypick::{
@@ -100,11 +100,39 @@ pub fn open_picker(
 ) -> raypick::Result<(Picker, Option<String>)> {
     let options = PickerOptions {
         threads,
-        ..PickerOptions::default()
+        gpu: timed_gpu(),
     };
     let picker = Picker::with_options(backend, options)?;
     let fallback = picker.fallback_reason().map(str::to_string);
     Ok((picker, fallback))
+}
+
+/// GPU options that measure kernel and host times ([`GpuOptions::timing`]).
+fn timed_gpu() -> GpuOptions {
+    GpuOptions {
+        timing: true,
+        ..GpuOptions::default()
+    }
+}
+
+/// A trace's GPU times on one line: kernel time (when measured), then the host's.
+struct GpuSplit<'a>(&'a GpuTimes);
+
+impl fmt::Display for GpuSplit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = self.0;
+        match t.kernel_ms {
+            Some(ms) => write!(f, "kernel {} ms in {} passes", sig3(ms), t.passes)?,
+            None => write!(f, "kernel time not measured (no timestamp queries)")?,
+        }
+        write!(
+            f,
+            "; host: submit {} ms, wait {} ms, finish {} ms",
+            sig3(t.submit_ms),
+            sig3(t.wait_ms),
+            sig3(t.finish_ms)
+        )
+    }
 }
 
 /// The number of threads [`open_picker`]`(Backend::Cpu, threads)` traces on.
@@ -188,6 +216,9 @@ pub struct Timed {
     pub runs_ms: Vec<f64>,
     /// The best of [`Timed::runs_ms`].
     pub best_ms: f64,
+    /// Where the best run's time went on the GPU, when the picker's GPU context
+    /// measures it ([`GpuOptions::timing`]).
+    pub gpu_times: Option<GpuTimes>,
 }
 
 /// Traces `rays` once as warm-up, then `repeat` more times (at least once), timing
@@ -206,10 +237,18 @@ pub fn time_trace<R: TraceRay>(
     picker.trace_into(mesh, rays, options, &mut first)?;
     let mut hits = vec![Hit::MISS; rays.len()];
     let mut runs_ms = Vec::with_capacity(repeat.max(1));
+    let take_times = || picker.gpu().and_then(GpuContext::take_times);
+    take_times(); // not the warm-up's
+    let mut gpu_times = None;
     for _ in 0..repeat.max(1) {
         let start = Instant::now();
         picker.trace_into(mesh, rays, options, &mut hits)?;
-        runs_ms.push(ms_since(start));
+        let ms = ms_since(start);
+        let times = take_times();
+        if runs_ms.iter().all(|&best| ms < best) {
+            gpu_times = times;
+        }
+        runs_ms.push(ms);
         if parity(&first, &hits).identical != rays.len() {
             return Err(CliError::Failed(format!(
                 "the {} backend returned different hits for the same rays on two runs",
@@ -222,6 +261,7 @@ pub fn time_trace<R: TraceRay>(
         hits,
         runs_ms,
         best_ms,
+        gpu_times,
     })
 }
 
@@ -302,9 +342,18 @@ pub struct Measurement {
     pub mrays_per_s: f64,
     /// Millions of ray–triangle tests per second at `trace_ms`.
     pub mtests_per_s: f64,
+    /// Where the best trace's time went on the GPU: kernel time from timestamp
+    /// queries (`null` without them) and the host's submit, wait and finish times;
+    /// `null` on the CPU.
+    pub gpu_times: Option<GpuTimes>,
 }
 
 impl Measurement {
+    /// GPU kernel time of the best trace, when measured.
+    pub fn kernel_ms(&self) -> Option<f64> {
+        self.gpu_times.and_then(|t| t.kernel_ms)
+    }
+
     /// The measurement of `timed` runs over `rays` rays and `triangles` triangles.
     pub fn new(prepared: &Prepared, timed: &Timed, rays: usize, triangles: usize) -> Self {
         Self {
@@ -315,6 +364,7 @@ impl Measurement {
             trace_ms: timed.best_ms,
             mrays_per_s: mrays_per_s(rays, timed.best_ms),
             mtests_per_s: mtests_per_s(rays, triangles, timed.best_ms),
+            gpu_times: timed.gpu_times,
         }
     }
 }
@@ -405,6 +455,9 @@ impl fmt::Display for TraceReport {
             "trace      {:.3} ms (best of {} after a warm-up)",
             self.measured.trace_ms, self.repeat
         )?;
+        if let Some(times) = &self.measured.gpu_times {
+            writeln!(f, "gpu time   {}", GpuSplit(times))?;
+        }
         writeln!(
             f,
             "speed      {} Mrays/s, {} M ray-triangle tests/s",
@@ -484,6 +537,30 @@ pub struct BenchRow {
     pub measured: Measurement,
 }
 
+impl fmt::Display for BenchRow {
+    /// One line: what was traced where, and how fast.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = &self.measured;
+        write!(
+            f,
+            "{} {} rays ({}) on the {} [{}]: build {} ms, trace {} ms, {} Mrays/s, {} Mtests/s",
+            m.rays,
+            self.ray_set,
+            self.accel,
+            self.backend,
+            self.adapter,
+            sig3(m.build_ms + m.upload_ms),
+            sig3(m.trace_ms),
+            sig3(m.mrays_per_s),
+            sig3(m.mtests_per_s)
+        )?;
+        match m.kernel_ms() {
+            Some(ms) => write!(f, ", kernel {} ms", sig3(ms)),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Agreement of two runs on one ray set: the CPU and the GPU with one acceleration
 /// structure, or the BVH and brute force on the CPU.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -539,22 +616,26 @@ pub struct BenchReport {
     pub notice: Option<String>,
 }
 
-/// A step of [`run_bench`] about to run, for a progress display.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A step of [`run_bench`] about to run, or a row just measured, for a progress
+/// display.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Progress<'a> {
     /// Steps finished so far.
     pub done: usize,
     /// All steps of the run: per acceleration structure and backend, one
     /// preparation and one trace per ray set.
     pub total: usize,
-    /// What runs next, e.g. `tracing 16384 primary rays (bvh) on the gpu`.
+    /// What runs next, e.g. `tracing 16384 primary rays (bvh) on the gpu`, or
+    /// `measured` with [`Progress::measured`].
     pub what: &'a str,
+    /// The row the step that just ended measured (a trace), else `None`.
+    pub measured: Option<&'a BenchRow>,
 }
 
 /// Runs the benchmark: for each backend, prepares `mesh`, then traces each ray set
 /// (one warm-up, then `repeat` timed runs); compares speed and hits of the CPU and
-/// the GPU. `progress` is told what is about to run (for a progress bar), and once
-/// more with `done == total` at the end.
+/// the GPU. `progress` is told what is about to run (for a progress bar), each row
+/// as soon as it is measured, and once more with `done == total` at the end.
 ///
 /// Fails if the mesh has no finite vertices, if a required GPU cannot be opened, or
 /// if a backend fails.
@@ -582,10 +663,10 @@ pub fn run_bench(
         pickers.push(open_picker(Backend::Cpu, config.threads)?.0);
     }
     match config.backends.gpu {
-        Some(true) => pickers.push(Picker::from_gpu(GpuContext::new()?)),
+        Some(true) => pickers.push(Picker::from_gpu(GpuContext::with_options(timed_gpu())?)),
         Some(false) => match GpuContext::with_options(GpuOptions {
             adapters: Some(AdapterKinds::Hardware),
-            ..GpuOptions::default()
+            ..timed_gpu()
         }) {
             Ok(gpu) => pickers.push(Picker::from_gpu(gpu)),
             Err(e) => {
@@ -603,9 +684,14 @@ pub fn run_bench(
 
     let total = config.accels.len() * pickers.len() * (1 + config.ray_sets.len());
     let mut done = 0;
-    let mut step = |what: &str| {
-        progress(Progress { done, total, what });
-        done += 1;
+    let mut step = |what: &str, measured: Option<&BenchRow>| {
+        progress(Progress {
+            done,
+            total,
+            what,
+            measured,
+        });
+        done += usize::from(measured.is_none());
     };
     let mut rows = Vec::new();
     let mut speed = Vec::new();
@@ -624,15 +710,19 @@ pub fn run_bench(
         for picker in &pickers {
             let backend = picker.backend().name();
             let name = accel.name();
-            step(&format!(
-                "preparing {triangles} triangles ({name}) on the {backend}"
-            ));
+            step(
+                &format!("preparing {triangles} triangles ({name}) on the {backend}"),
+                None,
+            );
             let prepared = prepare(picker, mesh, accel)?;
             for (set, rays) in &ray_sets {
-                step(&format!(
-                    "tracing {} {set} rays ({name}) on the {backend}",
-                    rays.len()
-                ));
+                step(
+                    &format!(
+                        "tracing {} {set} rays ({name}) on the {backend}",
+                        rays.len()
+                    ),
+                    None,
+                );
                 let timed =
                     time_trace(picker, &prepared.mesh, rays, &config.options, config.repeat)?;
                 rows.push(BenchRow {
@@ -642,6 +732,7 @@ pub fn run_bench(
                     ray_set: *set,
                     measured: Measurement::new(&prepared, &timed, rays.len(), triangles),
                 });
+                step("measured", rows.last());
                 times.push((picker.backend(), *set, timed.best_ms));
                 hits.push((picker.backend(), *set, timed.hits));
             }
@@ -678,6 +769,7 @@ pub fn run_bench(
         done: total,
         total,
         what: "comparing hits",
+        measured: None,
     });
     // The BVH against brute force on the CPU, on brute force's rays.
     if let Some(cpu) = pickers.iter().find(|p| p.backend() == Backend::Cpu)
@@ -786,6 +878,7 @@ impl fmt::Display for BenchReport {
                 "device",
                 "build ms",
                 "trace ms",
+                "kernel ms",
                 "Mrays/s",
                 "Mtests/s",
             ]
@@ -803,6 +896,7 @@ impl fmt::Display for BenchReport {
                 r.adapter.clone(),
                 sig3(r.measured.build_ms + r.measured.upload_ms),
                 sig3(r.measured.trace_ms),
+                r.measured.kernel_ms().map_or("-".to_string(), sig3),
                 sig3(r.measured.mrays_per_s),
                 sig3(r.measured.mtests_per_s),
             ]);
@@ -810,12 +904,12 @@ impl fmt::Display for BenchReport {
         f.write_str(&table(
             &cells,
             &[
-                false, true, false, false, true, false, false, true, true, true, true,
+                false, true, false, false, true, false, false, true, true, true, true, true,
             ],
         ))?;
         writeln!(
             f,
-            "(cull {}, mode {}; build ms = BVH build or packing, plus upload to the GPU; trace ms = best of {} after a warm-up; Mtests/s counts rays x triangles)",
+            "(cull {}, mode {}; build ms = BVH build or packing, plus upload to the GPU; trace ms = best of {} after a warm-up; kernel ms = GPU time in the compute passes of that trace, from timestamp queries; Mtests/s counts rays x triangles)",
             self.cull, self.mode, self.repeat
         )?;
         for s in &self.speed {

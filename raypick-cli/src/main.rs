@@ -669,7 +669,7 @@ fn bench_command(args: BenchArgs) -> Result<(), CliError> {
             dir.display()
         ))?;
     }
-    let mut bar = ProgressBar::new(!args.common.json && std::io::stderr().is_terminal());
+    let mut bar = ProgressBar::new(args.common.json);
     let report = bench::run_bench(&scene_name, &mesh, &config, &mut |p| bar.update(p));
     bar.finish();
     let report = report.map_err(|e| match e {
@@ -704,41 +704,63 @@ fn bench_command(args: BenchArgs) -> Result<(), CliError> {
     }
 }
 
-/// A progress bar on stderr over the steps of `raypick bench` (hidden unless
-/// enabled: stderr is a terminal and `--json` is not given).
-struct ProgressBar {
-    enabled: bool,
-    bar: Option<indicatif::ProgressBar>,
+/// Progress of `raypick bench` on stderr: a bar on a terminal; elsewhere (a log, a
+/// pipe) one line per step and per measured row, as they happen; nothing with
+/// `--json`.
+enum ProgressBar {
+    Quiet,
+    Lines,
+    Bar(Option<indicatif::ProgressBar>),
 }
 
 impl ProgressBar {
-    fn new(enabled: bool) -> Self {
-        Self { enabled, bar: None }
+    fn new(json: bool) -> Self {
+        match (json, std::io::stderr().is_terminal()) {
+            (true, _) => Self::Quiet,
+            (false, true) => Self::Bar(None),
+            (false, false) => Self::Lines,
+        }
     }
 
     fn update(&mut self, p: bench::Progress<'_>) {
-        if !self.enabled {
-            return;
-        }
-        let bar = self.bar.get_or_insert_with(|| {
-            let bar = indicatif::ProgressBar::with_draw_target(
-                Some(p.total as u64),
-                indicatif::ProgressDrawTarget::stderr(),
-            );
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{spinner} [{bar:30}] {pos}/{len} {elapsed:>4} {msg}",
-            ) {
-                bar.set_style(style.progress_chars("=> "));
+        match self {
+            Self::Quiet => {}
+            Self::Lines => match p.measured {
+                Some(row) => eprintln!("raypick: [{}/{}] {row}", p.done, p.total),
+                None if p.done < p.total => {
+                    eprintln!("raypick: [{}/{}] {}", p.done + 1, p.total, p.what)
+                }
+                None => eprintln!("raypick: {}", p.what),
+            },
+            Self::Bar(bar) => {
+                let bar = bar.get_or_insert_with(|| {
+                    let bar = indicatif::ProgressBar::with_draw_target(
+                        Some(p.total as u64),
+                        indicatif::ProgressDrawTarget::stderr(),
+                    );
+                    if let Ok(style) = indicatif::ProgressStyle::with_template(
+                        "{spinner} [{bar:30}] {pos}/{len} {elapsed:>4} {msg}",
+                    ) {
+                        bar.set_style(style.progress_chars("=> "));
+                    }
+                    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+                    bar
+                });
+                match p.measured {
+                    Some(row) => bar.println(row.to_string()),
+                    None => {
+                        bar.set_position(p.done as u64);
+                        bar.set_message(p.what.to_string());
+                    }
+                }
             }
-            bar.enable_steady_tick(std::time::Duration::from_millis(120));
-            bar
-        });
-        bar.set_position(p.done as u64);
-        bar.set_message(p.what.to_string());
+        }
     }
 
     fn finish(&mut self) {
-        if let Some(bar) = self.bar.take() {
+        if let Self::Bar(bar) = self
+            && let Some(bar) = bar.take()
+        {
             bar.finish_and_clear();
         }
     }

@@ -103,6 +103,28 @@ fn gpu_available() -> bool {
     crate::support::gpu().is_some()
 }
 
+/// A GPU trace's report has its time split: kernel time from timestamp queries
+/// (when the adapter has them, which lavapipe does) within the wall time, and the
+/// host's stages.
+fn assert_gpu_times(report: &Value) {
+    let times = &report["gpu_times"];
+    let ms = |key: &str| times[key].as_f64().unwrap_or(-1.0);
+    let trace_ms = report["trace_ms"].as_f64().expect("trace_ms");
+    for key in ["submit_ms", "wait_ms", "finish_ms"] {
+        assert!((0.0..=trace_ms).contains(&ms(key)), "{key}: {report}");
+    }
+    let lavapipe = report["adapter"]
+        .as_str()
+        .is_some_and(|a| a.starts_with("llvmpipe") && a.contains("Vulkan"));
+    if lavapipe || !times["kernel_ms"].is_null() {
+        assert!(
+            ms("kernel_ms") > 0.0 && ms("kernel_ms") <= trace_ms,
+            "{report}"
+        );
+        assert!(times["passes"].as_u64() > Some(0), "{report}");
+    }
+}
+
 /// Whether `--backend auto` (and a default `bench`) uses the GPU: a hardware adapter.
 fn auto_uses_gpu() -> bool {
     crate::support::gpu().is_some_and(|gpu| gpu.adapter().device_type != "Cpu")
@@ -212,6 +234,7 @@ fn trace_on_the_gpu_matches_the_cpu() {
         ));
         assert_eq!(json["backend"], "gpu");
         assert!(json["threads"].is_null());
+        assert_gpu_times(&json);
         let gpu = io::read_hits(&out).unwrap();
         let cpu = fx.expected(if cull == "back" {
             Cull::Back
@@ -227,10 +250,17 @@ fn trace_on_the_gpu_matches_the_cpu() {
             );
         }
     }
-    // Auto picks the GPU when there is one.
+    // Auto picks the GPU when it is a hardware one, else the CPU and says why.
     let out = fx.path("auto.hits");
     let json = parse_json(&success(&fx.trace(&out, &["--json"])));
-    assert_eq!(json["backend"], "gpu");
+    if auto_uses_gpu() {
+        assert_eq!(json["backend"], "gpu");
+        assert!(json["fallback"].is_null(), "{json}");
+    } else {
+        assert_eq!(json["backend"], "cpu");
+        let why = json["fallback"].as_str().unwrap_or_default();
+        assert!(why.contains("only software GPU adapters"), "{json}");
+    }
 }
 
 #[test]
@@ -477,6 +507,10 @@ fn bench_json_parses_and_compares_backends() {
             "{row}"
         );
         assert_eq!(row["rays"], 64);
+        match row["backend"].as_str() {
+            Some("gpu") => assert_gpu_times(row),
+            _ => assert!(row["gpu_times"].is_null(), "{row}"),
+        }
         for key in ["trace_ms", "mrays_per_s", "mtests_per_s"] {
             assert!(
                 row[key].as_f64().is_some_and(|x| x.is_finite() && x >= 0.0),
@@ -809,6 +843,44 @@ fn bench_json_has_no_progress_output() {
             "{needle:?}: {err}"
         );
     }
+}
+
+#[test]
+fn bench_in_a_log_prints_each_step_and_row_as_it_goes() {
+    // stderr is a pipe here, as in a CI log: one line per step and per row.
+    let output = small_bench(&["--backend", "cpu", "--accel", "bvh"]);
+    let text = success(&output);
+    let err = stderr(&output);
+    let lines: Vec<&str> = err.lines().collect();
+    // One preparation and two traces (primary, random), each trace then its row.
+    let want = [
+        "raypick: [1/3] preparing 800 triangles (bvh) on the cpu",
+        "raypick: [2/3] tracing 100 primary rays (bvh) on the cpu",
+        "raypick: [2/3] 100 primary rays (bvh) on the cpu [CPU (",
+        "raypick: [3/3] tracing 100 random rays (bvh) on the cpu",
+        "raypick: [3/3] 100 random rays (bvh) on the cpu [CPU (",
+        "raypick: comparing hits",
+    ];
+    assert_eq!(lines.len(), want.len(), "{err}");
+    for (line, start) in lines.iter().zip(want) {
+        assert!(
+            line.starts_with(start),
+            "{line:?} should start with {start:?}\n{err}"
+        );
+    }
+    assert!(
+        lines[2].contains("Mrays/s") && lines[4].contains("Mrays/s"),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\r') && !err.contains("\u{1b}["),
+        "no terminal codes: {err:?}"
+    );
+    // The table still goes to stdout.
+    assert!(
+        text.contains("Mrays/s") && text.contains("primary"),
+        "{text}"
+    );
 }
 
 #[test]

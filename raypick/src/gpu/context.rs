@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use super::choose::{AdapterKinds, choose};
 use super::pipelines::Pipelines;
+use super::timing::{GpuTimes, Timer};
 use super::trace::Scratch;
 use crate::error::{Error, Result};
 
@@ -41,6 +42,12 @@ pub struct GpuOptions {
     /// [`Backend::Auto`](crate::Backend::Auto), any adapter otherwise; see
     /// [`AdapterKinds`]).
     pub adapters: Option<AdapterKinds>,
+    /// Measure where mesh traces spend their time ([`GpuContext::take_times`]): GPU
+    /// time of each compute pass from timestamp queries where the adapter has them
+    /// (`Features::TIMESTAMP_QUERY`), and host time submitting, waiting and
+    /// finishing. Off by default: the timestamps cost one more small readback per
+    /// ray batch.
+    pub timing: bool,
 }
 
 /// Default loop steps of one ray's BVH traversal. Mesa's llvmpipe ends a shader
@@ -157,6 +164,8 @@ pub struct GpuContext {
     adapter: AdapterSummary,
     /// Why this adapter was opened (see [`GpuContext::adapter_reason`]).
     why: String,
+    /// Where traces spend their time, when [`GpuOptions::timing`] asked for it.
+    pub(crate) timer: Option<Timer>,
     max_binding_bytes: u64,
     max_rays_per_dispatch: usize,
     max_triangles_per_dispatch: u32,
@@ -223,6 +232,12 @@ impl GpuContext {
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("raypick"),
+                required_features: adapter.features()
+                    & if options.timing {
+                        wgpu::Features::TIMESTAMP_QUERY
+                    } else {
+                        wgpu::Features::empty()
+                    },
                 required_limits: adapter.limits(),
                 ..Default::default()
             })
@@ -299,6 +314,10 @@ impl GpuContext {
         .unwrap_or(1)
         .max(1) as usize;
         let pipelines = Pipelines::new(&device)?;
+        let timer = options.timing.then(|| {
+            let timestamps = device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+            Timer::new(&device, &queue, timestamps)
+        });
         Ok(Self {
             device,
             queue,
@@ -308,6 +327,7 @@ impl GpuContext {
             id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
             adapter,
             why,
+            timer,
             max_binding_bytes,
             max_rays_per_dispatch,
             max_triangles_per_dispatch: options
@@ -325,6 +345,20 @@ impl GpuContext {
     /// The adapter this context runs on.
     pub fn adapter(&self) -> &AdapterSummary {
         &self.adapter
+    }
+
+    /// Where mesh traces spent their time since the last call (GPU kernel time when
+    /// the adapter has timestamp queries; host time submitting, waiting and
+    /// finishing), and starts counting again; `None` unless [`GpuOptions::timing`]
+    /// was set.
+    pub fn take_times(&self) -> Option<GpuTimes> {
+        self.timer.as_ref().map(Timer::take)
+    }
+
+    /// Whether [`GpuContext::take_times`] includes GPU kernel time (timing was asked
+    /// for and the adapter has timestamp queries).
+    pub fn has_kernel_timing(&self) -> bool {
+        self.timer.as_ref().is_some_and(Timer::has_timestamps)
     }
 
     /// Why this adapter was opened: its type and rank among the adapters found

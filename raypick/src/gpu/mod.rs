@@ -14,6 +14,7 @@ mod mesh;
 mod pipelines;
 pub(crate) mod readback;
 mod refit;
+mod timing;
 mod trace;
 
 pub use adapters::{AdapterReport, BackendChoice, ComputeLimits, backend_choice, list_adapters};
@@ -27,4 +28,5 @@ pub use gather::MeshBuffers;
 pub use instances::GpuInstanceScene;
 pub(crate) use mesh::Content as MeshContent;
 pub use mesh::GpuMesh;
+pub use timing::GpuTimes;
 pub(crate) use trace::{Scratch, finish_on_cpu};

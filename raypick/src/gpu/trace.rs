@@ -9,10 +9,13 @@
 //! slots per ray (batches shrink so that it fits one binding) and carry over
 //! between dispatches like the best hit does.
 
+use std::time::Instant;
+
 use rayon::prelude::*;
 
 use super::mesh::{BvhBuffers, Content, TriangleChunk};
 use super::readback::{Wait, map_read};
+use super::timing::HostStage;
 use super::{GpuContext, GpuMesh};
 use crate::all_hits::AllHits;
 use crate::bvh::Bvh;
@@ -263,8 +266,19 @@ impl GpuContext {
             })?);
         }
         let scratch = scratch.as_mut().expect("scratch was just created");
+        let timer = self.timer.as_ref();
+        let clock = || timer.map(|_| Instant::now());
+        let lap = |stage, since: Option<Instant>| {
+            if let (Some(timer), Some(since)) = (timer, since) {
+                timer.add(stage, since.elapsed());
+            }
+        };
         for (batch, rays) in rays.chunks(per_dispatch).enumerate() {
             let start = batch * per_dispatch;
+            let submitting = clock();
+            if let Some(timer) = timer {
+                timer.begin_batch();
+            }
             scratch.sanitized.clear();
             scratch.sanitized.extend(rays.iter().map(sanitize_ray));
             self.queue
@@ -278,6 +292,8 @@ impl GpuContext {
                     self.dispatch_bvh(chunks, rays.len(), options, query, scratch)?
                 }
             }
+            lap(HostStage::Submit, submitting);
+            let waiting = clock();
             let bytes = rays.len() as u64 * HIT_BYTES;
             scratch.readback.resize(rays.len(), Hit::MISS);
             read_back(
@@ -288,6 +304,11 @@ impl GpuContext {
                 wait,
             )
             .await?;
+            if let Some(timer) = timer {
+                timer.collect(&self.device, wait).await?;
+            }
+            lap(HostStage::Wait, waiting);
+            let finishing = clock();
             let tree = match &mesh.content {
                 Content::Bvh { cpu, chunks } => {
                     let copy = mesh.gathered.as_ref().map(|g| g.copy.as_ref());
@@ -323,6 +344,7 @@ impl GpuContext {
                     finish_all(cpu, rays, found, slots, &mut states[start..end], options);
                 }
             }
+            lap(HostStage::Finish, finishing);
         }
         self.errors.check()
     }
@@ -495,12 +517,18 @@ impl GpuContext {
             self.queue.write_buffer(&scratch.params, 0, &params);
             let mut encoder = self.device.create_command_encoder(&Default::default());
             {
-                let mut pass = encoder.begin_compute_pass(&Default::default());
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("raypick trace"),
+                    timestamp_writes: self.timer.as_ref().and_then(|t| t.pass_writes()),
+                });
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &bind_group, &[]);
                 pass.dispatch_workgroups(workgroups, 1, 1);
             }
             if index == last {
+                if let Some(timer) = &self.timer {
+                    timer.resolve(&mut encoder);
+                }
                 let bytes = ray_count as u64 * HIT_BYTES;
                 encoder.copy_buffer_to_buffer(&scratch.hits, 0, &scratch.staging, 0, bytes);
                 if let Some(k) = max_hits {

@@ -215,3 +215,50 @@ fn rays_out_of_traversal_steps_are_finished_on_the_cpu() {
     assert_eq!(got, trace(CPU_BVH, &mesh, &rays, Cull::None));
     assert_eq!(got, trace(GPU_BVH, &mesh, &rays, Cull::None));
 }
+
+#[test]
+fn timing_counts_every_pass_and_resets_when_taken() {
+    let Some(plain) = gpu() else { return };
+    assert!(plain.take_times().is_none(), "timing is off by default");
+    assert!(!plain.has_kernel_timing());
+    let (mesh, rays) = soup_and_rays(5, 1_000, 900, 100);
+    let timed = GpuContext::with_options(GpuOptions {
+        timing: true,
+        // 11 triangle buffers, 145 rays per dispatch: 7 batches of 11 passes.
+        max_binding_bytes: Some(48 * 97),
+        ..Default::default()
+    })
+    .expect("second context on the same adapter");
+    eprintln!(
+        "kernel timing on {}: {}",
+        timed.adapter().name,
+        timed.has_kernel_timing()
+    );
+    let adapter = timed.adapter();
+    if adapter.backend == "Vulkan" && adapter.name.starts_with("llvmpipe") {
+        assert!(timed.has_kernel_timing(), "lavapipe has timestamp queries");
+    }
+    let options = TraceOptions::default();
+    let uploaded = timed.upload_with(&mesh, Accel::Brute).unwrap();
+    let fresh = timed.take_times().expect("timing on");
+    assert_eq!((fresh.passes, fresh.untimed_passes), (0, 0));
+    let hits = timed.trace(&uploaded, &rays, &options).unwrap();
+    assert_bits_equal(&hits, &trace(CPU_BRUTE, &mesh, &rays, Cull::None), "timed");
+    let times = timed.take_times().expect("timing on");
+    let batches = rays.len().div_ceil(timed.max_rays_per_dispatch()) as u64;
+    assert_eq!(batches, 7);
+    assert!(times.submit_ms > 0.0 && times.wait_ms > 0.0, "{times:?}");
+    if timed.has_kernel_timing() {
+        assert_eq!(times.passes, batches * 11, "{times:?}");
+        assert_eq!(times.untimed_passes, 0);
+        let kernel = times.kernel_ms.expect("kernel time");
+        assert!(kernel > 0.0 && kernel.is_finite(), "{times:?}");
+    } else {
+        assert_eq!((times.kernel_ms, times.passes), (None, 0), "{times:?}");
+    }
+    // Taken: counting starts again.
+    let again = timed.take_times().expect("timing on");
+    assert_eq!(again.passes, 0);
+    assert_eq!(again.submit_ms, 0.0);
+    assert_eq!(again.kernel_ms.is_some(), timed.has_kernel_timing());
+}
