@@ -63,16 +63,31 @@ pub fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>) -> PyResult<
         .map_err(|e| PyValueError::new_err(format!("array not contiguous: {e}")))
 }
 
-/// Rows of `columns` values (`ox oy oz dx dy dz`, or raypick's
-/// `ox oy oz tmin dx dy dz tmax`) as rays; the first bad row is an error.
-pub fn rays_from_f32(data: &[f32], columns: usize) -> Result<Rays<'_>, String> {
+/// Checks rows of 6 (`ox oy oz dx dy dz`) or 8 (`ox oy oz tmin dx dy dz tmax`) values:
+/// finite origins and directions, intervals that are not NaN.
+fn check_ray_rows<T: Real + Default>(data: &[T], columns: usize) -> Result<(), String> {
     if columns == 8 {
         check_rows(
             data,
             8,
             |r| [r[0], r[1], r[2], r[4], r[5], r[6]],
             |r| [r[3], r[7]],
-        )?;
+        )
+    } else {
+        check_rows(
+            data,
+            6,
+            |r| [r[0], r[1], r[2], r[3], r[4], r[5]],
+            |_| [T::default(); 2],
+        )
+    }
+}
+
+/// Rows of `columns` values (`ox oy oz dx dy dz`, or raypick's
+/// `ox oy oz tmin dx dy dz tmax`) as rays; the first bad row is an error.
+pub fn rays_from_f32(data: &[f32], columns: usize) -> Result<Rays<'_>, String> {
+    check_ray_rows(data, columns)?;
+    if columns == 8 {
         // raypick's own layout: no copy when the memory is aligned for it.
         return Ok(Rays::F32(
             match bytemuck::try_cast_slice::<f32, Ray>(data) {
@@ -92,12 +107,6 @@ pub fn rays_from_f32(data: &[f32], columns: usize) -> Result<Rays<'_>, String> {
             },
         ));
     }
-    check_rows(
-        data,
-        6,
-        |r| [r[0], r[1], r[2], r[3], r[4], r[5]],
-        |_| [0.0; 2],
-    )?;
     Ok(Rays::F32(Cow::Owned(
         data.chunks_exact(6)
             .map(|r| Ray::new(Vec3::new(r[0], r[1], r[2]), Vec3::new(r[3], r[4], r[5])))
@@ -107,25 +116,14 @@ pub fn rays_from_f32(data: &[f32], columns: usize) -> Result<Rays<'_>, String> {
 
 /// [`rays_from_f32`] for float64 rows: [`Ray64`]s, exact.
 pub fn rays_from_f64(data: &[f64], columns: usize) -> Result<Rays<'static>, String> {
+    check_ray_rows(data, columns)?;
     if columns == 8 {
-        check_rows(
-            data,
-            8,
-            |r| [r[0], r[1], r[2], r[4], r[5], r[6]],
-            |r| [r[3], r[7]],
-        )?;
         return Ok(Rays::F64(
             data.chunks_exact(8)
                 .map(|r| Ray64::from_row([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]]))
                 .collect(),
         ));
     }
-    check_rows(
-        data,
-        6,
-        |r| [r[0], r[1], r[2], r[3], r[4], r[5]],
-        |_| [0.0; 2],
-    )?;
     Ok(Rays::F64(
         data.chunks_exact(6)
             .map(|r| Ray64::new(DVec3::new(r[0], r[1], r[2]), DVec3::new(r[3], r[4], r[5])))

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use raypick::bvh::Bvh;
+use raypick::cpu::traversal_cost::{TraversalCost, WARP, traversal_cost};
 use raypick::gpu::{AdapterKinds, GpuContext, GpuOptions, GpuTimes};
 use raypick::prepare::pack_mesh;
 use raypick::types::PackedTriangle;
@@ -612,8 +613,21 @@ pub struct BenchReport {
     /// CPU/GPU agreement per acceleration structure and ray set, and BVH/brute
     /// force agreement on the CPU, when both ran.
     pub parity: Vec<ParityRow>,
+    /// What the GPU's BVH traversal costs per ray on each ray set, counted on its
+    /// CPU twin, when the GPU ran with the BVH.
+    pub gpu_traversal: Vec<TraversalRow>,
     /// Why the GPU did not run although it was wanted, with a hint on getting one.
     pub notice: Option<String>,
+}
+
+/// The GPU BVH traversal's cost on one ray set.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TraversalRow {
+    /// The ray set.
+    pub ray_set: RaySet,
+    /// Nodes, triangles and bytes per ray, and SIMT efficiency.
+    #[serde(flatten)]
+    pub cost: TraversalCost,
 }
 
 /// A step of [`run_bench`] about to run, or a row just measured, for a progress
@@ -682,7 +696,9 @@ pub fn run_bench(
         None => {}
     }
 
-    let total = config.accels.len() * pickers.len() * (1 + config.ray_sets.len());
+    let on_gpu = pickers.iter().any(|p| p.backend() == Backend::Gpu);
+    let counting = usize::from(on_gpu && config.accels.contains(&Accel::Bvh));
+    let total = config.accels.len() * pickers.len() * (1 + config.ray_sets.len()) + counting;
     let mut done = 0;
     let mut step = |what: &str, measured: Option<&BenchRow>| {
         progress(Progress {
@@ -696,6 +712,7 @@ pub fn run_bench(
     let mut rows = Vec::new();
     let mut speed = Vec::new();
     let mut parity_rows = Vec::new();
+    let mut gpu_traversal = Vec::new();
     // Hits of the CPU per (accel, ray set), for the BVH/brute comparison.
     let mut cpu_hits: Vec<(Accel, RaySet, Vec<Ray>, Vec<Hit>)> = Vec::new();
     for &accel in &config.accels {
@@ -735,6 +752,16 @@ pub fn run_bench(
                 step("measured", rows.last());
                 times.push((picker.backend(), *set, timed.best_ms));
                 hits.push((picker.backend(), *set, timed.hits));
+            }
+        }
+        if accel == Accel::Bvh && on_gpu {
+            step("counting the GPU traversal's work per ray", None);
+            let bvh = Bvh::build(mesh);
+            for (set, rays) in &ray_sets {
+                gpu_traversal.push(TraversalRow {
+                    ray_set: *set,
+                    cost: traversal_cost(&bvh, rays, &config.options),
+                });
             }
         }
         let find_hits =
@@ -806,6 +833,7 @@ pub fn run_bench(
         rows,
         speed,
         parity: parity_rows,
+        gpu_traversal,
         notice,
     })
 }
@@ -940,6 +968,18 @@ impl fmt::Display for BenchReport {
                 )?;
             }
             writeln!(f)?;
+        }
+        for t in &self.gpu_traversal {
+            let c = &t.cost;
+            writeln!(
+                f,
+                "gpu bvh traversal {}: {} nodes, {} triangles, {} bytes per ray; SIMT efficiency {} ({WARP} lanes)",
+                t.ray_set,
+                sig3(c.nodes_per_ray),
+                sig3(c.triangles_per_ray),
+                sig3(c.bytes_per_ray),
+                sig3(c.simt_efficiency)
+            )?;
         }
         if let Some(notice) = &self.notice {
             writeln!(f, "notice: {notice}")?;

@@ -527,8 +527,26 @@ fn bench_json_parses_and_compares_backends() {
         assert_eq!(p["differing"], 0, "disagreement: {p}");
     }
     assert!(json["notice"].is_null(), "{json}");
+    let traversal = json["gpu_traversal"].as_array().expect("gpu_traversal");
     if gpu {
         assert_eq!(json["speed"].as_array().map(Vec::len), Some(4));
+        // The GPU BVH's work per ray on each ray set, counted on its CPU twin.
+        assert_eq!(traversal.len(), 2, "{json}");
+        for t in traversal {
+            let x = |key: &str| t[key].as_f64().unwrap_or(-1.0);
+            assert_eq!(t["rays"], 64);
+            assert!(
+                x("nodes_per_ray") >= 1.0 && x("triangles_per_ray") >= 0.0,
+                "{t}"
+            );
+            assert!(x("bytes_per_ray") >= 64.0 + 48.0, "{t}");
+            assert!(
+                x("simt_efficiency") > 1.0 / 32.0 && x("simt_efficiency") <= 1.0,
+                "{t}"
+            );
+        }
+    } else {
+        assert!(traversal.is_empty(), "{json}");
     }
 
     // One ray set only, and a mesh file instead of the built-in scene.

@@ -44,6 +44,30 @@ pub fn collect_ray(bvh: &Bvh, ray: &Ray, cull: Cull, mode: Mode, list: &mut HitL
 /// Offers every accepted hit of one ray (already sanitised) that can change
 /// `collect`'s result, until it says stop.
 pub fn traverse(bvh: &Bvh, ray: &Ray, cull: Cull, mode: Mode, collect: &mut impl Collect) {
+    traverse_tallied(bvh, ray, cull, mode, collect, &mut ());
+}
+
+/// The work of one ray's traversal, told as it is done: each node visited (its two
+/// child boxes tested; `leaves`: a leaf child's box was entered, which ends the
+/// shader's inner node loop) and each triangle tested. `()` tells nothing.
+pub trait Tally {
+    /// A node was visited.
+    fn node(&mut self, _leaves: bool) {}
+    /// A triangle was tested.
+    fn triangle(&mut self) {}
+}
+
+impl Tally for () {}
+
+/// [`traverse`] (closest hit), telling `tally` its work.
+pub fn traverse_tallied(
+    bvh: &Bvh,
+    ray: &Ray,
+    cull: Cull,
+    mode: Mode,
+    collect: &mut impl Collect,
+    tally: &mut impl Tally,
+) {
     let Some(root) = bvh.nodes.first() else {
         return;
     };
@@ -56,6 +80,7 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: Cull, mode: Mode, collect: &mut impl
         let limit = collect.bound().min(ray.tmax);
         let [a, b] = &node.children;
         let (ea, eb) = (boxes.enter(a, limit), boxes.enter(b, limit));
+        tally.node((a.is_leaf() && ea.is_some()) || (b.is_leaf() && eb.is_some()));
         // Visit the nearer child first.
         let order = match (ea, eb) {
             (Some(ta), Some(tb)) if tb < ta => [(b, eb), (a, ea)],
@@ -70,6 +95,7 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: Cull, mode: Mode, collect: &mut impl
                 }
                 let first = child.index as usize;
                 for tri in &bvh.triangles[first..first + child.count as usize] {
+                    tally.triangle();
                     let c = intersect(ray, &frame, tri, cull, f32::INFINITY, mode);
                     let hit = Hit {
                         t: c.t,

@@ -20,6 +20,8 @@ pub mod intersect;
 pub mod moller_trumbore;
 mod packet_traverse;
 pub mod query;
+#[cfg(any(test, feature = "kernels"))]
+pub mod traversal_cost;
 mod ray_order;
 mod mesh_refit;
 mod refit;

@@ -1817,3 +1817,57 @@ fn chunked_gpu_bvh_matches_unchunked() {
     }
     assert_no_failures("chunked GPU BVH", &failures);
 }
+
+#[test]
+fn gpu_traversal_cost_counts_nodes_triangles_bytes_and_lockstep() {
+    use raypick::cpu::traversal_cost::{WARP, traversal_cost};
+    use raypick::types::{BvhNode, Hit, PackedTriangle};
+    let mesh = fixtures::builtin_scene(20_000);
+    let bvh = Bvh::build(&mesh);
+    let options = TraceOptions::default();
+    let bounds = mesh.bounds().unwrap();
+    let rays = fixtures::RaySet::Random.generate(bounds, 4 * WARP);
+
+    // Each ray alone: its own nodes and triangles, no idle lanes.
+    let alone: Vec<_> = rays
+        .iter()
+        .map(|r| traversal_cost(&bvh, std::slice::from_ref(r), &options))
+        .collect();
+    let cost = traversal_cost(&bvh, &rays, &options);
+    let mean = |f: fn(&raypick::cpu::traversal_cost::TraversalCost) -> f64| {
+        alone.iter().map(f).sum::<f64>() / alone.len() as f64
+    };
+    assert_eq!(cost.rays, rays.len());
+    assert!((cost.nodes_per_ray - mean(|c| c.nodes_per_ray)).abs() < 1e-9);
+    assert!((cost.triangles_per_ray - mean(|c| c.triangles_per_ray)).abs() < 1e-9);
+    assert!(
+        cost.nodes_per_ray >= 1.0 && cost.triangles_per_ray > 0.0,
+        "{cost:?}"
+    );
+    let io = (size_of::<Ray>() + size_of::<Hit>()) as f64;
+    let bytes = cost.nodes_per_ray * size_of::<BvhNode>() as f64
+        + cost.triangles_per_ray * size_of::<PackedTriangle>() as f64
+        + io;
+    assert!((cost.bytes_per_ray - bytes).abs() < 1e-6, "{cost:?}");
+    // A warp of the same ray: every lane busy all the time (a lone ray's warp is
+    // 1/WARP busy).
+    let same = vec![rays[0]; WARP];
+    assert_eq!(traversal_cost(&bvh, &same, &options).simt_efficiency, 1.0);
+    assert_eq!(alone[0].simt_efficiency, 1.0 / WARP as f64);
+    // Incoherent rays diverge.
+    assert!(
+        cost.simt_efficiency > 1.0 / WARP as f64 && cost.simt_efficiency < 1.0,
+        "{cost:?}"
+    );
+    // One busy lane among rays that miss the root box: it runs alone after the root.
+    let away = Ray::new(Vec3::splat(1e6), Vec3::X);
+    let mut lonely = vec![away; WARP];
+    lonely[7] = rays[0];
+    let busy = alone[0].nodes_per_ray + alone[0].triangles_per_ray;
+    let useful = busy + (WARP - 1) as f64;
+    let lonely_cost = traversal_cost(&bvh, &lonely, &options);
+    assert!(
+        (lonely_cost.simt_efficiency - useful / (WARP as f64 * busy)).abs() < 1e-12,
+        "{lonely_cost:?}"
+    );
+}
