@@ -686,7 +686,7 @@ pub fn run_bench(
             Err(e) => {
                 let hint = match e {
                     Error::OnlySoftwareAdapters { .. } => {
-                        "`--backend cpu --backend gpu` measures it too".to_string()
+                        "`--backend cpu --backend gpu` measures them too".to_string()
                     }
                     _ => no_gpu_hint(),
                 };
