@@ -616,6 +616,8 @@ pub struct BenchReport {
     /// What the GPU's BVH traversal costs per ray on each ray set, counted on its
     /// CPU twin, when the GPU ran with the BVH.
     pub gpu_traversal: Vec<TraversalRow>,
+    /// Why the GPU ran on its adapter ([`GpuContext::adapter_reason`]), when it ran.
+    pub gpu_adapter: Option<String>,
     /// Why the GPU did not run although it was wanted, with a hint on getting one.
     pub notice: Option<String>,
 }
@@ -834,6 +836,9 @@ pub fn run_bench(
         speed,
         parity: parity_rows,
         gpu_traversal,
+        gpu_adapter: pickers
+            .iter()
+            .find_map(|p| p.gpu().map(|gpu| gpu.adapter_reason().to_string())),
         notice,
     })
 }
@@ -968,6 +973,9 @@ impl fmt::Display for BenchReport {
                 )?;
             }
             writeln!(f)?;
+        }
+        if let Some(why) = &self.gpu_adapter {
+            writeln!(f, "gpu: {why}")?;
         }
         for t in &self.gpu_traversal {
             let c = &t.cost;

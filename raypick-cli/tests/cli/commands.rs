@@ -528,6 +528,14 @@ fn bench_json_parses_and_compares_backends() {
     }
     assert!(json["notice"].is_null(), "{json}");
     let traversal = json["gpu_traversal"].as_array().expect("gpu_traversal");
+    let adapter = json["gpu_adapter"].as_str();
+    match crate::support::gpu() {
+        Some(g) => assert!(
+            adapter.is_some_and(|a| a.contains(&g.adapter().name)),
+            "{json}"
+        ),
+        None => assert!(adapter.is_none(), "{json}"),
+    }
     if gpu {
         assert_eq!(json["speed"].as_array().map(Vec::len), Some(4));
         // The GPU BVH's work per ray on each ray set, counted on its CPU twin.
