@@ -141,6 +141,37 @@ fn driver_out_of_memory(source: Arc<wgpu::Error>) -> Error {
     }
 }
 
+/// What raypick asks of an adapter: its own limits, and hardware ray queries
+/// ([`wgpu::Features::EXPERIMENTAL_RAY_QUERY`], for
+/// [`Accel::RayQuery`](crate::Accel::RayQuery)) when it offers them. wgpu gates the
+/// feature behind an opt-in to its experimental features, which raypick gives for
+/// this feature alone: its uses are the acceleration structures of
+/// `gpu/ray_query.rs` and the stage `shaders/ray_query.wgsl`, whose ray descriptions
+/// keep the rules naga's own checks enforce (finite origin and direction,
+/// `0 <= tmin <= tmax`, committed distances within the segment).
+fn device_descriptor(adapter: &wgpu::Adapter) -> wgpu::DeviceDescriptor<'static> {
+    let ray_queries = adapter
+        .features()
+        .contains(wgpu::Features::EXPERIMENTAL_RAY_QUERY);
+    wgpu::DeviceDescriptor {
+        label: Some("raypick"),
+        required_limits: adapter.limits(),
+        required_features: if ray_queries {
+            wgpu::Features::EXPERIMENTAL_RAY_QUERY
+        } else {
+            wgpu::Features::empty()
+        },
+        experimental_features: if ray_queries {
+            // SAFETY: wgpu asks callers to acknowledge that its experimental features
+            // may have bugs; raypick uses only ray queries, within the rules above.
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        },
+        ..Default::default()
+    }
+}
+
 /// A wgpu device and queue with raypick's pipelines built once.
 ///
 /// Create one with [`GpuContext::new`] (raypick picks an adapter) or
@@ -162,6 +193,8 @@ pub struct GpuContext {
     max_triangles_per_dispatch: u32,
     max_traversal_steps: u32,
     max_mesh_bytes: Option<u64>,
+    /// Whether the device has hardware ray queries ([`GpuContext::has_ray_queries`]).
+    ray_queries: bool,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -174,6 +207,7 @@ impl std::fmt::Debug for GpuContext {
                 "max_triangles_per_dispatch",
                 &self.max_triangles_per_dispatch,
             )
+            .field("ray_queries", &self.ray_queries)
             .finish_non_exhaustive()
     }
 }
@@ -221,11 +255,7 @@ impl GpuContext {
             }
         };
         let (device, queue) = adapter
-            .request_device(&wgpu::DeviceDescriptor {
-                label: Some("raypick"),
-                required_limits: adapter.limits(),
-                ..Default::default()
-            })
+            .request_device(&device_descriptor(&adapter))
             .await
             .map_err(Error::Device)?;
         let errors = Arc::new(ErrorSink::default());
@@ -299,6 +329,9 @@ impl GpuContext {
         .unwrap_or(1)
         .max(1) as usize;
         let pipelines = Pipelines::new(&device)?;
+        let ray_queries = device
+            .features()
+            .contains(wgpu::Features::EXPERIMENTAL_RAY_QUERY);
         Ok(Self {
             device,
             queue,
@@ -319,6 +352,7 @@ impl GpuContext {
                 .unwrap_or(DEFAULT_MAX_TRAVERSAL_STEPS)
                 .max(1),
             max_mesh_bytes: options.max_mesh_bytes,
+            ray_queries,
         })
     }
 
@@ -331,6 +365,14 @@ impl GpuContext {
     /// (see [`AdapterKinds`]), or that it is the caller's own device.
     pub fn adapter_reason(&self) -> &str {
         &self.why
+    }
+
+    /// Whether meshes can be uploaded with [`Accel::RayQuery`](crate::Accel::RayQuery):
+    /// the device has wgpu's `EXPERIMENTAL_RAY_QUERY` (requested by
+    /// [`GpuContext::new`] whenever the adapter offers it; a renderer's device given to
+    /// [`GpuContext::from_device`] has it only if the renderer requested it).
+    pub fn has_ray_queries(&self) -> bool {
+        self.ray_queries
     }
 
     /// The wgpu device.
