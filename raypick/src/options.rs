@@ -81,10 +81,13 @@ pub enum Accel {
     /// context whose adapter offers `wgpu::Features::EXPERIMENTAL_RAY_QUERY`
     /// ([`GpuContext::has_ray_queries`](crate::gpu::GpuContext::has_ray_queries));
     /// elsewhere (the CPU backend, a GPU without ray queries) preparing a mesh with it
-    /// fails with [`Error::NoRayQueries`](crate::Error::NoRayQueries). Not the default:
-    /// wgpu marks ray queries experimental, and the exact answers rest on the
-    /// driver's box test being conservative, as Vulkan's is specified to be
-    /// (`docs/contracts.md` §1.11).
+    /// fails with [`Error::NoRayQueries`](crate::Error::NoRayQueries). Rays from
+    /// farther than 16 mesh magnitudes, and rays meeting too many boxes, are finished
+    /// on the CPU. Not the default: wgpu marks ray queries experimental, the exact
+    /// answers rest on the driver's box test being conservative (reporting every box
+    /// a ray crosses, as Vulkan allows no less), and it has been measured only on
+    /// lavapipe, where it runs at about a tenth of the BVH's rate
+    /// (`docs/contracts.md` §1.11). Instance scenes do not use it.
     RayQuery,
 }
 
