@@ -13,9 +13,12 @@
 //!
 //! What the times measure:
 //! - `build_ms`: CPU preparation of the mesh: building the BVH, or for brute force
-//!   packing the triangles (and on the CPU backend laying them out in SIMD blocks).
+//!   packing the triangles (and on the CPU backend laying them out in SIMD blocks);
+//!   0 for ray queries, whose whole preparation is the upload.
 //! - `upload_ms`: creating the GPU triangle buffers from the packed triangles and
-//!   waiting until the queue has finished the copy; always 0 on the CPU backend.
+//!   waiting until the queue has finished the copy; for ray queries packing the
+//!   triangles, their boxes and the driver's build of its acceleration structures;
+//!   always 0 on the CPU backend.
 //! - `trace_ms`: the best wall time of one [`Picker::trace_into`] call over the whole
 //!   ray batch, after one untimed warm-up call. On the GPU that includes writing the
 //!   rays to the GPU, the dispatches and reading the hits back (the time a caller
@@ -180,6 +183,7 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
             let start = Instant::now();
             let built = match accel {
                 Accel::Brute => Built::Packed(pack_mesh(mesh)),
+                Accel::RayQuery => Built::ByTheDriver,
                 _ => Built::Bvh(Arc::new(Bvh::build(mesh))),
             };
             let build_ms = ms_since(start);
@@ -187,6 +191,7 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
             let uploaded = match built {
                 Built::Packed(packed) => gpu.upload_packed(&packed)?,
                 Built::Bvh(bvh) => gpu.upload_bvh(bvh)?,
+                Built::ByTheDriver => gpu.upload_with(mesh, Accel::RayQuery)?,
             };
             // The buffer contents are copied on the next submission: make it happen now.
             gpu.queue().submit([]);
@@ -206,6 +211,21 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
 enum Built {
     Packed(Vec<PackedTriangle>),
     Bvh(Arc<Bvh>),
+    /// Nothing: for ray queries the driver builds its structures during the upload.
+    ByTheDriver,
+}
+
+/// Why `picker` cannot prepare meshes with `accel`, if it cannot: hardware ray
+/// queries need a GPU that has them.
+fn cannot_prepare(picker: &Picker, accel: Accel) -> Option<String> {
+    let has_ray_queries = picker.gpu().is_some_and(GpuContext::has_ray_queries);
+    (accel == Accel::RayQuery && !has_ray_queries).then(|| {
+        format!(
+            "{accel} skipped on the {} ({}): no hardware ray queries there",
+            picker.backend().name(),
+            picker.device_name()
+        )
+    })
 }
 
 /// The result of [`time_trace`].
@@ -618,7 +638,9 @@ pub struct BenchReport {
     pub gpu_traversal: Vec<TraversalRow>,
     /// Why the GPU ran on its adapter ([`GpuContext::adapter_reason`]), when it ran.
     pub gpu_adapter: Option<String>,
-    /// Why the GPU did not run although it was wanted, with a hint on getting one.
+    /// Why the GPU did not run although it was wanted, with a hint on getting one,
+    /// and which acceleration structures a backend skipped (ray queries on the CPU
+    /// or on a GPU without them); `; `-separated.
     pub notice: Option<String>,
 }
 
@@ -674,7 +696,7 @@ pub fn run_bench(
         })
     };
     let mut pickers = Vec::new();
-    let mut notice = None;
+    let mut notices = Vec::new();
     if config.backends.cpu {
         pickers.push(open_picker(Backend::Cpu, config.threads)?.0);
     }
@@ -692,15 +714,26 @@ pub fn run_bench(
                     }
                     _ => no_gpu_hint(),
                 };
-                notice = Some(format!("no GPU results: {}; {hint}", e.with_sources()))
+                notices.push(format!("no GPU results: {}; {hint}", e.with_sources()))
             }
         },
         None => {}
     }
 
-    let on_gpu = pickers.iter().any(|p| p.backend() == Backend::Gpu);
-    let counting = usize::from(on_gpu && config.accels.contains(&Accel::Bvh));
-    let total = config.accels.len() * pickers.len() * (1 + config.ray_sets.len()) + counting;
+    // The (acceleration structure, picker) pairs that can run, in report order.
+    let mut runs: Vec<(Accel, &Picker)> = Vec::new();
+    for &accel in &config.accels {
+        for picker in &pickers {
+            match cannot_prepare(picker, accel) {
+                Some(why) => notices.push(why),
+                None => runs.push((accel, picker)),
+            }
+        }
+    }
+    let on_gpu = runs
+        .iter()
+        .any(|(accel, p)| *accel == Accel::Bvh && p.backend() == Backend::Gpu);
+    let total = runs.len() * (1 + config.ray_sets.len()) + usize::from(on_gpu);
     let mut done = 0;
     let mut step = |what: &str, measured: Option<&BenchRow>| {
         progress(Progress {
@@ -717,7 +750,12 @@ pub fn run_bench(
     let mut gpu_traversal = Vec::new();
     // Hits of the CPU per (accel, ray set), for the BVH/brute comparison.
     let mut cpu_hits: Vec<(Accel, RaySet, Vec<Ray>, Vec<Hit>)> = Vec::new();
+    // Hits of the GPU's ray queries per ray set, for the comparison with the CPU BVH.
+    let mut ray_query_hits: Vec<(RaySet, Vec<Hit>)> = Vec::new();
     for &accel in &config.accels {
+        if !runs.iter().any(|r| r.0 == accel) {
+            continue;
+        }
         let count = ray_count(accel);
         let ray_sets: Vec<(RaySet, Vec<Ray>)> = config
             .ray_sets
@@ -726,7 +764,7 @@ pub fn run_bench(
             .collect();
         let mut hits: Vec<(Backend, RaySet, Vec<Hit>)> = Vec::new();
         let mut times: Vec<(Backend, RaySet, f64)> = Vec::new();
-        for picker in &pickers {
+        for picker in runs.iter().filter(|r| r.0 == accel).map(|r| r.1) {
             let backend = picker.backend().name();
             let name = accel.name();
             step(
@@ -792,6 +830,9 @@ pub fn run_bench(
             if let Some(cpu) = find_hits(Backend::Cpu, *set) {
                 cpu_hits.push((accel, *set, rays.clone(), cpu.clone()));
             }
+            if let (Accel::RayQuery, Some(gpu)) = (accel, find_hits(Backend::Gpu, *set)) {
+                ray_query_hits.push((*set, gpu.clone()));
+            }
         }
     }
     progress(Progress {
@@ -822,6 +863,21 @@ pub fn run_bench(
         }
     }
 
+    // The GPU's ray queries against the CPU's BVH, on the same rays (both use the
+    // BVH's ray count).
+    for (set, gpu) in &ray_query_hits {
+        let same_rays = |h: &&(Accel, RaySet, Vec<Ray>, Vec<Hit>)| {
+            h.0 == Accel::Bvh && h.1 == *set && h.3.len() == gpu.len()
+        };
+        if let Some((_, _, _, cpu)) = cpu_hits.iter().find(same_rays) {
+            parity_rows.push(ParityRow::new(
+                "gpu ray-query/cpu bvh".to_string(),
+                *set,
+                parity(cpu, gpu),
+            ));
+        }
+    }
+
     Ok(BenchReport {
         scene: scene.to_string(),
         triangles,
@@ -839,7 +895,7 @@ pub fn run_bench(
         gpu_adapter: pickers
             .iter()
             .find_map(|p| p.gpu().map(|gpu| gpu.adapter_reason().to_string())),
-        notice,
+        notice: (!notices.is_empty()).then(|| notices.join("; ")),
     })
 }
 
@@ -942,7 +998,7 @@ impl fmt::Display for BenchReport {
         ))?;
         writeln!(
             f,
-            "(cull {}, mode {}; build ms = BVH build or packing, plus upload to the GPU; trace ms = best of {} after a warm-up; kernel ms = GPU time in the compute passes of that trace, from timestamp queries; Mtests/s counts rays x triangles)",
+            "(cull {}, mode {}; build ms = BVH build or packing, plus upload to the GPU (for ray-query the driver's build); trace ms = best of {} after a warm-up; kernel ms = GPU time in the compute passes of that trace, from timestamp queries; Mtests/s counts rays x triangles)",
             self.cull, self.mode, self.repeat
         )?;
         for s in &self.speed {

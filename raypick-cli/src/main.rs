@@ -106,7 +106,7 @@ struct TraceArgs {
     /// Backend: auto uses the GPU when an adapter opens, else the CPU.
     #[arg(long, value_parser = named(Backend::ALL), default_value_t = Backend::Auto)]
     backend: Backend,
-    /// Acceleration structure.
+    /// Acceleration structure (ray-query: hardware ray queries, on a GPU that has them).
     #[arg(long, value_parser = named(Accel::ALL), default_value_t = Accel::default())]
     accel: Accel,
     #[command(flatten)]
@@ -130,8 +130,10 @@ struct BenchArgs {
     /// Backends to run, comma-separated (default: the CPU, and the GPU if an adapter opens).
     #[arg(long, value_name = "cpu,gpu", value_parser = named(&[Backend::Cpu, Backend::Gpu]), value_delimiter = ',')]
     backend: Vec<Backend>,
-    /// Acceleration structures to compare, comma-separated (default: bvh,brute).
-    #[arg(long, value_name = "bvh,brute", value_parser = named(Accel::ALL), value_delimiter = ',')]
+    /// Acceleration structures to compare, comma-separated (default: bvh,brute);
+    /// ray-query runs on a GPU with hardware ray queries only (skipped elsewhere,
+    /// with a notice).
+    #[arg(long, value_name = "bvh,brute,ray-query", value_parser = named(Accel::ALL), value_delimiter = ',')]
     accel: Vec<Accel>,
     /// Also write DIR/bench.json (every measurement, the machine, the command line)
     /// and DIR/bench.svg (a bar chart of Mrays/s); DIR is created if missing.
@@ -162,7 +164,7 @@ struct EngineArgs {
     /// Backend: auto uses the GPU when an adapter opens, else the CPU.
     #[arg(long, value_parser = named(Backend::ALL), default_value_t = Backend::Auto)]
     backend: Backend,
-    /// Acceleration structure.
+    /// Acceleration structure (ray-query: hardware ray queries, on a GPU that has them).
     #[arg(long, value_parser = named(Accel::ALL), default_value_t = Accel::default())]
     accel: Accel,
     /// Face culling.

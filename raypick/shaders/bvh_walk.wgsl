@@ -7,8 +7,6 @@
 
 // Entries of a traversal stack (the builder bounds every tree's depth).
 const MAX_DEPTH: u32 = 64u;
-// The triangle id reported for a ray that ran out of loop steps.
-const UNFINISHED: u32 = 0xfffffffeu;
 
 // Node n (a BvhNode is four rows): one load per row (a driver may load each member
 // of a struct on its own, lane by lane).

@@ -43,6 +43,20 @@ fn list_insert(first: u32, k: u32, state: ptr<function, u32>, hit: Hit) -> u32 {
     return moved;
 }
 
+// Whether the triangle of `hit` is listed already (a driver may report a box more
+// than once). Mirrors HitList::holds.
+fn list_holds(first: u32, state: u32, hit: Hit) -> bool {
+    let count = state & ~LIST_TRUNCATED;
+    var found = false;
+    for (var slot = 0u; slot < count; slot++) {
+        if all_hits[first + slot].prim == hit.prim {
+            found = true;
+            break;
+        }
+    }
+    return found;
+}
+
 // The largest t at which a hit can still enter the list: the last listed hit's once
 // the list is full and more hits are known to exist, else miss_t (+inf). Subtrees
 // entered beyond it can be skipped.

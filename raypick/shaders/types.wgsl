@@ -78,6 +78,18 @@ struct TraverseParams {
     max_hits: u32,
 }
 
+// Per-dispatch parameters of the ray-query stage (uniform, 32 bytes).
+struct RayQueryParams {
+    ray_count: u32,
+    cull: u32,
+    accumulate: u32,
+    miss_t: f32,
+    one: f32,
+    max_steps: u32,
+    max_hits: u32,
+    far_limit: f32,
+}
+
 // One instance of the two-level traversal (64 bytes): rows of the inverse affine
 // transform (object x = dot(inv0.xyz, world) + inv0.w), and where its mesh's BVH
 // starts in the concatenated node and triangle arrays (node_count 0: nothing to hit).
@@ -124,6 +136,9 @@ struct RefitParams {
 }
 
 const MISS: u32 = 0xffffffffu;
+// The triangle id a traversal reports for a ray it leaves to the CPU (out of loop
+// steps, or too far for the ray-query stage).
+const UNFINISHED: u32 = 0xfffffffeu;
 const EMPTY_CHILD: u32 = 0xffffffffu;
 const CULL_NONE: u32 = 0u;
 const CULL_BACK: u32 = 1u;

@@ -158,6 +158,15 @@ pub enum Error {
         #[source]
         source: rayon::ThreadPoolBuildError,
     },
+    /// [`Accel::RayQuery`](crate::Accel::RayQuery) was asked of something that cannot
+    /// run hardware ray queries: the CPU backend (also a
+    /// [`Backend::Auto`](crate::Backend::Auto) picker on the CPU), or a GPU context
+    /// whose adapter does not offer `wgpu::Features::EXPERIMENTAL_RAY_QUERY`.
+    /// [`Accel::Bvh`](crate::Accel::Bvh) gives the same answers everywhere.
+    #[error(
+        "hardware ray queries are not available on {0} (Accel::RayQuery needs a GPU whose adapter offers wgpu's EXPERIMENTAL_RAY_QUERY; Accel::Bvh gives the same answers)"
+    )]
+    NoRayQueries(String),
     /// An operation that does not apply to this mesh (for example refitting a mesh
     /// gathered from GPU buffers with `refit` instead of `refit_gathered`).
     #[error("{0}")]

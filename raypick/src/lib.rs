@@ -36,7 +36,8 @@
 //!   [`PickerOptions`]); `Auto` continues on the CPU when the GPU is missing, lost or
 //!   out of memory.
 //! - [`Mesh`] in, [`PickMesh`] out of [`Picker::upload`] (or `upload_with` an
-//!   [`Accel`]); [`Picker::refit`] follows moving vertices.
+//!   [`Accel`]: the BVH, brute force, or the GPU's hardware ray queries,
+//!   [`Accel::RayQuery`]); [`Picker::refit`] follows moving vertices.
 //! - Queries, each taking rays of either precision ([`Ray`], or [`Ray64`] far from
 //!   the origin) and [`TraceOptions`] ([`Cull`], [`Mode`]): [`Picker::trace`] (the
 //!   nearest [`Hit`] per ray), [`Picker::occluded`] (any hit) and
@@ -70,6 +71,7 @@
 //! | two-level (instance) traversal | `shaders/instance_traverse.wgsl` | `cpu::instance_traverse` |
 //! | triangles from a renderer's buffers | `shaders/gather.wgsl` | `cpu::gather` |
 //! | BVH refit (one level per dispatch) | `shaders/refit.wgsl` | `cpu::refit` |
+//! | hardware ray queries (`Accel::RayQuery`) | `shaders/ray_query.wgsl` | `cpu::ray_query` (raypick's decisions around the driver's traversal, which has no twin) |
 //!
 //! ## Features
 //! - `io`: file formats ([`tobj`](https://docs.rs/tobj), [`npyz`](https://docs.rs/npyz),

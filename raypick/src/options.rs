@@ -62,14 +62,33 @@ pub enum Mode {
 }
 
 /// How each ray finds its candidate triangles; chosen when a mesh is uploaded.
+///
+/// Every structure gives the same hits bit for bit (`docs/contracts.md` §1); they
+/// differ in speed and in where they run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Accel {
-    /// A bounding volume hierarchy (a SAH tree, depth-bounded): the default.
+    /// A bounding volume hierarchy (a SAH tree, depth-bounded) built on the CPU and
+    /// traversed by raypick's own code on either backend: the default, and what
+    /// runs everywhere.
     #[default]
     Bvh,
     /// Every ray against every triangle: the reference, O(rays × triangles).
     Brute,
+    /// The GPU's hardware ray queries: the driver builds an acceleration structure
+    /// over one box per triangle and finds the boxes a ray crosses; raypick's own
+    /// triangle test decides each hit, so the answers are the BVH's. Needs a GPU
+    /// context whose adapter offers `wgpu::Features::EXPERIMENTAL_RAY_QUERY`
+    /// ([`GpuContext::has_ray_queries`](crate::gpu::GpuContext::has_ray_queries));
+    /// elsewhere (the CPU backend, a GPU without ray queries) preparing a mesh with it
+    /// fails with [`Error::NoRayQueries`](crate::Error::NoRayQueries). Rays from
+    /// farther than 16 mesh magnitudes, and rays meeting too many boxes, are finished
+    /// on the CPU. Not the default: wgpu marks ray queries experimental, the exact
+    /// answers rest on the driver's box test being conservative (reporting every box
+    /// a ray crosses, as Vulkan allows no less), and it has been measured only on
+    /// lavapipe, where it runs at about a tenth of the BVH's rate
+    /// (`docs/contracts.md` §1.11). Instance scenes do not use it.
+    RayQuery,
 }
 
 /// Options for one trace call.
@@ -141,4 +160,8 @@ pub(crate) use named_values;
 
 named_values!(Cull, "culling mode", { None => "none", Back => "back", Front => "front" });
 named_values!(Mode, "ray-triangle test", { Fast => "fast", Watertight => "watertight" });
-named_values!(Accel, "acceleration structure", { Bvh => "bvh", Brute => "brute" });
+named_values!(Accel, "acceleration structure", {
+    Bvh => "bvh",
+    Brute => "brute",
+    RayQuery => "ray-query",
+});

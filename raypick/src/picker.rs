@@ -316,6 +316,13 @@ impl Picker {
     }
 
     /// Prepares a mesh for this picker's backend with the given acceleration structure.
+    ///
+    /// [`Accel::RayQuery`] needs the GPU's hardware ray queries
+    /// ([`GpuContext::has_ray_queries`]): on the CPU (including a [`Backend::Auto`]
+    /// picker that has no GPU or fell back to the CPU) and on a GPU without them it
+    /// fails with [`Error::NoRayQueries`]; [`Accel::Bvh`] gives the same answers
+    /// everywhere. A mesh already uploaded with ray queries keeps being traced after
+    /// a fallback, from its host copy.
     pub fn upload_with(&self, mesh: &Mesh, accel: Accel) -> Result<PickMesh> {
         let origin = mesh.origin();
         if let Some(gpu) = self.live_gpu() {
@@ -324,6 +331,9 @@ impl Picker {
                 Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
                 Err(e) => return Err(e),
             }
+        }
+        if accel == Accel::RayQuery {
+            return Err(Error::NoRayQueries("the CPU backend".into()));
         }
         Ok(PickMesh::from_cpu(CpuMesh::with_accel(mesh, accel), origin))
     }

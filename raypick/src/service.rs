@@ -304,7 +304,7 @@ impl PickService {
             }
             let n = job.rays.len();
             let state = slot.state.clone();
-            let empty = n == 0 || matches!(&job.content, MeshContent::Brute(c) if c.is_empty());
+            let empty = n == 0 || job.content.is_empty();
             if empty {
                 // Nothing to dispatch: ready at the next poll, like any other pick.
                 state.store(MAPPED, Ordering::Release);
@@ -318,14 +318,7 @@ impl PickService {
                     bytemuck::cast_slice(&scratch.sanitized),
                 );
                 let closest = (Query::Closest, 0);
-                let dispatched = match &job.content {
-                    MeshContent::Brute(chunks) => {
-                        gpu.dispatch_brute_force(chunks, n, &job.options, closest, scratch)
-                    }
-                    MeshContent::Bvh { chunks, .. } => {
-                        gpu.dispatch_bvh(chunks, n, &job.options, closest, scratch)
-                    }
-                };
+                let dispatched = gpu.dispatch(&job.content, n, &job.options, closest, scratch);
                 if let Err(e) = dispatched {
                     log::error!("raypick pick service: {}", e.with_sources());
                     state.store(MAP_FAILED, Ordering::Release);
@@ -352,7 +345,7 @@ impl PickService {
 fn read_hits(gpu: &GpuContext, slot: &mut Slot, job: &Job) -> Result<Vec<Hit>> {
     let n = job.rays.len();
     let mut hits = vec![Hit::MISS; n];
-    let dispatched = n > 0 && !matches!(&job.content, MeshContent::Brute(c) if c.is_empty());
+    let dispatched = n > 0 && !job.content.is_empty();
     if !dispatched {
         return Ok(hits);
     }
@@ -365,8 +358,7 @@ fn read_hits(gpu: &GpuContext, slot: &mut Slot, job: &Job) -> Result<Vec<Hit>> {
         hits.copy_from_slice(bytemuck::cast_slice(&view));
     }
     slot.scratch.staging.unmap();
-    if let MeshContent::Bvh { cpu, chunks } = &job.content {
-        let tree = gpu.finishing_tree(cpu, chunks, job.copy.as_deref(), &hits)?;
+    if let Some(tree) = gpu.finishing(&job.content, job.copy.as_deref(), &hits)? {
         crate::gpu::finish_on_cpu(&tree, &slot.scratch.sanitized, &mut hits, &job.options);
     }
     Ok(hits)

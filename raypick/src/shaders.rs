@@ -55,6 +55,14 @@ pub const INSTANCE_TRAVERSE_ENTRY: &str = "instance_traverse";
 /// Workgroup size of the instance traversal stage (`WORKGROUP_SIZE` in the WGSL).
 pub const INSTANCE_TRAVERSE_WORKGROUP: u32 = 64;
 
+/// The ray-query stage: hardware ray queries over one box per triangle, raypick's
+/// test on each candidate (its decisions mirrored by `src/cpu/ray_query.rs`).
+pub const RAY_QUERY: &str = include_str!("../shaders/ray_query.wgsl");
+/// Entry point of the ray-query stage (not `ray_query`: WGSL names the type so).
+pub const RAY_QUERY_ENTRY: &str = "ray_query_trace";
+/// Workgroup size of the ray-query stage (`WORKGROUP_SIZE` in the WGSL).
+pub const RAY_QUERY_WORKGROUP: u32 = 64;
+
 /// Entry point of the brute-force stage.
 pub const BRUTE_FORCE_ENTRY: &str = "brute_force";
 /// Workgroup size of the brute-force stage (`WORKGROUP_SIZE` in the WGSL).
@@ -100,6 +108,21 @@ pub fn instance_traverse_module() -> String {
     .join("\n")
 }
 
+/// The complete WGSL module of the ray-query stage. The stage's own file comes
+/// first: its `enable wgpu_ray_query;` directive must open the module (WGSL
+/// declarations may come in any order).
+pub fn ray_query_module() -> String {
+    [
+        RAY_QUERY,
+        TYPES,
+        INTERSECT,
+        MOLLER_TRUMBORE,
+        WATERTIGHT,
+        HIT_LIST,
+    ]
+    .join("\n")
+}
+
 /// The complete WGSL module of the gather stage.
 pub fn gather_module() -> String {
     [TYPES, GATHER].join("\n")
@@ -117,6 +140,7 @@ pub fn all_modules() -> Vec<(&'static str, String)> {
         ("brute_force", brute_force_module()),
         ("bvh_traverse", bvh_traverse_module()),
         ("instance_traverse", instance_traverse_module()),
+        ("ray_query", ray_query_module()),
         ("gather", gather_module()),
         ("refit", refit_module()),
     ]

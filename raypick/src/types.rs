@@ -240,6 +240,31 @@ pub struct TraverseParams {
     pub max_hits: u32,
 }
 
+/// Per-dispatch parameters of the ray-query stage (`shaders/ray_query.wgsl`, a
+/// uniform buffer).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct RayQueryParams {
+    /// Number of rays in this dispatch.
+    pub ray_count: u32,
+    /// Culling mode: 0 none, 1 back, 2 front (see [`crate::Cull`]).
+    pub cull: u32,
+    /// 1 when the hit buffer already holds the best hit of earlier chunks of the mesh.
+    pub accumulate: u32,
+    /// The `t` written for a miss (`+inf`).
+    pub miss_t: f32,
+    /// Always 1.0 (see [`TraceParams::one`]).
+    pub one: f32,
+    /// Most candidate boxes (plus moves of listed hits) one ray may take; a ray that
+    /// needs more is reported unfinished and completed on the CPU.
+    pub max_steps: u32,
+    /// Slots per ray of the all-hits list ([`QUERY_ALL`]).
+    pub max_hits: u32,
+    /// Rays whose origin has a coordinate larger than this in magnitude are reported
+    /// unfinished and completed on the CPU (see `cpu::ray_query::far_limit`).
+    pub far_limit: f32,
+}
+
 /// One instance as the two-level traversal reads it (64 bytes): the rows of its
 /// inverse (object-from-world) affine transform and where its mesh's BVH starts in
 /// the scene's concatenated node and triangle arrays.
@@ -304,6 +329,7 @@ const _: () = assert!(std::mem::size_of::<Ray>() == 32);
 const _: () = assert!(std::mem::size_of::<BvhChild>() == 32);
 const _: () = assert!(std::mem::size_of::<BvhNode>() == 64);
 const _: () = assert!(std::mem::size_of::<TraverseParams>() == 32);
+const _: () = assert!(std::mem::size_of::<RayQueryParams>() == 32);
 const _: () = assert!(std::mem::size_of::<Hit>() == 16);
 const _: () = assert!(std::mem::size_of::<PackedTriangle>() == 48);
 const _: () = assert!(std::mem::size_of::<TraceParams>() == 48);

@@ -587,6 +587,84 @@ fn bench_json_parses_and_compares_backends() {
     assert_eq!(rows[0]["rays"], 100);
 }
 
+#[test]
+fn ray_queries_run_where_the_gpu_has_them_and_are_refused_elsewhere() {
+    // The CPU has none: `trace` fails in one line, `bench` skips them with a notice.
+    let fx = Fixture::new();
+    let out = fx.path("out.hits");
+    let output = fx.trace(&out, &["--backend", "cpu", "--accel", "ray-query"]);
+    assert_error(&output, &["ray queries", "CPU backend"]);
+    assert!(!out.exists());
+    let output = raypick(
+        &[
+            "bench",
+            "--triangles",
+            "500",
+            "--rays",
+            "64",
+            "--backend",
+            "cpu",
+            "--accel",
+            "bvh,ray-query",
+            "--json",
+        ],
+        &[],
+    );
+    let json = parse_json(&success(&output));
+    let rows = json["rows"].as_array().expect("rows");
+    assert!(rows.iter().all(|r| r["accel"] == "bvh"), "{json}");
+    assert!(
+        json["notice"]
+            .as_str()
+            .is_some_and(|n| n.contains("ray-query skipped on the cpu")),
+        "{json}"
+    );
+    // A GPU with ray queries traces them, with the CPU BVH's hits bit for bit.
+    let Some(gpu) = crate::support::gpu().filter(|g| g.has_ray_queries()) else {
+        eprintln!("no GPU with ray queries: only the refusals were checked");
+        return;
+    };
+    eprintln!("ray queries on {:?}", gpu.adapter());
+    let output = raypick(
+        &[
+            "bench",
+            "--triangles",
+            "500",
+            "--rays",
+            "64",
+            "--backend",
+            "cpu",
+            "--backend",
+            "gpu",
+            "--accel",
+            "bvh,ray-query",
+            "--json",
+        ],
+        &[],
+    );
+    let json = parse_json(&success(&output));
+    let rows = json["rows"].as_array().expect("rows");
+    let ray_query_rows: Vec<_> = rows.iter().filter(|r| r["accel"] == "ray-query").collect();
+    assert_eq!(ray_query_rows.len(), 2, "{json}");
+    assert!(
+        ray_query_rows.iter().all(|r| r["backend"] == "gpu"),
+        "{json}"
+    );
+    let parity = json["parity"].as_array().expect("parity");
+    let compared: Vec<_> = parity
+        .iter()
+        .filter(|p| p["compared"] == "gpu ray-query/cpu bvh")
+        .collect();
+    assert_eq!(compared.len(), 2, "{json}");
+    for p in compared {
+        assert_eq!(p["identical"], 64, "not bit-identical: {p}");
+    }
+    let out = fx.path("gpu.hits");
+    let output = fx.trace(&out, &["--backend", "gpu", "--accel", "ray-query"]);
+    success(&output);
+    assert_eq!(io::read_hits(&out).unwrap(), fx.expected(Cull::None));
+}
+
 // ---------------------------------------------------------------------------
 // raypick render
 // ---------------------------------------------------------------------------

@@ -47,7 +47,9 @@ pub enum Refitted {
     /// Same tree, boxes recomputed (or triangles packed again for brute force).
     Refit,
     /// The tree could not follow ([`RefitError::NoLeafFor`]: a triangle that was
-    /// degenerate at build time can now be hit) and was built again.
+    /// degenerate at build time can now be hit) and was built again; a mesh for
+    /// hardware ray queries ([`Accel::RayQuery`](crate::Accel::RayQuery)) is always
+    /// built again, by the driver.
     Rebuilt,
 }
 

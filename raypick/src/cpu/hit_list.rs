@@ -61,6 +61,14 @@ impl<'a> HitList<'a> {
         moved
     }
 
+    /// Whether `hit` (the same triangle) is listed already.
+    #[inline]
+    #[cfg_attr(not(any(test, feature = "kernels")), allow(dead_code))]
+    pub fn holds(&self, hit: &Hit) -> bool {
+        let count = (self.state & !LIST_TRUNCATED) as usize;
+        self.slots[..count].iter().any(|listed| listed.prim == hit.prim)
+    }
+
     /// The largest `t` at which a hit can still enter the list: the last listed
     /// hit's once the list is full and more hits are known to exist, else `+inf`.
     #[inline(always)]
@@ -82,6 +90,16 @@ impl Collect for HitList<'_> {
     #[inline(always)]
     fn offer(&mut self, hit: Hit) -> bool {
         self.insert(hit);
+        false
+    }
+
+    /// Leaves out a triangle listed already (one that dropped out of a full list
+    /// does not come back: `k` nearer hits keep it out).
+    #[inline]
+    fn offer_repeated(&mut self, hit: Hit) -> bool {
+        if !self.holds(&hit) {
+            self.insert(hit);
+        }
         false
     }
 }

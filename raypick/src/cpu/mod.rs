@@ -23,6 +23,10 @@ pub mod query;
 #[cfg(any(test, feature = "kernels"))]
 pub mod traversal_cost;
 mod ray_order;
+// The stage's decisions run on the CPU only in tests (the CPU traces a ray-query
+// mesh with its BVH); the upload uses its boxes.
+#[cfg_attr(not(any(test, feature = "kernels")), allow(dead_code))]
+pub mod ray_query;
 mod mesh_refit;
 mod refit;
 pub(crate) mod simd;
@@ -63,11 +67,14 @@ impl CpuMesh {
         Self::with_accel(mesh, Accel::default())
     }
 
-    /// Prepares a mesh for the given acceleration structure.
+    /// Prepares a mesh for the given acceleration structure. The CPU has no ray
+    /// queries: [`Accel::RayQuery`] gives the BVH, which is what traces a ray-query
+    /// mesh on the CPU (the [`crate::Picker`] refuses it on the CPU backend with
+    /// [`Error::NoRayQueries`]).
     pub fn with_accel(mesh: &Mesh, accel: Accel) -> Self {
         match accel {
             Accel::Brute => CpuMesh::Brute(TriangleBlocks::new(&pack_mesh(mesh))),
-            Accel::Bvh => CpuMesh::Bvh(WideBvh::from_bvh(&Bvh::build(mesh))),
+            Accel::Bvh | Accel::RayQuery => CpuMesh::Bvh(WideBvh::from_bvh(&Bvh::build(mesh))),
         }
     }
 

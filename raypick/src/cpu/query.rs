@@ -17,6 +17,15 @@ pub trait Collect {
 
     /// Offers an accepted hit; returns `true` when the search can stop.
     fn offer(&mut self, hit: Hit) -> bool;
+
+    /// Offers an accepted hit that may have been offered before (a driver may report
+    /// a box more than once, `super::ray_query`): the same result as offering each
+    /// triangle once. Keeping the nearest hit or stopping at the first are unchanged
+    /// by a repeat, so by default this is [`Collect::offer`].
+    #[cfg_attr(not(any(test, feature = "kernels")), allow(dead_code))]
+    fn offer_repeated(&mut self, hit: Hit) -> bool {
+        self.offer(hit)
+    }
 }
 
 /// Keeps the nearest hit (ties to the lowest triangle id).

@@ -148,6 +148,40 @@ fn driver_out_of_memory(source: Arc<wgpu::Error>) -> Error {
     }
 }
 
+/// What raypick asks of an adapter: its own limits, and hardware ray queries
+/// ([`wgpu::Features::EXPERIMENTAL_RAY_QUERY`], for
+/// [`Accel::RayQuery`](crate::Accel::RayQuery)) when it offers them. wgpu gates the
+/// feature behind an opt-in to its experimental features, which raypick gives for
+/// this feature alone: its uses are the acceleration structures of
+/// `gpu/ray_query.rs` and the stage `shaders/ray_query.wgsl`, whose ray descriptions
+/// keep the rules naga's own checks enforce (finite origin and direction,
+/// `0 <= tmin <= tmax`, committed distances within the segment).
+///
+/// With `timing`, also timestamp queries ([`wgpu::Features::TIMESTAMP_QUERY`]) when
+/// the adapter has them ([`GpuOptions::timing`]).
+fn device_descriptor(adapter: &wgpu::Adapter, timing: bool) -> wgpu::DeviceDescriptor<'static> {
+    let ray_queries = adapter
+        .features()
+        .contains(wgpu::Features::EXPERIMENTAL_RAY_QUERY);
+    let mut wanted = wgpu::Features::EXPERIMENTAL_RAY_QUERY;
+    if timing {
+        wanted |= wgpu::Features::TIMESTAMP_QUERY;
+    }
+    wgpu::DeviceDescriptor {
+        label: Some("raypick"),
+        required_limits: adapter.limits(),
+        required_features: adapter.features() & wanted,
+        experimental_features: if ray_queries {
+            // SAFETY: wgpu asks callers to acknowledge that its experimental features
+            // may have bugs; raypick uses only ray queries, within the rules above.
+            unsafe { wgpu::ExperimentalFeatures::enabled() }
+        } else {
+            wgpu::ExperimentalFeatures::disabled()
+        },
+        ..Default::default()
+    }
+}
+
 /// A wgpu device and queue with raypick's pipelines built once.
 ///
 /// Create one with [`GpuContext::new`] (raypick picks an adapter) or
@@ -171,6 +205,8 @@ pub struct GpuContext {
     max_triangles_per_dispatch: u32,
     max_traversal_steps: u32,
     max_mesh_bytes: Option<u64>,
+    /// Whether the device has hardware ray queries ([`GpuContext::has_ray_queries`]).
+    ray_queries: bool,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -183,6 +219,7 @@ impl std::fmt::Debug for GpuContext {
                 "max_triangles_per_dispatch",
                 &self.max_triangles_per_dispatch,
             )
+            .field("ray_queries", &self.ray_queries)
             .finish_non_exhaustive()
     }
 }
@@ -230,17 +267,7 @@ impl GpuContext {
             }
         };
         let (device, queue) = adapter
-            .request_device(&wgpu::DeviceDescriptor {
-                label: Some("raypick"),
-                required_features: adapter.features()
-                    & if options.timing {
-                        wgpu::Features::TIMESTAMP_QUERY
-                    } else {
-                        wgpu::Features::empty()
-                    },
-                required_limits: adapter.limits(),
-                ..Default::default()
-            })
+            .request_device(&device_descriptor(&adapter, options.timing))
             .await
             .map_err(Error::Device)?;
         let errors = Arc::new(ErrorSink::default());
@@ -318,6 +345,9 @@ impl GpuContext {
             let timestamps = device.features().contains(wgpu::Features::TIMESTAMP_QUERY);
             Timer::new(&device, &queue, timestamps)
         });
+        let ray_queries = device
+            .features()
+            .contains(wgpu::Features::EXPERIMENTAL_RAY_QUERY);
         Ok(Self {
             device,
             queue,
@@ -339,6 +369,7 @@ impl GpuContext {
                 .unwrap_or(DEFAULT_MAX_TRAVERSAL_STEPS)
                 .max(1),
             max_mesh_bytes: options.max_mesh_bytes,
+            ray_queries,
         })
     }
 
@@ -365,6 +396,14 @@ impl GpuContext {
     /// (see [`AdapterKinds`]), or that it is the caller's own device.
     pub fn adapter_reason(&self) -> &str {
         &self.why
+    }
+
+    /// Whether meshes can be uploaded with [`Accel::RayQuery`](crate::Accel::RayQuery):
+    /// the device has wgpu's `EXPERIMENTAL_RAY_QUERY` (requested by
+    /// [`GpuContext::new`] whenever the adapter offers it; a renderer's device given to
+    /// [`GpuContext::from_device`] has it only if the renderer requested it).
+    pub fn has_ray_queries(&self) -> bool {
+        self.ray_queries
     }
 
     /// The wgpu device.

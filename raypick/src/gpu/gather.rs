@@ -84,7 +84,9 @@ const TRIANGLE_BYTES: u64 = std::mem::size_of::<PackedTriangle>() as u64;
 
 impl GpuContext {
     /// A mesh from a renderer's vertex and index buffers (see the
-    /// [`MeshBuffers`] for the requirements), for brute force or a BVH.
+    /// [`MeshBuffers`] for the requirements), for brute force or a BVH;
+    /// [`Accel::RayQuery`] is [`Error::Unsupported`] here (upload the mesh itself
+    /// for ray queries).
     ///
     /// Brute force never copies the mesh to the CPU. A BVH reads the gathered
     /// triangles back once to build the tree on the CPU (blocking). Refit it after
@@ -94,6 +96,13 @@ impl GpuContext {
     /// ([`GpuMesh::to_cpu_mesh`], what a picker falling back to the CPU after a
     /// device loss traces) is the BVH as created, and empty for brute force.
     pub fn upload_buffers(&self, buffers: &MeshBuffers, accel: Accel) -> Result<GpuMesh> {
+        if accel == Accel::RayQuery {
+            return Err(Error::Unsupported(
+                "a mesh read from a renderer's buffers is traced with Accel::Bvh or Accel::Brute, \
+                 not Accel::RayQuery"
+                    .into(),
+            ));
+        }
         self.errors.check()?;
         for (buffer, name) in [(buffers.vertices, "vertex"), (buffers.indices, "index")] {
             if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
@@ -142,7 +151,8 @@ impl GpuContext {
                     copy: Arc::default(),
                 })),
             }),
-            Accel::Bvh => {
+            // (RayQuery was refused above.)
+            Accel::Bvh | Accel::RayQuery => {
                 let packed = self.read_triangles(&out, n)?;
                 drop(out);
                 self.upload_gathered_bvh(buffers, Bvh::build(&mesh_from_packed(&packed)))
@@ -285,6 +295,12 @@ impl GpuContext {
             }
             Content::Bvh { chunks, .. } => {
                 for chunk in chunks {
+                    let count = chunk.triangles.size() / TRIANGLE_BYTES;
+                    out.extend(self.read_triangles(&chunk.triangles, count as u32)?);
+                }
+            }
+            Content::RayQuery(mesh) => {
+                for chunk in &mesh.chunks {
                     let count = chunk.triangles.size() / TRIANGLE_BYTES;
                     out.extend(self.read_triangles(&chunk.triangles, count as u32)?);
                 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::GpuContext;
+use super::ray_query::RayQueryMesh;
 use crate::Mesh;
 use crate::bvh::Bvh;
 use crate::cpu::CpuMesh;
@@ -41,9 +42,25 @@ pub(crate) enum Content {
         chunks: Vec<BvhBuffers>,
         cpu: Arc<Bvh>,
     },
+    /// The driver's acceleration structures over one box per triangle, and the
+    /// host copy that finishes rays on the CPU.
+    RayQuery(RayQueryMesh),
 }
 
-/// A mesh in GPU memory: the packed triangles for brute force, or a BVH.
+impl Content {
+    /// Whether there is nothing on the GPU to hit (no dispatch needed: every ray
+    /// misses). A BVH always has a root.
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            Content::Brute(chunks) => chunks.is_empty(),
+            Content::Bvh { .. } => false,
+            Content::RayQuery(mesh) => mesh.chunks.is_empty(),
+        }
+    }
+}
+
+/// A mesh in GPU memory: the packed triangles for brute force, a BVH, or the
+/// driver's acceleration structures for hardware ray queries.
 ///
 /// It also keeps a host copy (the packed triangles, or the BVH the CPU finishes long
 /// traversals with), so that the mesh can still be traced on the CPU after the device
@@ -70,10 +87,12 @@ impl GpuMesh {
         match self.content {
             Content::Brute(_) => Accel::Brute,
             Content::Bvh { .. } => Accel::Bvh,
+            Content::RayQuery(_) => Accel::RayQuery,
         }
     }
 
-    /// Bytes of GPU memory held.
+    /// Bytes of GPU memory held in raypick's buffers (for ray queries, the driver's
+    /// acceleration structures come on top: wgpu does not report their size).
     pub fn size_bytes(&self) -> u64 {
         match &self.content {
             Content::Brute(chunks) => chunks.iter().map(|c| c.buffer.size()).sum(),
@@ -81,23 +100,28 @@ impl GpuMesh {
                 .iter()
                 .map(|c| c.nodes.size() + c.triangles.size())
                 .sum(),
+            Content::RayQuery(mesh) => mesh.size_bytes(),
         }
     }
 
-    /// The same mesh prepared for the CPU backend, from the host copy (no GPU access).
+    /// The same mesh prepared for the CPU backend, from the host copy (no GPU access;
+    /// a ray-query mesh's BVH is built from its triangles).
     pub fn to_cpu_mesh(&self) -> CpuMesh {
         match (&self.content, &self.host_triangles) {
             (Content::Bvh { cpu, .. }, _) => CpuMesh::Bvh(WideBvh::from_bvh(cpu)),
+            (Content::RayQuery(mesh), _) => CpuMesh::Bvh(WideBvh::from_bvh(&mesh.bvh())),
             (Content::Brute(_), Some(triangles)) => CpuMesh::Brute(TriangleBlocks::new(triangles)),
             (Content::Brute(_), None) => CpuMesh::Brute(TriangleBlocks::new(&[])),
         }
     }
 
-    /// Number of pieces the mesh is split into so that each fits one storage binding.
+    /// Number of pieces the mesh is split into so that each fits one storage binding
+    /// (and, for ray queries, one acceleration structure).
     pub fn buffer_count(&self) -> usize {
         match &self.content {
             Content::Brute(chunks) => chunks.len(),
             Content::Bvh { chunks, .. } => chunks.len(),
+            Content::RayQuery(mesh) => mesh.chunks.len(),
         }
     }
 }
@@ -108,11 +132,14 @@ impl GpuContext {
         self.upload_with(mesh, Accel::default())
     }
 
-    /// Uploads a mesh for the given acceleration structure.
+    /// Uploads a mesh for the given acceleration structure. [`Accel::RayQuery`] fails
+    /// with [`Error::NoRayQueries`](crate::Error::NoRayQueries) unless
+    /// [`GpuContext::has_ray_queries`].
     pub fn upload_with(&self, mesh: &Mesh, accel: Accel) -> Result<GpuMesh> {
         match accel {
             Accel::Brute => self.upload_packed(&pack_mesh(mesh)),
             Accel::Bvh => self.upload_bvh(Arc::new(Bvh::build(mesh))),
+            Accel::RayQuery => self.upload_ray_query(mesh),
         }
     }
 
@@ -198,7 +225,7 @@ impl GpuContext {
     /// The buffer is filled through the queue rather than mapped at creation: a
     /// buffer that could not be created (out of memory, lost device) is then an error
     /// the surrounding error scope reports, not a panic inside wgpu.
-    fn storage(&self, label: &str, contents: &[u8]) -> wgpu::Buffer {
+    pub(crate) fn storage(&self, label: &str, contents: &[u8]) -> wgpu::Buffer {
         let padding = [0u8; 64];
         let contents = if contents.is_empty() {
             &padding[..]

@@ -12,6 +12,7 @@ mod gather;
 mod instances;
 mod mesh;
 mod pipelines;
+mod ray_query;
 pub(crate) mod readback;
 mod refit;
 mod timing;

@@ -22,6 +22,9 @@ pub(crate) struct Pipelines {
     /// `shaders/instance_traverse.wgsl` (closest hit only), compiled on first use
     /// (see [`Pipelines::instance_traverse`]).
     instance_traverse: OnceLock<Stage>,
+    /// `shaders/ray_query.wgsl`, compiled on first use (see
+    /// [`Pipelines::ray_query`]; only a device with ray queries can).
+    ray_query: OnceLock<Stage>,
     /// `shaders/gather.wgsl`.
     pub(crate) gather: wgpu::ComputePipeline,
     /// `shaders/refit.wgsl`.
@@ -54,6 +57,7 @@ impl Pipelines {
                 shaders::BVH_TRAVERSE_ENTRY,
             )?,
             instance_traverse: Default::default(),
+            ray_query: Default::default(),
             gather: pipeline(
                 device,
                 "gather",
@@ -99,23 +103,47 @@ impl Pipelines {
         device: &wgpu::Device,
         mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
-        let stage = match self.instance_traverse.get() {
-            Some(stage) => stage,
-            None => {
-                let built = Stage::new(
-                    device,
-                    "instance_traverse",
-                    shaders::instance_traverse_module(),
-                    shaders::INSTANCE_TRAVERSE_ENTRY,
-                )?;
-                self.instance_traverse.get_or_init(|| built)
-            }
-        };
-        stage.pipeline(device, Query::Closest, mode)
+        Stage::on_first_use(&self.instance_traverse, device, "instance_traverse", || {
+            (
+                shaders::instance_traverse_module(),
+                shaders::INSTANCE_TRAVERSE_ENTRY,
+            )
+        })?
+        .pipeline(device, Query::Closest, mode)
+    }
+
+    /// The ray-query pipeline of `query` and `mode`, compiled the first time a mesh
+    /// uploaded with [`Accel::RayQuery`](crate::Accel::RayQuery) is traced.
+    pub(crate) fn ray_query(
+        &self,
+        device: &wgpu::Device,
+        query: Query,
+        mode: Mode,
+    ) -> Result<&wgpu::ComputePipeline> {
+        Stage::on_first_use(&self.ray_query, device, "ray_query", || {
+            (shaders::ray_query_module(), shaders::RAY_QUERY_ENTRY)
+        })?
+        .pipeline(device, query, mode)
     }
 }
 
 impl Stage {
+    /// The stage in `slot`, compiled from `source()` (module, entry point) the first
+    /// time it is asked for.
+    fn on_first_use<'a>(
+        slot: &'a OnceLock<Stage>,
+        device: &wgpu::Device,
+        name: &'static str,
+        source: impl FnOnce() -> (String, &'static str),
+    ) -> Result<&'a Stage> {
+        if let Some(stage) = slot.get() {
+            return Ok(stage);
+        }
+        let (module, entry) = source();
+        let built = Stage::new(device, name, module, entry)?;
+        Ok(slot.get_or_init(|| built))
+    }
+
     /// Compiles the module, turning a validation error into [`Error::Pipeline`].
     fn new(
         device: &wgpu::Device,

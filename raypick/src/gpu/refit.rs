@@ -19,7 +19,9 @@ impl GpuContext {
     /// Moves an uploaded mesh to `mesh`'s vertex positions (same triangles): brute
     /// force writes the packed triangles again; a BVH is refitted on the CPU copy
     /// and its buffers are overwritten in place (or, when a triangle left out as
-    /// degenerate can now be hit, built and uploaded again: [`Refitted::Rebuilt`]).
+    /// degenerate can now be hit, built and uploaded again: [`Refitted::Rebuilt`]);
+    /// a ray-query mesh's acceleration structures are built again by the driver
+    /// ([`Refitted::Rebuilt`]).
     /// The next trace sees the new positions (writes are queued before any later
     /// submission).
     pub fn refit(&self, uploaded: &mut GpuMesh, mesh: &Mesh) -> Result<Refitted> {
@@ -47,6 +49,10 @@ impl GpuContext {
                         .write_buffer(&chunk.buffer, 0, bytemuck::cast_slice(tris));
                 }
                 uploaded.host_triangles = Some(packed.into());
+            }
+            Content::RayQuery(_) => {
+                *uploaded = self.upload_ray_query(mesh)?;
+                return Ok(Refitted::Rebuilt);
             }
             Content::Bvh { chunks, cpu } => {
                 match Arc::make_mut(cpu).refit(mesh) {

@@ -81,12 +81,12 @@ fn buffer(
 #[derive(Debug)]
 pub(crate) struct Scratch {
     pub(crate) capacity: usize,
-    params: wgpu::Buffer,
+    pub(crate) params: wgpu::Buffer,
     pub(crate) rays: wgpu::Buffer,
-    hits: wgpu::Buffer,
+    pub(crate) hits: wgpu::Buffer,
     pub(crate) staging: wgpu::Buffer,
     list_bytes: u64,
-    list: wgpu::Buffer,
+    pub(crate) list: wgpu::Buffer,
     list_staging: wgpu::Buffer,
     pub(crate) sanitized: Vec<Ray>,
     readback: Vec<Hit>,
@@ -240,7 +240,7 @@ impl GpuContext {
         } else {
             self.max_rays_per_dispatch()
         };
-        if rays.is_empty() || matches!(&mesh.content, Content::Brute(chunks) if chunks.is_empty()) {
+        if rays.is_empty() || mesh.content.is_empty() {
             if let Output::Closest(hits) = output {
                 hits.fill(Hit::MISS); // the other outputs start as misses
             }
@@ -284,14 +284,7 @@ impl GpuContext {
             self.queue
                 .write_buffer(&scratch.rays, 0, bytemuck::cast_slice(&scratch.sanitized));
             let query = (output.query(), max_hits as u32);
-            match &mesh.content {
-                Content::Brute(chunks) => {
-                    self.dispatch_brute_force(chunks, rays.len(), options, query, scratch)?
-                }
-                Content::Bvh { chunks, .. } => {
-                    self.dispatch_bvh(chunks, rays.len(), options, query, scratch)?
-                }
-            }
+            self.dispatch(&mesh.content, rays.len(), options, query, scratch)?;
             lap(HostStage::Submit, submitting);
             let waiting = clock();
             let bytes = rays.len() as u64 * HIT_BYTES;
@@ -309,13 +302,8 @@ impl GpuContext {
             }
             lap(HostStage::Wait, waiting);
             let finishing = clock();
-            let tree = match &mesh.content {
-                Content::Bvh { cpu, chunks } => {
-                    let copy = mesh.gathered.as_ref().map(|g| g.copy.as_ref());
-                    Some(self.finishing_tree(cpu, chunks, copy, &scratch.readback)?)
-                }
-                Content::Brute(_) => None,
-            };
+            let copy = mesh.gathered.as_ref().map(|g| g.copy.as_ref());
+            let tree = self.finishing(&mesh.content, copy, &scratch.readback)?;
             let cpu = tree.as_deref();
             let (rays, found) = (&scratch.sanitized[..], &scratch.readback[..]);
             let end = start + rays.len();
@@ -347,6 +335,49 @@ impl GpuContext {
             lap(HostStage::Finish, finishing);
         }
         self.errors.check()
+    }
+
+    /// The dispatches of `query` (and `max_hits`) for `content` over the ray batch in
+    /// `scratch` (brute force, BVH or ray queries), submitted, not waited for.
+    pub(crate) fn dispatch(
+        &self,
+        content: &Content,
+        ray_count: usize,
+        options: &TraceOptions,
+        query: (Query, u32),
+        scratch: &Scratch,
+    ) -> Result<()> {
+        match content {
+            Content::Brute(chunks) => {
+                self.dispatch_brute_force(chunks, ray_count, options, query, scratch)
+            }
+            Content::Bvh { chunks, .. } => {
+                self.dispatch_bvh(chunks, ray_count, options, query, scratch)
+            }
+            Content::RayQuery(mesh) => {
+                self.dispatch_ray_query(mesh, ray_count, options, query, scratch)
+            }
+        }
+    }
+
+    /// The BVH that finishes on the CPU the rays of a batch the GPU left
+    /// [`UNFINISHED`] (`found` its answers), if the mesh has one: the BVH's host
+    /// copy (read back after a refit on the GPU, `copy`), or a ray-query mesh's BVH,
+    /// built only when some ray needs it. Brute force finishes every ray.
+    pub(crate) fn finishing(
+        &self,
+        content: &Content,
+        copy: Option<&super::CpuCopy>,
+        found: &[Hit],
+    ) -> Result<Option<std::sync::Arc<Bvh>>> {
+        Ok(match content {
+            Content::Bvh { cpu, chunks } => Some(self.finishing_tree(cpu, chunks, copy, found)?),
+            Content::RayQuery(mesh) => found
+                .iter()
+                .any(|h| h.prim == UNFINISHED)
+                .then(|| mesh.bvh()),
+            Content::Brute(_) => None,
+        })
     }
 
     /// Brute force over the ray batch in `scratch`: one dispatch per range of at
@@ -485,12 +516,21 @@ impl GpuContext {
         layout: &wgpu::BindGroupLayout,
         buffers: &[&wgpu::Buffer],
     ) -> wgpu::BindGroup {
-        let entries: Vec<_> = buffers
-            .iter()
+        self.bind_resources(layout, buffers.iter().map(|b| b.as_entire_binding()))
+    }
+
+    /// A bind group of `resources` at bindings 0, 1, … of `layout`.
+    pub(crate) fn bind_resources<'a>(
+        &self,
+        layout: &wgpu::BindGroupLayout,
+        resources: impl IntoIterator<Item = wgpu::BindingResource<'a>>,
+    ) -> wgpu::BindGroup {
+        let entries: Vec<_> = resources
+            .into_iter()
             .enumerate()
-            .map(|(binding, buffer)| wgpu::BindGroupEntry {
+            .map(|(binding, resource)| wgpu::BindGroupEntry {
                 binding: binding as u32,
-                resource: buffer.as_entire_binding(),
+                resource,
             })
             .collect();
         self.device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -504,7 +544,7 @@ impl GpuContext {
     /// submission so that its parameter write lands between it and the previous one;
     /// the last also copies the hits (and, given `max_hits`, the lists) to the
     /// staging buffers.
-    fn submit_passes(
+    pub(crate) fn submit_passes(
         &self,
         pipeline: &wgpu::ComputePipeline,
         passes: Vec<(Vec<u8>, wgpu::BindGroup)>,
@@ -561,8 +601,8 @@ async fn read_back(
     Ok(())
 }
 
-/// Any-hit answers from the GPU's hits; rays out of loop steps ([`UNFINISHED`], BVH
-/// only) are completed on the CPU with the same traversal.
+/// Any-hit answers from the GPU's hits; rays left to the CPU ([`UNFINISHED`]: out of
+/// loop steps, or too far for ray queries) are completed there by the BVH traversal.
 fn finish_any(
     bvh: Option<&Bvh>,
     rays: &[Ray],
@@ -584,8 +624,8 @@ fn finish_any(
 }
 
 /// All-hits lists from the GPU: each ray's state comes in its hit's `prim`; slots
-/// past the listed hits are reset to misses, and rays out of loop steps
-/// ([`UNFINISHED`], BVH only) are listed again on the CPU with the same traversal.
+/// past the listed hits are reset to misses, and rays left to the CPU
+/// ([`UNFINISHED`]) are listed again there by the BVH traversal.
 fn finish_all(
     bvh: Option<&Bvh>,
     rays: &[Ray],
@@ -617,7 +657,7 @@ fn finish_all(
 }
 
 /// Completes on the CPU the rays the GPU reported as [`UNFINISHED`] (out of loop
-/// steps), with the same traversal.
+/// steps, or too far for ray queries), with the BVH traversal.
 pub(crate) fn finish_on_cpu(bvh: &Bvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) {
     let (cull, mode) = (options.cull, options.mode);
     hits.par_iter_mut()

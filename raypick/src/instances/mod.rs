@@ -5,7 +5,9 @@
 //! (`Arc`). An [`Instance`] places a mesh with a [`glam::Mat4`]; a small top-level
 //! BVH over the instances' world boxes (the TLAS, module `tlas`) finds the
 //! instances a ray can reach. Moving an instance ([`InstanceScene::set_transform`])
-//! refits the TLAS along one root path; no BLAS is touched.
+//! refits the TLAS along one root path; no BLAS is touched. Both levels are
+//! raypick's own BVHs on either backend: hardware ray queries
+//! ([`crate::Accel::RayQuery`]) apply to single meshes, not to instance scenes.
 //!
 //! ## What a hit means
 //!

@@ -6,12 +6,21 @@ use std::mem::{offset_of, size_of};
 use raypick::shaders;
 use raypick::types::{
     BvhChild, BvhNode, GatherParams, Hit, InstanceHitRecord, PackedInstance, PackedTriangle, Ray,
-    RefitParams, TraceParams, TraverseParams,
+    RayQueryParams, RefitParams, TraceParams, TraverseParams,
 };
 
 fn parse(source: &str, name: &str) -> naga::Module {
     naga::front::wgsl::parse_str(source)
         .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)))
+}
+
+/// What the module `name` may use beyond core WGSL: ray queries for the ray-query
+/// stage, nothing for the others.
+fn capabilities(name: &str) -> naga::valid::Capabilities {
+    match name {
+        "ray_query" => naga::valid::Capabilities::RAY_QUERY,
+        _ => naga::valid::Capabilities::empty(),
+    }
 }
 
 /// (size, [(member name, offset)]) of a struct declared in the WGSL module.
@@ -93,18 +102,22 @@ fn shared_structs_match_rust() {
             ray_count, cull, accumulate, miss_t, one, max_steps, mode, max_hits
         ]
     );
+    assert_layout!(
+        &module,
+        RayQueryParams,
+        [
+            ray_count, cull, accumulate, miss_t, one, max_steps, max_hits, far_limit
+        ]
+    );
 }
 
 #[test]
 fn every_module_validates() {
     for (name, source) in shaders::all_modules() {
         let module = parse(&source, name);
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
-        )
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&source)));
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), capabilities(name))
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(&source)));
     }
 }
 
@@ -211,4 +224,26 @@ fn gather_and_refit_constants_match_rust() {
         literal(&refit, "REFIT_WORKGROUP"),
         U32(shaders::REFIT_WORKGROUP)
     );
+}
+
+#[test]
+fn ray_query_constants_match_rust() {
+    let module = parse(&shaders::ray_query_module(), "ray_query");
+    let constant = |name: &str| literal(&module, name);
+    use naga::Literal::{F32, U32};
+    use raypick::cpu::ray_query::SEGMENT_MARGIN;
+    assert_eq!(constant("UNFINISHED"), U32(shaders::UNFINISHED));
+    assert_eq!(constant("SEGMENT_MARGIN"), F32(SEGMENT_MARGIN));
+    assert_eq!(constant("MAX_T"), F32(f32::MAX));
+    assert_eq!(constant("BIG"), F32(raypick::cpu::intersect::BIG));
+    assert_eq!(
+        constant("WORKGROUP_SIZE"),
+        U32(shaders::RAY_QUERY_WORKGROUP)
+    );
+    let entry = module
+        .entry_points
+        .iter()
+        .find(|e| e.name == shaders::RAY_QUERY_ENTRY)
+        .expect("entry point");
+    assert_eq!(entry.workgroup_size, [shaders::RAY_QUERY_WORKGROUP, 1, 1]);
 }

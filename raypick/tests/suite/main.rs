@@ -22,6 +22,7 @@ mod pick_service;
 mod properties;
 mod queries;
 mod raster_crosscheck;
+mod ray_query;
 mod reference;
 mod refit;
 mod regressions;

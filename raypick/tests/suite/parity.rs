@@ -1,4 +1,5 @@
-//! Parity of every engine (CPU/GPU × BVH/brute force) with CPU brute force: 100k rays per case (random, incoherent and adversarial: aimed at
+//! Parity of every engine (CPU/GPU × BVH/brute force, and the GPU's ray queries
+//! where it has them) with CPU brute force: 100k rays per case (random, incoherent and adversarial: aimed at
 //! vertices and edge midpoints, parallel to triangles, starting on the surface, t
 //! exactly at tmin/tmax, NaN/inf/zero components) over several meshes with degenerate
 //! triangles, in every culling mode. Every hit on both backends also obeys the hit
@@ -9,7 +10,7 @@ use glam::Vec3;
 use raypick::{Cull, Mesh, Mode, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
 
-fn meshes() -> Vec<(&'static str, Mesh)> {
+pub(crate) fn meshes() -> Vec<(&'static str, Mesh)> {
     let mut rng = Rng::new(11);
     let soup = fixtures::soup(1_500, &mut rng, (Vec3::splat(-2.0), Vec3::splat(2.0)));
     vec![
@@ -25,7 +26,7 @@ fn meshes() -> Vec<(&'static str, Mesh)> {
     ]
 }
 
-fn rays_for(mesh: &Mesh, seed: u64) -> Vec<Ray> {
+pub(crate) fn rays_for(mesh: &Mesh, seed: u64) -> Vec<Ray> {
     let mut rng = Rng::new(seed);
     let bounds = mesh.bounds().expect("mesh has finite vertices");
     let mut rays = fixtures::random_rays(40_000, &mut rng, bounds);

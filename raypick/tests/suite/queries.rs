@@ -1,5 +1,6 @@
 //! Queries beyond the closest hit — any hit (occlusion) and all hits sorted by
-//! `(t, id)` — on every engine (CPU and GPU, brute force and BVH), every culling
+//! `(t, id)` — on every engine (CPU and GPU, brute force and BVH, the GPU's ray
+//! queries where it has them), every culling
 //! mode and both ray–triangle tests.
 //!
 //! The all-hits oracle is independent of the list code: every triangle is traced on

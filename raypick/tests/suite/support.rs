@@ -47,12 +47,21 @@ pub const GPU_BVH: Engine = Engine {
     backend: Backend::Gpu,
     accel: Accel::Bvh,
 };
+/// Hardware ray queries (only on a GPU that has them).
+pub const GPU_RAY_QUERY: Engine = Engine {
+    backend: Backend::Gpu,
+    accel: Accel::RayQuery,
+};
 
-/// Every engine to test: the CPU always, the GPU when there is one (or required).
+/// Every engine to test: the CPU always, the GPU when there is one (or required),
+/// its ray queries when it has them.
 pub fn engines() -> Vec<Engine> {
     let mut all = vec![CPU_BRUTE, CPU_BVH];
-    if gpu().is_some() {
+    if let Some(gpu) = gpu() {
         all.extend([GPU_BRUTE, GPU_BVH]);
+        if gpu.has_ray_queries() {
+            all.push(GPU_RAY_QUERY);
+        }
     }
     all
 }

@@ -1,0 +1,233 @@
+//! Meshes traced with hardware ray queries ([`Accel::RayQuery`](crate::Accel::RayQuery)).
+//!
+//! Upload: the driver builds a bottom-level acceleration structure over one box per
+//! hittable triangle (procedural AABB geometry, boxes from
+//! [`DriverBoxes`](crate::cpu::ray_query::DriverBoxes)) and a top-level one holding
+//! it once, untransformed; the triangles go to a storage buffer in box order, so a
+//! candidate's primitive index names its triangle. A mesh larger than one storage
+//! binding or than the device's primitives per structure is split into chunks,
+//! traced one after the other with the best hit carried over, like BVH chunks.
+//!
+//! Trace: `shaders/ray_query.wgsl`, one dispatch per chunk. Rays the stage leaves to
+//! the CPU (far origins, too many candidates) are finished by the BVH traversal on
+//! a BVH built from the host copy of the triangles the first time one is needed;
+//! the same BVH traces the mesh after a fallback to the CPU.
+
+use std::sync::{Arc, OnceLock};
+
+use super::GpuContext;
+use super::mesh::{Content, GpuMesh};
+use super::trace::Scratch;
+use crate::Mesh;
+use crate::bvh::Bvh;
+use crate::cpu::ray_query::DriverBoxes;
+use crate::error::{Error, Result};
+use crate::gather::mesh_from_packed;
+use crate::options::TraceOptions;
+use crate::prepare::pack_mesh;
+use crate::shaders::RAY_QUERY_WORKGROUP;
+use crate::types::{PackedTriangle, Query, RayQueryParams};
+
+/// Bytes of one box in the driver's input: `[lo, hi]` as six f32.
+const BOX_BYTES: u64 = 24;
+
+/// One acceleration structure of a ray-query mesh and the triangles its boxes stand for.
+#[derive(Clone, Debug)]
+pub(crate) struct RayQueryChunk {
+    /// The top-level structure the stage binds: one untransformed instance of the
+    /// bottom-level structure over the boxes (which the instance keeps alive).
+    pub(crate) tlas: wgpu::Tlas,
+    /// The chunk's triangles in box order.
+    pub(crate) triangles: wgpu::Buffer,
+}
+
+/// What a ray-query mesh holds.
+#[derive(Clone, Debug)]
+pub(crate) struct RayQueryMesh {
+    pub(crate) chunks: Vec<RayQueryChunk>,
+    /// Origins beyond this magnitude are finished on the CPU.
+    pub(crate) far_limit: f32,
+    /// The mesh's packed triangles in id order (the host copy).
+    packed: Arc<[PackedTriangle]>,
+    /// The BVH of the host copy, built on first need (shared by the clones the pick
+    /// service makes).
+    bvh: Arc<OnceLock<Arc<Bvh>>>,
+}
+
+impl RayQueryMesh {
+    /// The BVH that finishes rays left to the CPU and traces the mesh there after a
+    /// fallback (built from the host copy the first time).
+    pub(crate) fn bvh(&self) -> Arc<Bvh> {
+        self.bvh
+            .get_or_init(|| Arc::new(Bvh::build(&mesh_from_packed(&self.packed))))
+            .clone()
+    }
+
+    /// Bytes of GPU memory in raypick's own buffers (the driver's structures are not
+    /// counted: wgpu does not report their size).
+    pub(crate) fn size_bytes(&self) -> u64 {
+        self.chunks.iter().map(|c| c.triangles.size()).sum()
+    }
+}
+
+impl GpuContext {
+    /// Uploads `mesh` for hardware ray queries ([`Accel::RayQuery`](crate::Accel::RayQuery)).
+    pub(crate) fn upload_ray_query(&self, mesh: &Mesh) -> Result<GpuMesh> {
+        if !self.has_ray_queries() {
+            return Err(Error::NoRayQueries(format!(
+                "the GPU {} ({})",
+                self.adapter().name,
+                self.adapter().backend
+            )));
+        }
+        self.errors.check()?;
+        let packed: Arc<[PackedTriangle]> = pack_mesh(mesh).into();
+        let boxes = DriverBoxes::new(&packed);
+        let bytes = boxes.triangles.len() as u64
+            * (std::mem::size_of::<PackedTriangle>() as u64 + BOX_BYTES);
+        self.check_mesh_bytes(bytes)?;
+        let per_chunk = self
+            .triangles_per_chunk()
+            .min(self.device.limits().max_blas_primitive_count as usize)
+            .max(1);
+        let chunks = self.scoped(|| {
+            let chunks: Vec<RayQueryChunk> = boxes
+                .boxes
+                .chunks(per_chunk)
+                .zip(boxes.triangles.chunks(per_chunk))
+                .map(|(boxes, triangles)| self.build_chunk(boxes, triangles))
+                .collect();
+            chunks
+        })?;
+        Ok(GpuMesh {
+            content: Content::RayQuery(RayQueryMesh {
+                chunks,
+                far_limit: boxes.far_limit,
+                packed,
+                bvh: Arc::default(),
+            }),
+            context_id: self.id,
+            triangle_count: mesh.triangle_count(),
+            host_triangles: None,
+            gathered: None,
+        })
+    }
+
+    /// Builds the acceleration structures of one chunk of boxes (submitted, not
+    /// waited for: later submissions run after it).
+    fn build_chunk(
+        &self,
+        boxes: &[[glam::Vec3; 2]],
+        triangles: &[PackedTriangle],
+    ) -> RayQueryChunk {
+        use wgpu::util::DeviceExt;
+        let input = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("raypick ray-query boxes"),
+                contents: bytemuck::cast_slice(boxes),
+                usage: wgpu::BufferUsages::BLAS_INPUT,
+            });
+        let size = wgpu::BlasAABBGeometrySizeDescriptor {
+            primitive_count: boxes.len() as u32,
+            // Opaque: no any-hit stage; every box still comes to the shader as a
+            // candidate (procedural geometry). No duplicate reports where the driver
+            // honours it (the stage copes with them anyway).
+            flags: wgpu::AccelerationStructureGeometryFlags::OPAQUE
+                | wgpu::AccelerationStructureGeometryFlags::NO_DUPLICATE_ANY_HIT_INVOCATION,
+        };
+        let blas = self.device.create_blas(
+            &wgpu::CreateBlasDescriptor {
+                label: Some("raypick ray-query boxes"),
+                flags: wgpu::AccelerationStructureFlags::PREFER_FAST_TRACE,
+                update_mode: wgpu::AccelerationStructureUpdateMode::Build,
+            },
+            wgpu::BlasGeometrySizeDescriptors::AABBs {
+                descriptors: vec![size.clone()],
+            },
+        );
+        let mut tlas = self.device.create_tlas(&wgpu::CreateTlasDescriptor {
+            label: Some("raypick ray-query scene"),
+            flags: wgpu::AccelerationStructureFlags::PREFER_FAST_TRACE,
+            update_mode: wgpu::AccelerationStructureUpdateMode::Build,
+            max_instances: 1,
+        });
+        const IDENTITY: [f32; 12] = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0];
+        tlas[0] = Some(wgpu::TlasInstance::new(&blas, IDENTITY, 0, 0xff));
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encoder.build_acceleration_structures(
+            std::iter::once(&wgpu::BlasBuildEntry {
+                blas: &blas,
+                geometry: wgpu::BlasGeometries::AabbGeometries(vec![wgpu::BlasAabbGeometry {
+                    size: &size,
+                    stride: BOX_BYTES,
+                    aabb_buffer: &input,
+                    primitive_offset: 0,
+                }]),
+            }),
+            std::iter::once(&tlas),
+        );
+        self.queue.submit([encoder.finish()]);
+        RayQueryChunk {
+            tlas,
+            triangles: self.storage(
+                "raypick ray-query triangles",
+                bytemuck::cast_slice(triangles),
+            ),
+        }
+    }
+
+    /// The ray-query stage over the ray batch in `scratch`: one dispatch per chunk.
+    pub(crate) fn dispatch_ray_query(
+        &self,
+        mesh: &RayQueryMesh,
+        ray_count: usize,
+        options: &TraceOptions,
+        (query, max_hits): (Query, u32),
+        scratch: &Scratch,
+    ) -> Result<()> {
+        let pipeline = self
+            .pipelines
+            .ray_query(&self.device, query, options.mode)?;
+        let layout = pipeline.get_bind_group_layout(0);
+        let passes = mesh
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(index, chunk)| {
+                let params = RayQueryParams {
+                    ray_count: ray_count as u32,
+                    cull: options.cull as u32,
+                    accumulate: u32::from(index > 0),
+                    miss_t: f32::INFINITY,
+                    one: 1.0,
+                    max_steps: self.max_traversal_steps(),
+                    max_hits,
+                    far_limit: mesh.far_limit,
+                };
+                let bind_group = self.bind_resources(
+                    &layout,
+                    [
+                        scratch.params.as_entire_binding(),
+                        chunk.tlas.as_binding(),
+                        chunk.triangles.as_entire_binding(),
+                        scratch.rays.as_entire_binding(),
+                        scratch.hits.as_entire_binding(),
+                        scratch.list.as_entire_binding(),
+                    ],
+                );
+                (bytemuck::bytes_of(&params).to_vec(), bind_group)
+            })
+            .collect();
+        let workgroups = (ray_count as u32).div_ceil(RAY_QUERY_WORKGROUP);
+        let lists = query == Query::All;
+        self.submit_passes(
+            pipeline,
+            passes,
+            workgroups,
+            (ray_count, lists.then_some(max_hits)),
+            scratch,
+        );
+        Ok(())
+    }
+}
