@@ -8,6 +8,32 @@
 // the final list is the k smallest (t, id) pairs whatever the offering order; it
 // carries over between dispatches (triangle ranges, BVH chunks) in the buffer.
 
+// Where a ray's search resumes in a dispatch: from a miss in the first one
+// (`accumulate` false); after it from `carried`, the ray's entry of the hit buffer
+// (the best hit so far, or under QUERY_ALL the list state in `prim`). `stop`: nothing
+// is left to do (the ray ran out of loop steps, or an any-hit query already hit).
+struct Resume {
+    best: Hit,
+    state: u32,
+    stop: bool,
+}
+
+fn resume(carried: Hit, accumulate: bool, miss_t: f32) -> Resume {
+    var r = Resume(Hit(miss_t, 0.0, 0.0, MISS), 0u, false);
+    if accumulate {
+        r.best = carried;
+        if carried.prim == UNFINISHED {
+            r.stop = true;
+        } else if QUERY == QUERY_ANY && carried.prim != MISS {
+            r.stop = true; // an earlier chunk found a hit
+        } else if QUERY == QUERY_ALL {
+            r.state = carried.prim;
+            r.best.prim = MISS;
+        }
+    }
+    return r;
+}
+
 // Whether `a` comes before `b`: nearer, or as near with a lower triangle id.
 fn hit_before(a: Hit, b: Hit) -> bool {
     return a.t < b.t || (a.t == b.t && a.prim < b.prim);

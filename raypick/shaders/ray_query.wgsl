@@ -113,21 +113,12 @@ fn ray_query_trace(@builtin(global_invocation_id) gid: vec3<u32>) {
     let ray = rays[ray_index];
     let listing = QUERY == QUERY_ALL;
     let first = ray_index * params.max_hits;
-    var best = Hit(params.miss_t, 0.0, 0.0, MISS);
-    var state = 0u; // the list state of QUERY_ALL
-    if params.accumulate != 0u {
-        best = hits[ray_index];
-        if best.prim == UNFINISHED {
-            return;
-        }
-        if QUERY == QUERY_ANY && best.prim != MISS {
-            return; // an earlier chunk found a hit
-        }
-        if listing {
-            state = best.prim;
-            best.prim = MISS;
-        }
+    let resumed = resume(hits[ray_index], params.accumulate != 0u, params.miss_t);
+    if resumed.stop {
+        return;
     }
+    var best = resumed.best;
+    var state = resumed.state; // the list state of QUERY_ALL
     let o = abs(ray.origin);
     if max(max(o.x, o.y), o.z) > params.far_limit {
         finish(ray_index, best, state, true);
