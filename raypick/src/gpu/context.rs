@@ -141,18 +141,18 @@ fn driver_out_of_memory(source: Arc<wgpu::Error>) -> Error {
     }
 }
 
-/// What raypick asks of an adapter: its own limits, and hardware ray queries
-/// ([`wgpu::Features::EXPERIMENTAL_RAY_QUERY`], for
-/// [`Accel::RayQuery`](crate::Accel::RayQuery)) when it offers them. wgpu gates the
+/// What raypick asks of an adapter: its own limits, and with `ray_queries` hardware
+/// ray queries ([`wgpu::Features::EXPERIMENTAL_RAY_QUERY`], for
+/// [`Accel::RayQuery`](crate::Accel::RayQuery)). wgpu gates the
 /// feature behind an opt-in to its experimental features, which raypick gives for
 /// this feature alone: its uses are the acceleration structures of
 /// `gpu/ray_query.rs` and the stage `shaders/ray_query.wgsl`, whose ray descriptions
 /// keep the rules naga's own checks enforce (finite origin and direction,
 /// `0 <= tmin <= tmax`, committed distances within the segment).
-fn device_descriptor(adapter: &wgpu::Adapter) -> wgpu::DeviceDescriptor<'static> {
-    let ray_queries = adapter
-        .features()
-        .contains(wgpu::Features::EXPERIMENTAL_RAY_QUERY);
+fn device_descriptor(
+    adapter: &wgpu::Adapter,
+    ray_queries: bool,
+) -> wgpu::DeviceDescriptor<'static> {
     wgpu::DeviceDescriptor {
         label: Some("raypick"),
         required_limits: adapter.limits(),
@@ -254,10 +254,27 @@ impl GpuContext {
                     .expect("one adapter to choose from")
             }
         };
-        let (device, queue) = adapter
-            .request_device(&device_descriptor(&adapter))
+        let ray_queries = adapter
+            .features()
+            .contains(wgpu::Features::EXPERIMENTAL_RAY_QUERY);
+        let (device, queue) = match adapter
+            .request_device(&device_descriptor(&adapter, ray_queries))
             .await
-            .map_err(Error::Device)?;
+        {
+            Ok(opened) => opened,
+            // A driver that offers ray queries but cannot open a device with them
+            // still serves every other acceleration structure.
+            Err(e) if ray_queries => {
+                log::warn!(
+                    "raypick: no hardware ray queries, the device did not open with them: {e}"
+                );
+                adapter
+                    .request_device(&device_descriptor(&adapter, false))
+                    .await
+                    .map_err(Error::Device)?
+            }
+            Err(e) => return Err(Error::Device(e)),
+        };
         let errors = Arc::new(ErrorSink::default());
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
