@@ -286,6 +286,8 @@ pub struct ExactBoxSearch<'a> {
     tmin: f64,
     committed: f64,
     next: usize,
+    /// A prime not dividing the box count: `i -> i * stride mod n` visits every box.
+    stride: usize,
 }
 
 #[cfg(any(test, feature = "kernels"))]
@@ -299,6 +301,11 @@ impl<'a> ExactBoxSearch<'a> {
             tmin: 0.0,
             committed: 0.0,
             next: 0,
+            // (1, id order, only for counts that both primes divide.)
+            stride: [7919, 7927]
+                .into_iter()
+                .find(|&p| !boxes.len().is_multiple_of(p))
+                .unwrap_or(1),
         }
     }
 
@@ -338,7 +345,7 @@ impl BoxSearch for ExactBoxSearch<'_> {
         while self.next < n {
             // Visit indices in a scrambled order (a stride coprime with n), so that
             // no answer hangs on the driver reporting boxes in id order.
-            let i = (self.next * 7919 + 13) % n;
+            let i = (self.next * self.stride + 13) % n;
             self.next += 1;
             if self.crosses(i) {
                 return Some(i as u32);

@@ -148,9 +148,9 @@ fn driver_out_of_memory(source: Arc<wgpu::Error>) -> Error {
     }
 }
 
-/// What raypick asks of an adapter: its own limits, and hardware ray queries
-/// ([`wgpu::Features::EXPERIMENTAL_RAY_QUERY`], for
-/// [`Accel::RayQuery`](crate::Accel::RayQuery)) when it offers them. wgpu gates the
+/// What raypick asks of an adapter: its own limits, and with `ray_queries` hardware
+/// ray queries ([`wgpu::Features::EXPERIMENTAL_RAY_QUERY`], for
+/// [`Accel::RayQuery`](crate::Accel::RayQuery)). wgpu gates the
 /// feature behind an opt-in to its experimental features, which raypick gives for
 /// this feature alone: its uses are the acceleration structures of
 /// `gpu/ray_query.rs` and the stage `shaders/ray_query.wgsl`, whose ray descriptions
@@ -159,11 +159,15 @@ fn driver_out_of_memory(source: Arc<wgpu::Error>) -> Error {
 ///
 /// With `timing`, also timestamp queries ([`wgpu::Features::TIMESTAMP_QUERY`]) when
 /// the adapter has them ([`GpuOptions::timing`]).
-fn device_descriptor(adapter: &wgpu::Adapter, timing: bool) -> wgpu::DeviceDescriptor<'static> {
-    let ray_queries = adapter
-        .features()
-        .contains(wgpu::Features::EXPERIMENTAL_RAY_QUERY);
-    let mut wanted = wgpu::Features::EXPERIMENTAL_RAY_QUERY;
+fn device_descriptor(
+    adapter: &wgpu::Adapter,
+    ray_queries: bool,
+    timing: bool,
+) -> wgpu::DeviceDescriptor<'static> {
+    let mut wanted = wgpu::Features::empty();
+    if ray_queries {
+        wanted |= wgpu::Features::EXPERIMENTAL_RAY_QUERY;
+    }
     if timing {
         wanted |= wgpu::Features::TIMESTAMP_QUERY;
     }
@@ -266,10 +270,27 @@ impl GpuContext {
                     .expect("one adapter to choose from")
             }
         };
-        let (device, queue) = adapter
-            .request_device(&device_descriptor(&adapter, options.timing))
+        let ray_queries = adapter
+            .features()
+            .contains(wgpu::Features::EXPERIMENTAL_RAY_QUERY);
+        let (device, queue) = match adapter
+            .request_device(&device_descriptor(&adapter, ray_queries, options.timing))
             .await
-            .map_err(Error::Device)?;
+        {
+            Ok(opened) => opened,
+            // A driver that offers ray queries but cannot open a device with them
+            // still serves every other acceleration structure.
+            Err(e) if ray_queries => {
+                log::warn!(
+                    "raypick: no hardware ray queries, the device did not open with them: {e}"
+                );
+                adapter
+                    .request_device(&device_descriptor(&adapter, false, options.timing))
+                    .await
+                    .map_err(Error::Device)?
+            }
+            Err(e) => return Err(Error::Device(e)),
+        };
         let errors = Arc::new(ErrorSink::default());
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {

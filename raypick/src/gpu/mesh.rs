@@ -221,10 +221,6 @@ impl GpuContext {
 
     /// A read-only storage buffer holding `contents` (at least one 64-byte element:
     /// a binding smaller than the shader's array element is invalid).
-    ///
-    /// The buffer is filled through the queue rather than mapped at creation: a
-    /// buffer that could not be created (out of memory, lost device) is then an error
-    /// the surrounding error scope reports, not a panic inside wgpu.
     pub(crate) fn storage(&self, label: &str, contents: &[u8]) -> wgpu::Buffer {
         let padding = [0u8; 64];
         let contents = if contents.is_empty() {
@@ -232,10 +228,24 @@ impl GpuContext {
         } else {
             contents
         };
+        self.filled(label, contents, wgpu::BufferUsages::STORAGE)
+    }
+
+    /// A buffer of `usage` holding `contents` (not empty).
+    ///
+    /// The buffer is filled through the queue rather than mapped at creation: a
+    /// buffer that could not be created (out of memory, lost device) is then an error
+    /// the surrounding error scope reports, not a panic inside wgpu.
+    pub(crate) fn filled(
+        &self,
+        label: &str,
+        contents: &[u8],
+        usage: wgpu::BufferUsages,
+    ) -> wgpu::Buffer {
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(label),
             size: contents.len() as u64,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            usage: usage | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         self.queue.write_buffer(&buffer, 0, contents);

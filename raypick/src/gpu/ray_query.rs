@@ -91,13 +91,12 @@ impl GpuContext {
             .min(self.device.limits().max_blas_primitive_count as usize)
             .max(1);
         let chunks = self.scoped(|| {
-            let chunks: Vec<RayQueryChunk> = boxes
+            boxes
                 .boxes
                 .chunks(per_chunk)
                 .zip(boxes.triangles.chunks(per_chunk))
                 .map(|(boxes, triangles)| self.build_chunk(boxes, triangles))
-                .collect();
-            chunks
+                .collect::<Vec<_>>()
         })?;
         Ok(GpuMesh {
             content: Content::RayQuery(RayQueryMesh {
@@ -120,14 +119,11 @@ impl GpuContext {
         boxes: &[[glam::Vec3; 2]],
         triangles: &[PackedTriangle],
     ) -> RayQueryChunk {
-        use wgpu::util::DeviceExt;
-        let input = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("raypick ray-query boxes"),
-                contents: bytemuck::cast_slice(boxes),
-                usage: wgpu::BufferUsages::BLAS_INPUT,
-            });
+        let input = self.filled(
+            "raypick ray-query boxes",
+            bytemuck::cast_slice(boxes),
+            wgpu::BufferUsages::BLAS_INPUT,
+        );
         let size = wgpu::BlasAABBGeometrySizeDescriptor {
             primitive_count: boxes.len() as u32,
             // Opaque: no any-hit stage; every box still comes to the shader as a

@@ -363,7 +363,7 @@ impl GpuContext {
     /// The BVH that finishes on the CPU the rays of a batch the GPU left
     /// [`UNFINISHED`] (`found` its answers), if the mesh has one: the BVH's host
     /// copy (read back after a refit on the GPU, `copy`), or a ray-query mesh's BVH,
-    /// built only when some ray needs it. Brute force finishes every ray.
+    /// built only when some ray needs it. Brute force leaves no ray unfinished.
     pub(crate) fn finishing(
         &self,
         content: &Content,
