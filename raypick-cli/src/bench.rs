@@ -164,6 +164,8 @@ pub struct Prepared {
     pub build_ms: f64,
     /// GPU upload time in milliseconds, 0 on the CPU (see the [module docs](self)).
     pub upload_ms: f64,
+    /// The BVH the GPU traverses, when the mesh went to the GPU with [`Accel::Bvh`].
+    pub gpu_bvh: Option<Arc<Bvh>>,
 }
 
 /// Prepares `mesh` for `picker`, timing the CPU preparation and the GPU upload
@@ -177,6 +179,7 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
                 mesh: prepared,
                 build_ms: ms_since(start),
                 upload_ms: 0.0,
+                gpu_bvh: None,
             })
         }
         Some(gpu) => {
@@ -188,9 +191,13 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
             };
             let build_ms = ms_since(start);
             let start = Instant::now();
+            let mut gpu_bvh = None;
             let uploaded = match built {
                 Built::Packed(packed) => gpu.upload_packed(&packed)?,
-                Built::Bvh(bvh) => gpu.upload_bvh(bvh)?,
+                Built::Bvh(bvh) => {
+                    gpu_bvh = Some(bvh.clone());
+                    gpu.upload_bvh(bvh)?
+                }
                 Built::ByTheDriver => gpu.upload_with(mesh, Accel::RayQuery)?,
             };
             // The buffer contents are copied on the next submission: make it happen now.
@@ -202,6 +209,7 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
                 mesh: PickMesh::from_gpu(uploaded, mesh.origin()),
                 build_ms,
                 upload_ms: ms_since(start),
+                gpu_bvh,
             })
         }
     }
@@ -730,10 +738,11 @@ pub fn run_bench(
             }
         }
     }
-    let on_gpu = runs
+    // One more step counts the GPU BVH traversal's work when the GPU runs the BVH.
+    let counts_gpu_bvh = runs
         .iter()
         .any(|(accel, p)| *accel == Accel::Bvh && p.backend() == Backend::Gpu);
-    let total = runs.len() * (1 + config.ray_sets.len()) + usize::from(on_gpu);
+    let total = runs.len() * (1 + config.ray_sets.len()) + usize::from(counts_gpu_bvh);
     let mut done = 0;
     let mut step = |what: &str, measured: Option<&BenchRow>| {
         progress(Progress {
@@ -763,6 +772,7 @@ pub fn run_bench(
             .map(|&s| (s, s.generate(bounds, count)))
             .collect();
         let mut hits: Vec<(Backend, RaySet, Vec<Hit>)> = Vec::new();
+        let mut gpu_bvh: Option<Arc<Bvh>> = None;
         let mut times: Vec<(Backend, RaySet, f64)> = Vec::new();
         for picker in runs.iter().filter(|r| r.0 == accel).map(|r| r.1) {
             let backend = picker.backend().name();
@@ -772,6 +782,7 @@ pub fn run_bench(
                 None,
             );
             let prepared = prepare(picker, mesh, accel)?;
+            gpu_bvh = gpu_bvh.or_else(|| prepared.gpu_bvh.clone());
             for (set, rays) in &ray_sets {
                 step(
                     &format!(
@@ -794,9 +805,8 @@ pub fn run_bench(
                 hits.push((picker.backend(), *set, timed.hits));
             }
         }
-        if accel == Accel::Bvh && on_gpu {
+        if let Some(bvh) = gpu_bvh.take() {
             step("counting the GPU traversal's work per ray", None);
-            let bvh = Bvh::build(mesh);
             for (set, rays) in &ray_sets {
                 gpu_traversal.push(TraversalRow {
                     ray_set: *set,

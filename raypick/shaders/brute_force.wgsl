@@ -87,9 +87,6 @@ fn brute_force(
         workgroupBarrier();
     }
     if in_range {
-        if QUERY == QUERY_ALL {
-            best = Hit(params.miss_t, 0.0, 0.0, state);
-        }
-        hits[ray_index] = best;
+        hits[ray_index] = carried(best, state, params.miss_t);
     }
 }

@@ -51,11 +51,7 @@ fn nearer(t: f32, id: u32, best: Hit) -> bool {
 // Writes a ray's result: `best`, or for QUERY_ALL the list state (UNFINISHED when
 // `best` says so).
 fn finish(ray_index: u32, best: Hit, state: u32) {
-    if QUERY == QUERY_ALL && best.prim != UNFINISHED {
-        hits[ray_index] = Hit(params.miss_t, 0.0, 0.0, state);
-    } else {
-        hits[ray_index] = best;
-    }
+    hits[ray_index] = carried(best, state, params.miss_t);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)

@@ -8,6 +8,10 @@
 // the final list is the k smallest (t, id) pairs whatever the offering order; it
 // carries over between dispatches (triangle ranges, BVH chunks) in the buffer.
 
+// The next two carry a ray's search between the dispatches of one trace (triangle
+// ranges, chunks of a mesh) through its hit-buffer entry: GPU plumbing without a CPU
+// twin, the CPU traces a mesh in one pass.
+//
 // Where a ray's search resumes in a dispatch: from a miss in the first one
 // (`accumulate` false); after it from `carried`, the ray's entry of the hit buffer
 // (the best hit so far, or under QUERY_ALL the list state in `prim`). `stop`: nothing
@@ -32,6 +36,15 @@ fn resume(carried: Hit, accumulate: bool, miss_t: f32) -> Resume {
         }
     }
     return r;
+}
+
+// What a ray's hit-buffer entry holds after a dispatch: `best`, or under QUERY_ALL the
+// list state (in `prim` of a miss); a ray marked UNFINISHED stays so.
+fn carried(best: Hit, state: u32, miss_t: f32) -> Hit {
+    if QUERY == QUERY_ALL && best.prim != UNFINISHED {
+        return Hit(miss_t, 0.0, 0.0, state);
+    }
+    return best;
 }
 
 // Whether `a` comes before `b`: nearer, or as near with a lower triangle id.

@@ -35,7 +35,7 @@
 
 enable wgpu_ray_query;
 
-@group(0) @binding(0) var<uniform> params: RayQueryParams;
+@group(0) @binding(0) var<uniform> params: TraverseParams;
 @group(0) @binding(1) var scene: acceleration_structure;
 @group(0) @binding(2) var<storage, read> triangles: array<PackedTriangle>;
 @group(0) @binding(3) var<storage, read> rays: array<Ray>;
@@ -95,13 +95,11 @@ fn commit_bound(bound: f32, frame: RayFrame) -> f32 {
 // Writes a ray's result: `best`, or for QUERY_ALL the list state; UNFINISHED for a
 // ray left to the CPU.
 fn finish(ray_index: u32, best: Hit, state: u32, unfinished: bool) {
+    var result = best;
     if unfinished {
-        hits[ray_index] = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
-    } else if QUERY == QUERY_ALL {
-        hits[ray_index] = Hit(params.miss_t, 0.0, 0.0, state);
-    } else {
-        hits[ray_index] = best;
+        result = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
     }
+    hits[ray_index] = carried(result, state, params.miss_t);
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)

@@ -66,20 +66,9 @@ fn bvh_node(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>) -> BvhNode {
     ));
 }
 
-// Per-dispatch parameters of the BVH traversal (uniform, 32 bytes).
+// Per-dispatch parameters of the traversal stages: BVH, instances and ray queries
+// (uniform, 32 bytes; far_limit is read by the ray-query stage only).
 struct TraverseParams {
-    ray_count: u32,
-    cull: u32,
-    accumulate: u32,
-    miss_t: f32,
-    one: f32,
-    max_steps: u32,
-    mode: u32,
-    max_hits: u32,
-}
-
-// Per-dispatch parameters of the ray-query stage (uniform, 32 bytes).
-struct RayQueryParams {
     ray_count: u32,
     cull: u32,
     accumulate: u32,

@@ -215,36 +215,11 @@ pub struct BvhNode {
     pub children: [BvhChild; 2],
 }
 
-/// Per-dispatch parameters of the BVH traversal kernel (a uniform buffer).
+/// Per-dispatch parameters of the traversal stages: BVH, instances and ray queries
+/// (a uniform buffer).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct TraverseParams {
-    /// Number of rays in this dispatch.
-    pub ray_count: u32,
-    /// Culling mode: 0 none, 1 back, 2 front (see [`crate::Cull`]).
-    pub cull: u32,
-    /// 1 when the hit buffer already holds the best hit of earlier BVH chunks.
-    pub accumulate: u32,
-    /// The `t` written for a miss (`+inf`).
-    pub miss_t: f32,
-    /// Always 1.0 (see [`TraceParams::one`]).
-    pub one: f32,
-    /// Most loop steps (node visits plus triangle tests) one ray may take; a ray
-    /// that needs more is reported unfinished and completed on the CPU.
-    pub max_steps: u32,
-    /// Triangle test: 0 fast, 1 watertight (see [`crate::Mode`]). The BVH and
-    /// instance traversals are compiled per test (their `MODE` pipeline constant)
-    /// and do not read it; it is set to the same value.
-    pub mode: u32,
-    /// Slots per ray of the all-hits list ([`QUERY_ALL`]).
-    pub max_hits: u32,
-}
-
-/// Per-dispatch parameters of the ray-query stage (`shaders/ray_query.wgsl`, a
-/// uniform buffer).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct RayQueryParams {
     /// Number of rays in this dispatch.
     pub ray_count: u32,
     /// Culling mode: 0 none, 1 back, 2 front (see [`crate::Cull`]).
@@ -255,13 +230,15 @@ pub struct RayQueryParams {
     pub miss_t: f32,
     /// Always 1.0 (see [`TraceParams::one`]).
     pub one: f32,
-    /// Most candidate boxes (plus moves of listed hits) one ray may take; a ray that
-    /// needs more is reported unfinished and completed on the CPU.
+    /// Most loop steps one ray may take (BVH: node visits plus triangle tests; ray
+    /// queries: candidate boxes; plus moves of listed hits); a ray that needs more is
+    /// reported unfinished and completed on the CPU.
     pub max_steps: u32,
     /// Slots per ray of the all-hits list ([`QUERY_ALL`]).
     pub max_hits: u32,
-    /// Rays whose origin has a coordinate larger than this in magnitude are reported
-    /// unfinished and completed on the CPU (see `cpu::ray_query::far_limit`).
+    /// Ray queries only: rays whose origin has a coordinate larger than this in
+    /// magnitude are reported unfinished and completed on the CPU (see
+    /// `cpu::ray_query::far_limit`); `+inf` for the other stages, which do not read it.
     pub far_limit: f32,
 }
 
@@ -329,7 +306,6 @@ const _: () = assert!(std::mem::size_of::<Ray>() == 32);
 const _: () = assert!(std::mem::size_of::<BvhChild>() == 32);
 const _: () = assert!(std::mem::size_of::<BvhNode>() == 64);
 const _: () = assert!(std::mem::size_of::<TraverseParams>() == 32);
-const _: () = assert!(std::mem::size_of::<RayQueryParams>() == 32);
 const _: () = assert!(std::mem::size_of::<Hit>() == 16);
 const _: () = assert!(std::mem::size_of::<PackedTriangle>() == 48);
 const _: () = assert!(std::mem::size_of::<TraceParams>() == 48);

@@ -463,26 +463,22 @@ fn bench_runs_on_the_cpu_and_prints_a_table() {
     );
 }
 
+/// The JSON report of `bench --json` on a 500-triangle built-in scene with 64 rays
+/// per set and `extra` arguments; the run must succeed.
+fn tiny_bench_json(extra: &[&str]) -> Value {
+    let mut args = vec!["bench", "--triangles", "500", "--rays", "64", "--json"];
+    args.extend(extra);
+    parse_json(&success(&raypick(&args, &[])))
+}
+
 #[test]
 fn bench_json_parses_and_compares_backends() {
     let gpu = gpu_available();
-    let mut args = vec![
-        "bench",
-        "--triangles",
-        "500",
-        "--rays",
-        "64",
-        "--json",
-        "--repeat",
-        "2",
-        "--backend",
-        "cpu",
-    ];
+    let mut args = vec!["--repeat", "2", "--backend", "cpu"];
     if gpu {
         args.extend(["--backend", "gpu"]);
     }
-    let output = raypick(&args, &[]);
-    let json = parse_json(&success(&output));
+    let json = tiny_bench_json(&args);
     assert_eq!(json["scene"], "builtin");
     assert_eq!(json["triangles"], 500);
     assert_eq!(json["repeat"], 2);
@@ -595,22 +591,7 @@ fn ray_queries_run_where_the_gpu_has_them_and_are_refused_elsewhere() {
     let output = fx.trace(&out, &["--backend", "cpu", "--accel", "ray-query"]);
     assert_error(&output, &["ray queries", "CPU backend"]);
     assert!(!out.exists());
-    let output = raypick(
-        &[
-            "bench",
-            "--triangles",
-            "500",
-            "--rays",
-            "64",
-            "--backend",
-            "cpu",
-            "--accel",
-            "bvh,ray-query",
-            "--json",
-        ],
-        &[],
-    );
-    let json = parse_json(&success(&output));
+    let json = tiny_bench_json(&["--backend", "cpu", "--accel", "bvh,ray-query"]);
     let rows = json["rows"].as_array().expect("rows");
     assert!(rows.iter().all(|r| r["accel"] == "bvh"), "{json}");
     assert!(
@@ -625,24 +606,14 @@ fn ray_queries_run_where_the_gpu_has_them_and_are_refused_elsewhere() {
         return;
     };
     eprintln!("ray queries on {:?}", gpu.adapter());
-    let output = raypick(
-        &[
-            "bench",
-            "--triangles",
-            "500",
-            "--rays",
-            "64",
-            "--backend",
-            "cpu",
-            "--backend",
-            "gpu",
-            "--accel",
-            "bvh,ray-query",
-            "--json",
-        ],
-        &[],
-    );
-    let json = parse_json(&success(&output));
+    let json = tiny_bench_json(&[
+        "--backend",
+        "cpu",
+        "--backend",
+        "gpu",
+        "--accel",
+        "bvh,ray-query",
+    ]);
     let rows = json["rows"].as_array().expect("rows");
     let ray_query_rows: Vec<_> = rows.iter().filter(|r| r["accel"] == "ray-query").collect();
     assert_eq!(ray_query_rows.len(), 2, "{json}");

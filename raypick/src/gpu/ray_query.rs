@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::GpuContext;
 use super::mesh::{Content, GpuMesh};
-use super::trace::Scratch;
+use super::trace::{Scratch, chunk_passes};
 use crate::Mesh;
 use crate::bvh::Bvh;
 use crate::cpu::ray_query::DriverBoxes;
@@ -26,7 +26,7 @@ use crate::gather::mesh_from_packed;
 use crate::options::TraceOptions;
 use crate::prepare::pack_mesh;
 use crate::shaders::RAY_QUERY_WORKGROUP;
-use crate::types::{PackedTriangle, Query, RayQueryParams};
+use crate::types::{PackedTriangle, Query, TraverseParams};
 
 /// Bytes of one box in the driver's input: `[lo, hi]` as six f32.
 const BOX_BYTES: u64 = 24;
@@ -186,42 +186,29 @@ impl GpuContext {
             .pipelines
             .ray_query(&self.device, query, options.mode)?;
         let layout = pipeline.get_bind_group_layout(0);
-        let passes = mesh
-            .chunks
-            .iter()
-            .enumerate()
-            .map(|(index, chunk)| {
-                let params = RayQueryParams {
-                    ray_count: ray_count as u32,
-                    cull: options.cull as u32,
-                    accumulate: u32::from(index > 0),
-                    miss_t: f32::INFINITY,
-                    one: 1.0,
-                    max_steps: self.max_traversal_steps(),
-                    max_hits,
-                    far_limit: mesh.far_limit,
-                };
-                let bind_group = self.bind_resources(
-                    &layout,
-                    [
-                        scratch.params.as_entire_binding(),
-                        chunk.tlas.as_binding(),
-                        chunk.triangles.as_entire_binding(),
-                        scratch.rays.as_entire_binding(),
-                        scratch.hits.as_entire_binding(),
-                        scratch.list.as_entire_binding(),
-                    ],
-                );
-                (bytemuck::bytes_of(&params).to_vec(), bind_group)
-            })
-            .collect();
-        let workgroups = (ray_count as u32).div_ceil(RAY_QUERY_WORKGROUP);
-        let lists = query == Query::All;
+        let params = TraverseParams {
+            max_hits,
+            far_limit: mesh.far_limit,
+            ..self.traverse_params(ray_count, options)
+        };
+        let bind_groups = mesh.chunks.iter().map(|chunk| {
+            self.bind_resources(
+                &layout,
+                [
+                    scratch.params.as_entire_binding(),
+                    chunk.tlas.as_binding(),
+                    chunk.triangles.as_entire_binding(),
+                    scratch.rays.as_entire_binding(),
+                    scratch.hits.as_entire_binding(),
+                    scratch.list.as_entire_binding(),
+                ],
+            )
+        });
         self.submit_passes(
             pipeline,
-            passes,
-            workgroups,
-            (ray_count, lists.then_some(max_hits)),
+            chunk_passes(params, bind_groups),
+            RAY_QUERY_WORKGROUP,
+            (ray_count, query, max_hits),
             scratch,
         );
         Ok(())

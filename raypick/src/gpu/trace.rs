@@ -432,13 +432,11 @@ impl GpuContext {
                 passes.push((bytemuck::bytes_of(&params).to_vec(), bind_group.clone()));
             }
         }
-        let workgroups = (ray_count as u32).div_ceil(BRUTE_FORCE_WORKGROUP);
-        let lists = query == Query::All;
         self.submit_passes(
             pipeline,
             passes,
-            workgroups,
-            (ray_count, lists.then_some(max_hits)),
+            BRUTE_FORCE_WORKGROUP,
+            (ray_count, query, max_hits),
             scratch,
         );
         Ok(())
@@ -457,36 +455,28 @@ impl GpuContext {
             .pipelines
             .bvh_traverse(&self.device, query, options.mode)?;
         let layout = pipeline.get_bind_group_layout(0);
-        let passes = chunks
-            .iter()
-            .enumerate()
-            .map(|(index, chunk)| {
-                let params = TraverseParams {
-                    accumulate: u32::from(index > 0),
-                    max_hits,
-                    ..self.traverse_params(ray_count, options)
-                };
-                let bind_group = self.bind_group(
-                    &layout,
-                    &[
-                        &scratch.params,
-                        &chunk.nodes,
-                        &chunk.triangles,
-                        &scratch.rays,
-                        &scratch.hits,
-                        &scratch.list,
-                    ],
-                );
-                (bytemuck::bytes_of(&params).to_vec(), bind_group)
-            })
-            .collect();
-        let workgroups = (ray_count as u32).div_ceil(BVH_TRAVERSE_WORKGROUP);
-        let lists = query == Query::All;
+        let params = TraverseParams {
+            max_hits,
+            ..self.traverse_params(ray_count, options)
+        };
+        let bind_groups = chunks.iter().map(|chunk| {
+            self.bind_group(
+                &layout,
+                &[
+                    &scratch.params,
+                    &chunk.nodes,
+                    &chunk.triangles,
+                    &scratch.rays,
+                    &scratch.hits,
+                    &scratch.list,
+                ],
+            )
+        });
         self.submit_passes(
             pipeline,
-            passes,
-            workgroups,
-            (ray_count, lists.then_some(max_hits)),
+            chunk_passes(params, bind_groups),
+            BVH_TRAVERSE_WORKGROUP,
+            (ray_count, query, max_hits),
             scratch,
         );
         Ok(())
@@ -505,7 +495,7 @@ impl GpuContext {
             miss_t: f32::INFINITY,
             one: 1.0,
             max_steps: self.max_traversal_steps(),
-            mode: options.mode as u32,
+            far_limit: f32::INFINITY,
             ..Default::default()
         }
     }
@@ -540,18 +530,21 @@ impl GpuContext {
         })
     }
 
-    /// Submits one dispatch per (params, bind group) in order, each in its own
+    /// Submits one dispatch of `ray_count` invocations (workgroups of
+    /// `workgroup_size`) per (params, bind group) in order, each in its own
     /// submission so that its parameter write lands between it and the previous one;
-    /// the last also copies the hits (and, given `max_hits`, the lists) to the
-    /// staging buffers.
+    /// the last also copies the hits (and for [`Query::All`] the lists of `max_hits`
+    /// slots) to the staging buffers.
     pub(crate) fn submit_passes(
         &self,
         pipeline: &wgpu::ComputePipeline,
         passes: Vec<(Vec<u8>, wgpu::BindGroup)>,
-        workgroups: u32,
-        (ray_count, max_hits): (usize, Option<u32>),
+        workgroup_size: u32,
+        (ray_count, query, max_hits): (usize, Query, u32),
         scratch: &Scratch,
     ) {
+        let workgroups = (ray_count as u32).div_ceil(workgroup_size);
+        let max_hits = (query == Query::All).then_some(max_hits);
         let last = passes.len().saturating_sub(1);
         for (index, (params, bind_group)) in passes.into_iter().enumerate() {
             self.queue.write_buffer(&scratch.params, 0, &params);
@@ -579,6 +572,24 @@ impl GpuContext {
             self.queue.submit([encoder.finish()]);
         }
     }
+}
+
+/// The passes of a traversal over a mesh split into chunks: one per bind group,
+/// with `params`, accumulating into the hits of the chunks before it.
+pub(crate) fn chunk_passes(
+    params: TraverseParams,
+    bind_groups: impl Iterator<Item = wgpu::BindGroup>,
+) -> Vec<(Vec<u8>, wgpu::BindGroup)> {
+    bind_groups
+        .enumerate()
+        .map(|(index, bind_group)| {
+            let params = TraverseParams {
+                accumulate: u32::from(index > 0),
+                ..params
+            };
+            (bytemuck::bytes_of(&params).to_vec(), bind_group)
+        })
+        .collect()
 }
 
 /// Copies the first `bytes` of a staging buffer into `out` once the GPU is done.

@@ -6,7 +6,7 @@ use std::mem::{offset_of, size_of};
 use raypick::shaders;
 use raypick::types::{
     BvhChild, BvhNode, GatherParams, Hit, InstanceHitRecord, PackedInstance, PackedTriangle, Ray,
-    RayQueryParams, RefitParams, TraceParams, TraverseParams,
+    RefitParams, TraceParams, TraverseParams,
 };
 
 fn parse(source: &str, name: &str) -> naga::Module {
@@ -98,13 +98,6 @@ fn shared_structs_match_rust() {
     assert_layout!(
         &module,
         TraverseParams,
-        [
-            ray_count, cull, accumulate, miss_t, one, max_steps, mode, max_hits
-        ]
-    );
-    assert_layout!(
-        &module,
-        RayQueryParams,
         [
             ray_count, cull, accumulate, miss_t, one, max_steps, max_hits, far_limit
         ]

@@ -7,23 +7,12 @@
 //! its own with the CPU brute-force kernel, the hits are sorted by `(t, id)` and cut
 //! to `max_hits`.
 
-use crate::support::{CPU_BRUTE, Engine, engines, gpu, trace_with};
+use crate::support::{CPU_BRUTE, Engine, all_options, engines, gpu, trace_with};
 use glam::{Mat4, Vec3};
 use raypick::cpu::{CpuBackend, CpuMesh};
 use raypick::gpu::{GpuContext, GpuOptions};
-use raypick::{Accel, AllHits, Backend, Cull, Hit, Mesh, Mode, Ray, TraceOptions};
+use raypick::{Accel, AllHits, Backend, Hit, Mesh, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
-
-/// Every culling mode with both tests.
-fn all_options() -> Vec<TraceOptions> {
-    let mut all = Vec::new();
-    for mode in [Mode::Watertight, Mode::Fast] {
-        for cull in [Cull::None, Cull::Back, Cull::Front] {
-            all.push(TraceOptions::default().with_cull(cull).with_mode(mode));
-        }
-    }
-    all
-}
 
 /// A named mesh and the rays traced against it.
 struct Case {

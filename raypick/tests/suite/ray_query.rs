@@ -30,18 +30,7 @@ use raypick_testkit::fixtures::{self, Rng};
 use raypick_testkit::parity::assert_bits_equal;
 
 use crate::parity::{meshes, rays_for};
-use crate::support::{CPU_BRUTE, assert_contract, compare, gpu, trace_with};
-
-/// Every culling mode with both tests.
-fn all_options() -> Vec<TraceOptions> {
-    let mut all = Vec::new();
-    for mode in [Mode::Watertight, Mode::Fast] {
-        for cull in [Cull::None, Cull::Back, Cull::Front] {
-            all.push(TraceOptions::default().with_cull(cull).with_mode(mode));
-        }
-    }
-    all
-}
+use crate::support::{CPU_BRUTE, all_options, assert_contract, compare, gpu, trace_with};
 
 /// The test GPU when it has ray queries. Without an adapter this skips (or fails
 /// under `RAYPICK_REQUIRE_GPU=1`, in `gpu()`); an adapter without ray queries is

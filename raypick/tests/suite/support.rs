@@ -8,7 +8,7 @@ pub use raypick_testkit::files;
 
 use glam::Vec3;
 use raypick::cpu::{CpuBackend, CpuMesh};
-use raypick::{Accel, Backend, Cull, Hit, Mesh, Ray, TraceOptions};
+use raypick::{Accel, Backend, Cull, Hit, Mesh, Mode, Ray, TraceOptions};
 pub use raypick_testkit::gpu::{Renderer, context as gpu, renderer};
 pub use raypick_testkit::parity::{assert_contract, compare, explain, rel_close};
 use raypick_testkit::reference;
@@ -84,4 +84,15 @@ pub fn trace_with(engine: Engine, mesh: &Mesh, rays: &[Ray], options: &TraceOpti
         }
         Backend::Auto => unreachable!("tests name a concrete backend"),
     }
+}
+
+/// Every culling mode with both tests.
+pub fn all_options() -> Vec<TraceOptions> {
+    let mut all = Vec::new();
+    for mode in [Mode::Watertight, Mode::Fast] {
+        for cull in [Cull::None, Cull::Back, Cull::Front] {
+            all.push(TraceOptions::default().with_cull(cull).with_mode(mode));
+        }
+    }
+    all
 }
