@@ -1,106 +1,401 @@
-//! The 1M-triangle trace comparison of `bvh_trace` with the libraries taking turns:
-//! `cargo bench --bench side_by_side [rounds]` (default 7).
+//! raypick's CPU BVH beside Embree, parry3d and obvhs, the libraries taking turns:
+//!
+//! ```text
+//! cargo bench --bench side_by_side -- [ROUNDS] [--skip LIB,..] [MESH[*COPIES]]..
+//! ```
 //!
 //! Criterion times one library after another, so a change in the machine's load
 //! between them reads as a difference between the libraries. Here every round
-//! traces each ray set once with each library — raypick's CPU BVH, parry3d and
-//! obvhs, on the scene, rays and 2-thread pools of `bvh_trace` — and the best and
-//! median rates over the rounds are printed with raypick's ratios to the others.
-//! Every library's hits are checked against raypick's as in `bvh_trace`.
+//! traces each ray set once with each library, on the same rays and 2-thread pools,
+//! and the best and median rates over the rounds (default 7) are printed with
+//! raypick's ratios to the others. Every library's hits are checked against
+//! raypick's.
 //!
-//! raypick runs twice per round: with its default, watertight ray–triangle test
-//! (exact on shared edges), and with its fast test (Möller–Trumbore, the kind of
-//! test the other libraries run), so that both the default and a like-for-like
-//! comparison are on record.
+//! * **Meshes**: each `MESH` is a mesh file (OBJ, glTF, PLY, STL), `*COPIES` tiles
+//!   that many copies of it side by side to make a larger scene. Without any, the
+//!   built-in 1M-triangle scene and, when installed (`assimp-testmodels`), the
+//!   121k-triangle engine of assimp's glTF samples alone and as 8 copies.
+//! * **Rays**: a 1024 × 1024 camera image of the whole scene and as many incoherent
+//!   rays (from a sphere around the scene to random points in its box).
+//! * **raypick** runs twice per round: with its default, watertight ray–triangle
+//!   test (exact on shared edges), and with its fast test (Möller–Trumbore, the kind
+//!   of test the other libraries run).
+//! * **Embree** (`libembree3.so.3`, Debian's `libembree-dev`) is loaded at run time;
+//!   without it its column is left out with a notice. Its build time is measured
+//!   beside raypick's, and batches of 1 and 64 picks at the image centre are timed
+//!   on the calling thread for both.
+//! * `--skip parry3d,obvhs` leaves libraries out (their builds are single-threaded
+//!   or slow on large meshes).
 
 // The fixtures are shared with the criterion benches; this binary uses some.
 mod compare;
 #[allow(dead_code)]
 mod support;
 
-use std::time::Instant;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-use raypick::{Hit, Mode, Ray, TraceOptions};
-use support::{Agreement, MIN_AGREEMENT, RaySet};
+use glam::Vec3;
+use raypick::cpu::CpuMesh;
+use raypick::{Accel, Hit, Mesh, Mode, Ray, TraceOptions};
+use raypick_testkit::fixtures::{self, Rng};
 
-/// A library's trace of a ray set.
-type Tracer = fn(&[Ray]) -> Vec<Hit>;
+use compare::embree::Embree;
+use compare::{Obvhs, Parry};
+use support::{Agreement, IMAGE, MIN_AGREEMENT, RAYS, TRACE_THREADS};
 
-/// The leading entries of [`LIBRARIES`] that are raypick's.
-const RAYPICK_RUNS: usize = 2;
+/// Builds timed per library and mesh (best reported).
+const BUILD_ROUNDS: usize = 3;
+/// Picks per timed sample of the pick batches.
+const PICK_CALLS: usize = 200;
+/// Seed of the incoherent rays.
+const INCOHERENT_SEED: u64 = 0x0BEA_C4ED_5EED;
+/// The assimp sample used when no mesh is named.
+const ENGINE: &str =
+    "/usr/share/assimp/models/glTF2/2CylinderEngine-glTF-Binary/2CylinderEngine.glb";
 
-const LIBRARIES: [(&str, Tracer); 4] = [
-    ("raypick CPU BVH", |rays| raypick(rays, Mode::Watertight)),
-    ("raypick, fast", |rays| raypick(rays, Mode::Fast)),
-    ("parry3d", |rays| {
-        support::pool().install(|| support::parry().trace(rays))
-    }),
-    ("obvhs", |rays| {
-        support::pool().install(|| support::obvhs().trace(rays))
-    }),
-];
-
-/// raypick's CPU BVH with the given ray–triangle test.
-fn raypick(rays: &[Ray], mode: Mode) -> Vec<Hit> {
-    let mut hits = vec![Hit::MISS; rays.len()];
-    let options = TraceOptions::default().with_mode(mode);
-    support::cpu().trace_into(support::cpu_bvh(), rays, &options, &mut hits);
-    hits
+/// A scene to compare on: a mesh file tiled `copies` times, or the built-in scene.
+#[derive(Clone, Debug)]
+struct SceneSpec {
+    path: Option<PathBuf>,
+    copies: usize,
 }
 
-fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(7)
-        .max(1);
-    support::note_load("side_by_side");
-    println!(
-        "{} triangles, {} rays per set, {} threads, {rounds} rounds",
-        support::TRACE_TRIANGLES,
-        support::RAYS,
-        support::TRACE_THREADS
-    );
-    for set in RaySet::ALL {
-        let rays = support::rays(set);
-        let reference = support::cpu_bvh_hits(set);
-        let mut seconds = vec![Vec::with_capacity(rounds); LIBRARIES.len()];
-        for round in 0..rounds {
-            for ((name, trace), times) in LIBRARIES.iter().zip(&mut seconds) {
-                let start = Instant::now();
-                let hits = trace(rays);
-                times.push(start.elapsed().as_secs_f64());
-                if round == 0 {
-                    let a = Agreement::new(reference, &hits);
-                    assert!(
-                        a.rate_with_ties() >= MIN_AGREEMENT,
-                        "{name} agrees with raypick on the {} rays: {a}",
-                        set.name()
-                    );
+impl SceneSpec {
+    /// `PATH` or `PATH*COPIES`.
+    fn parse(arg: &str) -> Self {
+        let (path, copies) = match arg.rsplit_once('*') {
+            Some((path, n)) => (path, n.parse().expect("COPIES is a whole number")),
+            None => (arg, 1),
+        };
+        Self {
+            path: Some(path.into()),
+            copies: usize::max(copies, 1),
+        }
+    }
+
+    fn name(&self) -> String {
+        match &self.path {
+            None => "built-in scene".into(),
+            Some(path) => {
+                let file = path.file_name().map_or_else(
+                    || path.display().to_string(),
+                    |f| f.to_string_lossy().into_owned(),
+                );
+                if self.copies > 1 {
+                    format!("{file} x{}", self.copies)
+                } else {
+                    file
                 }
             }
         }
-        let rate = |s: f64| rays.len() as f64 / s / 1e6;
-        let summary: Vec<(f64, f64)> = seconds
-            .iter_mut()
-            .map(|times| {
-                times.sort_by(f64::total_cmp);
-                (rate(times[0]), rate(times[times.len() / 2]))
-            })
-            .collect();
-        println!("{} rays:", set.name());
-        for ((name, _), (best, median)) in LIBRARIES.iter().zip(&summary) {
-            println!("  {name:<16} best {best:7.3} Mrays/s, median {median:7.3} Mrays/s");
-        }
-        let runs = LIBRARIES.iter().zip(&summary);
-        for ((ours, _), (best, median)) in runs.clone().take(RAYPICK_RUNS) {
-            for ((name, _), (b, m)) in runs.clone().skip(RAYPICK_RUNS) {
-                println!(
-                    "  {ours:<15} / {name:<8} best {:.2}x, median {:.2}x",
-                    best / b,
-                    median / m
-                );
+    }
+
+    fn load(&self) -> Mesh {
+        match &self.path {
+            None => support::mesh(support::TRACE_TRIANGLES).clone(),
+            Some(path) => {
+                let mesh = raypick::io::load_mesh(path)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                tile(&mesh, self.copies)
             }
         }
+    }
+}
+
+/// `copies` copies of `mesh` on a square grid in x and z, a tenth of the mesh's
+/// size apart.
+fn tile(mesh: &Mesh, copies: usize) -> Mesh {
+    if copies <= 1 {
+        return mesh.clone();
+    }
+    let (lo, hi) = mesh.bounds().expect("the mesh is not empty");
+    let pitch = (hi - lo) * 1.1;
+    let side = (copies as f64).sqrt().ceil() as usize;
+    let n = mesh.positions().len() as u32;
+    let mut positions = Vec::with_capacity(mesh.positions().len() * copies);
+    let mut indices = Vec::with_capacity(mesh.triangle_count() * copies);
+    for copy in 0..copies {
+        let shift = Vec3::new(
+            (copy % side) as f32 * pitch.x,
+            0.0,
+            (copy / side) as f32 * pitch.z,
+        );
+        let base = copy as u32 * n;
+        positions.extend(mesh.positions().iter().map(|&p| p + shift));
+        indices.extend(mesh.indices().iter().map(|t| t.map(|i| i + base)));
+    }
+    Mesh::new(positions, indices).expect("copies of a valid mesh")
+}
+
+struct Args {
+    rounds: usize,
+    skip: Vec<String>,
+    scenes: Vec<SceneSpec>,
+}
+
+impl Args {
+    fn parse() -> Self {
+        let mut args = Args {
+            rounds: 7,
+            skip: Vec::new(),
+            scenes: Vec::new(),
+        };
+        let mut it = std::env::args().skip(1);
+        while let Some(arg) = it.next() {
+            if arg == "--bench" {
+                continue;
+            } else if arg == "--skip" {
+                let libs = it.next().expect("--skip takes a list of libraries");
+                args.skip.extend(libs.split(',').map(str::to_lowercase));
+            } else if let Ok(rounds) = arg.parse::<usize>() {
+                args.rounds = rounds.max(1);
+            } else {
+                args.scenes.push(SceneSpec::parse(&arg));
+            }
+        }
+        if args.scenes.is_empty() {
+            args.scenes.push(SceneSpec {
+                path: None,
+                copies: 1,
+            });
+            if std::path::Path::new(ENGINE).exists() {
+                for copies in [1, 8] {
+                    args.scenes.push(SceneSpec {
+                        path: Some(ENGINE.into()),
+                        copies,
+                    });
+                }
+            }
+        }
+        args
+    }
+
+    fn runs(&self, library: &str) -> bool {
+        !self.skip.iter().any(|s| s == &library.to_lowercase())
+    }
+}
+
+/// A library's trace of a ray set.
+type Tracer<'a> = Box<dyn Fn(&[Ray]) -> Vec<Hit> + 'a>;
+
+/// One traced column of the comparison.
+struct Contender<'a> {
+    name: &'static str,
+    trace: Tracer<'a>,
+}
+
+/// How many of the leading contenders are raypick's.
+const RAYPICK_RUNS: usize = 2;
+
+fn main() {
+    let args = Args::parse();
+    support::note_load("side_by_side");
+    println!(
+        "{} rays per set, {TRACE_THREADS} threads, {} rounds",
+        RAYS, args.rounds
+    );
+    for spec in &args.scenes {
+        compare_on(spec, &args);
+    }
+}
+
+/// The best of [`BUILD_ROUNDS`] timings of `build`, and its last result.
+fn timed_builds<T>(mut build: impl FnMut() -> (T, Duration)) -> (T, Duration) {
+    let mut best = Duration::MAX;
+    let mut last = None;
+    for _ in 0..BUILD_ROUNDS {
+        let (value, time) = build();
+        best = best.min(time);
+        last = Some(value);
+    }
+    (last.expect("at least one build"), best)
+}
+
+fn compare_on(spec: &SceneSpec, args: &Args) {
+    let mesh = spec.load();
+    let triangles = mesh.triangle_count();
+    println!("\n== {}: {triangles} triangles", spec.name());
+
+    let (cpu_mesh, raypick_build) = timed_builds(|| {
+        let start = Instant::now();
+        let built = support::cpu().install(|| CpuMesh::with_accel(&mesh, Accel::Bvh));
+        (built, start.elapsed())
+    });
+    let embree = if args.runs("embree") {
+        match Embree::build(&mesh, TRACE_THREADS) {
+            Ok(_) => Some(timed_builds(|| {
+                let built = Embree::build(&mesh, TRACE_THREADS).expect("Embree built before");
+                let time = built.build_time;
+                (built, time)
+            })),
+            Err(why) => {
+                println!("  Embree left out: {why}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let rate = |d: Duration| triangles as f64 / d.as_secs_f64() / 1e6;
+    print!(
+        "  build (best of {BUILD_ROUNDS}): raypick {:.1} ms ({:.2} M triangles/s)",
+        raypick_build.as_secs_f64() * 1e3,
+        rate(raypick_build)
+    );
+    if let Some((_, time)) = &embree {
+        print!(
+            ", Embree {:.1} ms ({:.2} M triangles/s), raypick/Embree time {:.2}x",
+            time.as_secs_f64() * 1e3,
+            rate(*time),
+            raypick_build.as_secs_f64() / time.as_secs_f64()
+        );
+    }
+    println!();
+    let embree = embree.map(|(e, _)| e);
+
+    let parry = args.runs("parry3d").then(|| Parry::build(&mesh));
+    let obvhs = args
+        .runs("obvhs")
+        .then(|| support::pool().install(|| Obvhs::build(&mesh)));
+
+    let raypick_run = |mode: Mode| {
+        let cpu_mesh = &cpu_mesh;
+        move |rays: &[Ray]| {
+            let mut hits = vec![Hit::MISS; rays.len()];
+            let options = TraceOptions::default().with_mode(mode);
+            support::cpu().trace_into(cpu_mesh, rays, &options, &mut hits);
+            hits
+        }
+    };
+    let mut contenders = vec![
+        Contender {
+            name: "raypick CPU BVH",
+            trace: Box::new(raypick_run(Mode::Watertight)),
+        },
+        Contender {
+            name: "raypick, fast",
+            trace: Box::new(raypick_run(Mode::Fast)),
+        },
+    ];
+    if let Some(embree) = &embree {
+        contenders.push(Contender {
+            name: "Embree",
+            trace: Box::new(|rays| support::pool().install(|| embree.trace(rays))),
+        });
+    }
+    if let Some(parry) = &parry {
+        contenders.push(Contender {
+            name: "parry3d",
+            trace: Box::new(|rays| support::pool().install(|| parry.trace(rays))),
+        });
+    }
+    if let Some(obvhs) = &obvhs {
+        contenders.push(Contender {
+            name: "obvhs",
+            trace: Box::new(|rays| support::pool().install(|| obvhs.trace(rays))),
+        });
+    }
+
+    let bounds = mesh.bounds().expect("the mesh is not empty");
+    let camera = fixtures::camera_rays(bounds, IMAGE, IMAGE);
+    let incoherent = fixtures::incoherent_rays(RAYS, &mut Rng::new(INCOHERENT_SEED), bounds);
+    for (set, rays) in [("camera", &camera), ("incoherent", &incoherent)] {
+        trace_rounds(set, rays, &contenders, args.rounds);
+    }
+    if let Some(embree) = &embree {
+        picks(&cpu_mesh, embree, &camera, args.rounds);
+    }
+}
+
+/// Traces `rays` with every contender once per round and prints the rates and
+/// raypick's ratios.
+fn trace_rounds(set: &str, rays: &[Ray], contenders: &[Contender], rounds: usize) {
+    let mut reference = Vec::new();
+    let mut seconds = vec![Vec::with_capacity(rounds); contenders.len()];
+    for round in 0..rounds {
+        for (contender, times) in contenders.iter().zip(&mut seconds) {
+            let start = Instant::now();
+            let hits = (contender.trace)(rays);
+            times.push(start.elapsed().as_secs_f64());
+            if round > 0 {
+                continue;
+            }
+            if reference.is_empty() {
+                reference = hits;
+                continue;
+            }
+            let a = Agreement::new(&reference, &hits);
+            assert!(
+                a.rate_with_ties() >= MIN_AGREEMENT,
+                "{} agrees with raypick on the {set} rays: {a}",
+                contender.name
+            );
+        }
+    }
+    let rate = |s: f64| rays.len() as f64 / s / 1e6;
+    let summary: Vec<(f64, f64)> = seconds
+        .iter_mut()
+        .map(|times| {
+            times.sort_by(f64::total_cmp);
+            (rate(times[0]), rate(times[times.len() / 2]))
+        })
+        .collect();
+    println!("  {set} rays:");
+    for (contender, (best, median)) in contenders.iter().zip(&summary) {
+        println!(
+            "    {:<16} best {best:7.3} Mrays/s, median {median:7.3} Mrays/s",
+            contender.name
+        );
+    }
+    let runs = contenders.iter().zip(&summary);
+    for (ours, (best, median)) in runs.clone().take(RAYPICK_RUNS) {
+        for (other, (b, m)) in runs.clone().skip(RAYPICK_RUNS) {
+            println!(
+                "    {:<15} / {:<8} best {:.2}x, median {:.2}x",
+                ours.name,
+                other.name,
+                best / b,
+                median / m
+            );
+        }
+    }
+}
+
+/// Times batches of 1 and 64 picks at the image centre, one batch per call on the
+/// calling thread, raypick and Embree taking turns; prints the median per batch.
+fn picks(cpu_mesh: &CpuMesh, embree: &Embree, camera: &[Ray], rounds: usize) {
+    let options = TraceOptions::default();
+    for side in [1u32, 8] {
+        let rays: Vec<Ray> = support::centre_block(side)
+            .iter()
+            .map(|&i| camera[i])
+            .collect();
+        let mut hits = vec![Hit::MISS; rays.len()];
+        let mut ours = Vec::with_capacity(rounds);
+        let mut theirs = Vec::with_capacity(rounds);
+        for _ in 0..rounds.max(5) {
+            let start = Instant::now();
+            for _ in 0..PICK_CALLS {
+                support::cpu().trace_into(cpu_mesh, &rays, &options, &mut hits);
+                std::hint::black_box(&hits);
+            }
+            ours.push(start.elapsed().as_secs_f64() / PICK_CALLS as f64);
+            let start = Instant::now();
+            for _ in 0..PICK_CALLS {
+                std::hint::black_box(embree.trace_serial(&rays));
+            }
+            theirs.push(start.elapsed().as_secs_f64() / PICK_CALLS as f64);
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2] * 1e6
+        };
+        let (ours, theirs) = (median(&mut ours), median(&mut theirs));
+        println!(
+            "  {} pick(s) per batch: raypick {ours:.2} us, Embree {theirs:.2} us, raypick/Embree time {:.2}x",
+            rays.len(),
+            ours / theirs
+        );
     }
 }

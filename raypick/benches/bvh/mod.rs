@@ -17,7 +17,7 @@ use raypick::bvh::{Bvh, MAX_DEPTH};
 use raypick::{Hit, Ray, TraceOptions};
 
 use crate::support::{
-    self, Agreement, BUILD_SIZES, IMAGE, MIN_AGREEMENT, RAYS, RaySet, SUBSET, TRACE_THREADS,
+    self, Agreement, BUILD_SIZES, MIN_AGREEMENT, RAYS, RaySet, SUBSET, TRACE_THREADS,
     TRACE_TRIANGLES, count_label,
 };
 
@@ -229,14 +229,6 @@ fn assert_library_agrees(a: &Agreement, name: &str, set: &str) {
     );
 }
 
-/// Indices (into the camera rays) of the `k × k` block at the centre of the image.
-fn centre_block(k: u32) -> Vec<usize> {
-    let start = IMAGE / 2 - k / 2;
-    (start..start + k)
-        .flat_map(|row| (start..start + k).map(move |col| (row * IMAGE + col) as usize))
-        .collect()
-}
-
 /// Latency of picking 1 and 64 rays at the image centre on the 1M-triangle scene.
 pub fn pick(c: &mut Criterion) {
     let options = TraceOptions::default();
@@ -261,7 +253,7 @@ pub fn pick(c: &mut Criterion) {
                 support::rays(RaySet::Camera),
                 support::cpu_bvh_hits(RaySet::Camera),
             );
-            let idx = centre_block(side);
+            let idx = support::centre_block(side);
             let rays: Vec<Ray> = idx.iter().map(|&i| all[i]).collect();
             let expected: Vec<Hit> = idx.iter().map(|&i| reference[i]).collect();
             assert!(

@@ -29,6 +29,7 @@
 #![allow(dead_code)]
 
 pub mod agreement;
+pub mod embree;
 
 use std::time::Duration;
 

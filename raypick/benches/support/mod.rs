@@ -299,6 +299,14 @@ pub fn rays(set: RaySet) -> &'static [Ray] {
     )
 }
 
+/// Indices (into the camera rays) of the `k × k` block at the centre of the image.
+pub fn centre_block(k: u32) -> Vec<usize> {
+    let start = IMAGE / 2 - k / 2;
+    (start..start + k)
+        .flat_map(|row| (start..start + k).map(move |col| (row * IMAGE + col) as usize))
+        .collect()
+}
+
 /// [`SUBSET`] rays of a set drawn at random (fixed seed, with replacement).
 pub fn subset(set: RaySet) -> &'static [Ray] {
     static CELLS: [OnceLock<Vec<Ray>>; 2] = [OnceLock::new(), OnceLock::new()];
