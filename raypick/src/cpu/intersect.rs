@@ -348,22 +348,45 @@ pub struct Candidates<const N: usize> {
     pub u: [f32; N],
     /// Barycentric weights of `v2`.
     pub v: [f32; N],
-    /// Whether the lane is a candidate.
-    pub ok: [bool; N],
+    /// The candidate lanes, bit `lane` set for each.
+    pub mask: u32,
 }
 
 impl<const N: usize> Candidates<N> {
     /// The candidate lanes, in order.
     #[inline(always)]
-    pub fn lanes(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..N).filter(|&lane| self.ok[lane])
+    pub fn lanes(&self) -> impl Iterator<Item = usize> + use<N> {
+        let mut mask = self.mask;
+        std::iter::from_fn(move || {
+            (mask != 0).then(|| {
+                let lane = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                lane
+            })
+        })
     }
 
     /// Whether any lane is a candidate.
     #[inline(always)]
     pub fn any(&self) -> bool {
-        self.ok.iter().any(|&ok| ok)
+        self.mask != 0
     }
+}
+
+/// The lanes (as a bit mask) that pass the tests of [`candidate`] that need no
+/// division: live ray, determinant and culling, inside-ness. Every candidate lane is
+/// among them; most blocks have none, and skip the division.
+#[inline(always)]
+fn maybe_candidates<const N: usize>(lanes: &Lanes<N>, frame: &RayFrame, cull: Cull) -> u32 {
+    let mut mask = 0u32;
+    for lane in 0..N {
+        let n = lanes.get(lane);
+        let sign = if n.det > 0.0 { 1.0 } else { -1.0 };
+        let inside = (n.big_u * sign >= 0.0) & (n.big_v * sign >= 0.0) & (n.big_w * sign >= 0.0);
+        let maybe = frame.live & det_passes(n.det, n.det_bound, cull) & inside;
+        mask |= (maybe as u32) << lane;
+    }
+    mask
 }
 
 impl<const N: usize> Lanes<N> {
@@ -375,11 +398,18 @@ impl<const N: usize> Lanes<N> {
             t: [0.0; N],
             u: [0.0; N],
             v: [0.0; N],
-            ok: [false; N],
+            mask: maybe_candidates(self, frame, cull),
         };
-        for lane in 0..N {
-            (c.t[lane], c.u[lane], c.v[lane], c.ok[lane]) = candidate(self.get(lane), frame, cull);
+        if c.mask == 0 {
+            return c;
         }
+        let mut mask = 0u32;
+        for lane in 0..N {
+            let ok;
+            (c.t[lane], c.u[lane], c.v[lane], ok) = candidate(self.get(lane), frame, cull);
+            mask |= (ok as u32) << lane;
+        }
+        c.mask = mask;
         c
     }
 

@@ -103,26 +103,42 @@ pub fn watertight(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32) -> 
     watertight_sheared(frame, sheared, edge_norm, edge_function)
 }
 
+/// [`shear_permuted`] of one vertex of every lane: on whole rows, one output row
+/// per statement, on copies of the rows in the frame's axis order, so that it
+/// vectorises.
+#[inline(always)]
+fn shear_rows<const N: usize>(
+    vertex: &[[f32; N]; 3],
+    [ox, oy, oz]: [f32; 3],
+    frame: &RayFrame,
+) -> [[f32; N]; 3] {
+    let [kx, ky, kz] = frame.axes;
+    let (x, y, z) = (vertex[kx], vertex[ky], vertex[kz]);
+    let [sx, sy, sz] = frame.shear;
+    let mut out = [[0.0f32; N]; 3];
+    for lane in 0..N {
+        let az = z[lane] - oz;
+        out[0][lane] = (x[lane] - ox) - sx * az;
+        out[1][lane] = (y[lane] - oy) - sy * az;
+        out[2][lane] = sz * az;
+    }
+    out
+}
+
 /// The watertight test of every lane of a block. The axis permutation is applied
 /// to whole rows once per block, so the per-lane arithmetic has no indexing and
 /// vectorises; it is operation for operation [`watertight`]'s.
 #[inline(always)]
 pub fn watertight_lanes<const N: usize>(soa: &SoaTriangles<N>, frame: &RayFrame) -> Lanes<N> {
     let origin = permuted_origin(frame);
-    let [kx, ky, kz] = frame.axes;
-    let mut sheared = [[[0.0f32; N]; 3]; 3];
-    for (out, vertex) in sheared.iter_mut().zip(&soa.vertices) {
-        let (x, y, z) = (&vertex[kx], &vertex[ky], &vertex[kz]);
-        for lane in 0..N {
-            let s = shear_permuted([x[lane], y[lane], z[lane]], origin, frame);
-            out[0][lane] = s[0];
-            out[1][lane] = s[1];
-            out[2][lane] = s[2];
-        }
-    }
+    let [v0, v1, v2] = &soa.vertices;
+    let sheared = [
+        shear_rows(v0, origin, frame),
+        shear_rows(v1, origin, frame),
+        shear_rows(v2, origin, frame),
+    ];
     let mut lanes = Lanes::default();
-    let mut exact_zero = [false; N];
-    let [v0, v1, _] = &soa.vertices;
+    let mut exact_zero = 0u32;
     for lane in 0..N {
         let vertex = |v: usize| {
             [
@@ -142,16 +158,34 @@ pub fn watertight_lanes<const N: usize>(soa: &SoaTriangles<N>, frame: &RayFrame)
         let hittable = (v0[0][lane] != v1[0][lane])
             | (v0[1][lane] != v1[1][lane])
             | (v0[2][lane] != v1[2][lane]);
-        exact_zero[lane] = hittable & ((n.big_u == 0.0) | (n.big_v == 0.0) | (n.big_w == 0.0));
+        let zero = hittable & ((n.big_u == 0.0) | (n.big_v == 0.0) | (n.big_w == 0.0));
+        exact_zero |= (zero as u32) << lane;
         lanes.set(lane, n);
     }
-    if exact_zero.iter().any(|&zero| zero) {
-        for (lane, _) in exact_zero.iter().enumerate().filter(|(_, zero)| **zero) {
-            lanes.set(
-                lane,
-                watertight(frame, soa.triangle(lane), soa.edge_norm[lane]),
-            );
-        }
+    if exact_zero != 0 {
+        lanes = recompute_exact(lanes, exact_zero, soa, frame);
+    }
+    lanes
+}
+
+/// `lanes` with the lanes of `mask` (bit per lane) redone by [`watertight`], whose
+/// exactly-zero edge functions are recomputed exactly. Rare, and kept out of line
+/// so that the common path keeps its values in registers.
+#[cold]
+#[inline(never)]
+fn recompute_exact<const N: usize>(
+    mut lanes: Lanes<N>,
+    mut mask: u32,
+    soa: &SoaTriangles<N>,
+    frame: &RayFrame,
+) -> Lanes<N> {
+    while mask != 0 {
+        let lane = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        lanes.set(
+            lane,
+            watertight(frame, soa.triangle(lane), soa.edge_norm[lane]),
+        );
     }
     lanes
 }
