@@ -67,7 +67,7 @@ impl CpuBackend {
         let (cull, mode) = (options.cull, options.mode);
         let mut hits = vec![InstanceHit::MISS; rays.len()];
         // In the caller's order: no box orders rays across instances yet.
-        self.in_tracing_order(None, rays, &mut hits, 1, InstanceHit::MISS, |rays, hits| {
+        self.in_tracing_order(|| None, rays, &mut hits, 1, InstanceHit::MISS, |rays, hits| {
             trace_task(scene, rays, hits, cull, mode)
         });
         hits

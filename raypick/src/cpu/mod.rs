@@ -167,7 +167,7 @@ impl CpuBackend {
     ) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         let (cull, mode) = (options.cull, options.mode);
-        let bounds = mesh.ray_order_bounds();
+        let bounds = || mesh.ray_order_bounds();
         self.in_tracing_order(bounds, rays, hits, 1, Hit::MISS, |rays, hits| match mesh {
             CpuMesh::Brute(blocks) => brute_force::trace_rays(blocks, rays, hits, cull, mode),
             CpuMesh::Bvh(bvh) => wide_traverse::trace_rays(bvh, rays, hits, cull, mode),
@@ -194,7 +194,7 @@ impl CpuBackend {
         assert_eq!(rays.len(), occluded.len(), "one slot per ray");
         let (cull, mode) = (options.cull, options.mode);
         self.in_tracing_order(
-            mesh.ray_order_bounds(),
+            || mesh.ray_order_bounds(),
             rays,
             occluded,
             1,
@@ -258,12 +258,12 @@ impl CpuBackend {
     /// Runs `task` over `rays` and `out` (`per_ray` values per ray, every one of
     /// which `task` writes) in tasks of [`RAYS_PER_TASK`] rays on the pool, window by
     /// window ([`ray_order::WINDOW`] rays), each window in the order [`RayOrder`]
-    /// picks for it against a mesh box `bounds` (`None`: as given) into a copy
-    /// filled with `fill`. A batch of one task runs on the calling thread instead
-    /// ([`CpuBackend::runs_here`]).
+    /// picks for it against the mesh box `bounds` gives (`None`: as given) into a
+    /// copy filled with `fill`. A batch of one task runs on the calling thread
+    /// instead ([`CpuBackend::runs_here`]), without asking for the box.
     pub(crate) fn in_tracing_order<T: Copy + Send + Sync>(
         &self,
-        bounds: Option<(glam::Vec3, glam::Vec3)>,
+        bounds: impl FnOnce() -> Option<(glam::Vec3, glam::Vec3)>,
         rays: &[Ray],
         out: &mut [T],
         per_ray: usize,
@@ -273,6 +273,7 @@ impl CpuBackend {
         if Self::runs_here(rays.len()) {
             return task(rays, out);
         }
+        let bounds = bounds();
         let trace = |rays: &[Ray], out: &mut [T]| {
             rays.par_chunks(RAYS_PER_TASK)
                 .zip(out.par_chunks_mut(RAYS_PER_TASK * per_ray))

@@ -207,13 +207,16 @@ impl WideBvh {
                 *c
             }
         };
-        let root: Vec<BvhChild> = bvh.nodes()[0]
-            .children
-            .iter()
-            .filter(|c| !c.is_empty())
-            .map(as_leaf)
-            .collect();
-        wide.collapse(bvh, root, &as_leaf);
+        let mut root = Slots::default();
+        for child in bvh.nodes()[0].children.iter().filter(|c| !c.is_empty()) {
+            root.push(as_leaf(child));
+        }
+        let collapse = Collapse { bvh, as_leaf: &as_leaf };
+        let mut tree = Tree::with_capacity(bvh.triangles().len());
+        collapse.collapse(&mut tree, root);
+        wide.nodes = tree.nodes;
+        wide.exact = tree.exact;
+        wide.blocks = tree.blocks;
         wide
     }
 
@@ -265,48 +268,139 @@ impl WideBvh {
     pub fn mesh_triangle_count(&self) -> usize {
         self.mesh_triangles
     }
+}
 
-    /// Builds the wide node for these binary children; returns its index.
-    fn collapse(
-        &mut self,
-        bvh: &Bvh,
-        mut slots: Vec<BvhChild>,
-        as_leaf: &impl Fn(&BvhChild) -> BvhChild,
-    ) -> u32 {
-        while slots.len() < WIDTH {
+/// The wide nodes, exact boxes and leaf blocks of a collapsed tree, in the order of
+/// [`WideBvh`]: a node before its subtrees, subtrees and leaf blocks in lane order.
+struct Tree {
+    nodes: Vec<WideNode>,
+    exact: Vec<ExactBoxes>,
+    blocks: Vec<LeafBlock>,
+}
+
+/// What collapsing a binary BVH needs at every node.
+struct Collapse<'a, F> {
+    bvh: &'a Bvh,
+    /// A binary child, as a leaf when its subtree fits one block.
+    as_leaf: &'a F,
+}
+
+impl<F: Fn(&BvhChild) -> BvhChild> Collapse<'_, F> {
+    /// The slots of a wide node over these binary children: opens the largest
+    /// interior child until there are eight.
+    fn open(&self, mut slots: Slots) -> Slots {
+        while slots.len < WIDTH {
             let widest = slots
+                .as_slice()
                 .iter()
                 .enumerate()
                 .filter(|(_, c)| !c.is_leaf())
                 .max_by(|(_, a), (_, b)| half_area(a).total_cmp(&half_area(b)));
             let Some((i, _)) = widest else { break };
             let opened = slots.swap_remove(i);
-            let children = bvh.nodes()[opened.index as usize].children;
-            slots.extend(children.iter().filter(|c| !c.is_empty()).map(as_leaf));
+            for child in self.children(&opened).as_slice() {
+                slots.push(*child);
+            }
         }
-        let index = self.nodes.len();
-        self.nodes.push(WideNode::default());
+        slots
+    }
+
+    /// The children of an interior binary slot, as slots.
+    fn children(&self, slot: &BvhChild) -> Slots {
+        let mut slots = Slots::default();
+        for child in &self.bvh.nodes()[slot.index as usize].children {
+            if !child.is_empty() {
+                slots.push((self.as_leaf)(child));
+            }
+        }
+        slots
+    }
+
+    /// Collapses the subtree of these binary children into `tree`; returns the
+    /// index of its wide node.
+    fn collapse(&self, tree: &mut Tree, slots: Slots) -> u32 {
+        let slots = self.open(slots);
+        let index = tree.nodes.len();
+        tree.nodes.push(WideNode::default());
         let mut node = WideNode::default();
+        for (lane, slot) in slots.as_slice().iter().enumerate() {
+            if slot.is_leaf() {
+                self.leaf(tree, slot, &mut node, lane);
+            } else {
+                node.child[lane] = self.collapse(tree, self.children(slot));
+            }
+        }
+        tree.finish(index, node, slots.as_slice());
+        index as u32
+    }
+
+    /// Puts the triangles of a leaf slot into `tree`'s blocks as `node`'s child
+    /// `lane`.
+    fn leaf(&self, tree: &mut Tree, slot: &BvhChild, node: &mut WideNode, lane: usize) {
+        let first = slot.index as usize;
+        let triangles = &self.bvh.triangles()[first..first + slot.count as usize];
+        node.child[lane] = tree.blocks.len() as u32;
+        node.blocks[lane] = triangles.len().div_ceil(WIDTH) as u8;
+        tree
+            .blocks
+            .extend(triangles.chunks(WIDTH).map(leaf_block));
+    }
+}
+
+/// The slots of one wide node while it is opened: at most [`WIDTH`] plus the two
+/// children of the slot last opened.
+#[derive(Clone, Copy)]
+struct Slots {
+    items: [BvhChild; WIDTH + 1],
+    len: usize,
+}
+
+impl Default for Slots {
+    fn default() -> Self {
+        Self {
+            items: [bytemuck::Zeroable::zeroed(); WIDTH + 1],
+            len: 0,
+        }
+    }
+}
+
+impl Slots {
+    fn as_slice(&self) -> &[BvhChild] {
+        &self.items[..self.len]
+    }
+
+    fn push(&mut self, child: BvhChild) {
+        self.items[self.len] = child;
+        self.len += 1;
+    }
+
+    fn swap_remove(&mut self, i: usize) -> BvhChild {
+        let removed = self.items[i];
+        self.len -= 1;
+        self.items[i] = self.items[self.len];
+        removed
+    }
+}
+
+impl Tree {
+    /// An empty tree with room for `triangles` triangles in typical leaves (some
+    /// five triangles to a block, seven blocks to a node), so that it seldom grows.
+    fn with_capacity(triangles: usize) -> Self {
+        let blocks = triangles / 5 + 1;
+        Self {
+            nodes: Vec::with_capacity(blocks / 7 + 1),
+            exact: Vec::new(),
+            blocks: Vec::with_capacity(blocks),
+        }
+    }
+
+    /// Quantizes `node`'s boxes (those of `slots`) and stores it at `index`.
+    fn finish(&mut self, index: usize, mut node: WideNode, slots: &[BvhChild]) {
         let mut boxes = ExactBoxes::default();
         for (lane, slot) in slots.iter().enumerate() {
             for axis in 0..3 {
                 boxes.lo[axis][lane] = slot.lo[axis];
                 boxes.hi[axis][lane] = slot.hi[axis];
-            }
-            if slot.is_leaf() {
-                let first = slot.index as usize;
-                let triangles = &bvh.triangles()[first..first + slot.count as usize];
-                node.child[lane] = self.blocks.len() as u32;
-                node.blocks[lane] = triangles.len().div_ceil(WIDTH) as u8;
-                self.blocks.extend(triangles.chunks(WIDTH).map(leaf_block));
-            } else {
-                let grandchildren = bvh.nodes()[slot.index as usize].children;
-                let children = grandchildren
-                    .iter()
-                    .filter(|c| !c.is_empty())
-                    .map(as_leaf)
-                    .collect();
-                node.child[lane] = self.collapse(bvh, children, as_leaf);
             }
         }
         if !node.quantize(&boxes, slots.len()) {
@@ -314,7 +408,6 @@ impl WideBvh {
             self.exact.push(boxes);
         }
         self.nodes[index] = node;
-        index as u32
     }
 }
 

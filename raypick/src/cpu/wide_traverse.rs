@@ -287,6 +287,24 @@ fn trace_ray<const WATERTIGHT: bool>(
     closest.0
 }
 
+thread_local! {
+    /// Each thread's pending-children stack, made once: a call that traces a few
+    /// rays (a pick) would otherwise spend a good part of its time filling a new one.
+    static THREAD_STACK: std::cell::RefCell<Stack> = const {
+        std::cell::RefCell::new([Pending { child: 0, blocks: 0, entry: 0.0 }; STACK])
+    };
+}
+
+/// Runs `f` with this thread's stack (a new one if `f` somehow runs inside another
+/// call's).
+#[inline(always)]
+fn with_stack<R>(f: impl FnOnce(&mut Stack) -> R) -> R {
+    THREAD_STACK.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut stack) => f(&mut stack),
+        Err(_) => f(&mut [Pending::default(); STACK]),
+    })
+}
+
 /// Scratch space of the lone-ray traversal for callers that trace one ray at a time
 /// ([`trace_one`]): made once for many rays, like the stack of [`trace_rays`].
 pub(crate) struct RayStack(Stack);
@@ -324,9 +342,9 @@ fn trace_rays_with<const WATERTIGHT: bool>(
     hits: &mut [Hit],
     cull: Cull,
 ) {
-    let mut stack: Stack = [Pending::default(); STACK];
-    let mut packet_stack = PacketStack::default();
-    for (rays, hits) in rays.chunks(PACKET).zip(hits.chunks_mut(PACKET)) {
+    with_stack(|stack| {
+        let mut packet_stack = PacketStack::default();
+        for (rays, hits) in rays.chunks(PACKET).zip(hits.chunks_mut(PACKET)) {
         if let (Ok(group), Ok(out)) = (
             <&[Ray; PACKET]>::try_from(rays),
             <&mut [Hit; PACKET]>::try_from(&mut *hits),
@@ -339,12 +357,13 @@ fn trace_rays_with<const WATERTIGHT: bool>(
         }
         for (ray, hit) in rays.iter().zip(hits) {
             *hit = if is_valid_ray(ray) {
-                trace_ray::<WATERTIGHT>(wide, ray, cull, &mut stack)
+                trace_ray::<WATERTIGHT>(wide, ray, cull, stack)
             } else {
                 Hit::MISS
             };
         }
     }
+    });
 }
 
 #[inline(always)]
@@ -370,14 +389,15 @@ fn occluded_rays_with<const WATERTIGHT: bool>(
     occluded: &mut [bool],
     cull: Cull,
 ) {
-    let mut stack: Stack = [Pending::default(); STACK];
-    for (ray, out) in rays.iter().zip(occluded) {
-        let mut any = AnyHit::default();
-        if is_valid_ray(ray) {
-            traverse::<WATERTIGHT>(wide, ray, cull, &mut any, &mut stack);
+    with_stack(|stack| {
+        for (ray, out) in rays.iter().zip(occluded) {
+            let mut any = AnyHit::default();
+            if is_valid_ray(ray) {
+                traverse::<WATERTIGHT>(wide, ray, cull, &mut any, stack);
+            }
+            *out = any.0;
         }
-        *out = any.0;
-    }
+    });
 }
 
 #[inline(always)]
@@ -410,14 +430,15 @@ fn collect_rays_with<const WATERTIGHT: bool>(
     cull: Cull,
 ) {
     let k = (slots.len() / rays.len().max(1)).max(1);
-    let mut stack: Stack = [Pending::default(); STACK];
-    for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
-        let mut list = HitList::new(slots, 0);
-        if is_valid_ray(ray) {
-            traverse::<WATERTIGHT>(wide, ray, cull, &mut list, &mut stack);
+    with_stack(|stack| {
+        for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
+            let mut list = HitList::new(slots, 0);
+            if is_valid_ray(ray) {
+                traverse::<WATERTIGHT>(wide, ray, cull, &mut list, stack);
+            }
+            *state = list.state();
         }
-        *state = list.state();
-    }
+    });
 }
 
 #[inline(always)]
