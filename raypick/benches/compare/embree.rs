@@ -22,7 +22,7 @@ use glam::Vec3;
 use rayon::prelude::*;
 use raypick::{Hit, Mesh, Ray};
 
-use super::{RAYS_PER_TASK, forward_interval, is_valid, proper_subset};
+use super::{RAYS_PER_TASK, forward_segment, proper_subset};
 
 /// The shared object the benches look for.
 const LIBRARY: &str = "libembree3.so.3";
@@ -265,16 +265,8 @@ impl Embree {
     }
 
     fn trace_one(&self, ray: &Ray) -> Hit {
-        if !is_valid(ray) {
+        let Some((origin, shift, tnear, tfar)) = forward_segment(ray) else {
             return Hit::MISS;
-        }
-        let (origin, shift, tnear, tfar) = if ray.tmin >= 0.0 {
-            (ray.origin, 0.0, ray.tmin, ray.tmax)
-        } else {
-            match forward_interval(ray) {
-                Some((origin, shift, len)) => (origin, shift, 0.0, len),
-                None => return Hit::MISS,
-            }
         };
         let mut rayhit = RtcRayHit {
             ray: RtcRay {

@@ -105,6 +105,21 @@ fn forward_interval(ray: &Ray) -> Option<(Vec3, f32, f32)> {
         .then_some((origin, shift, ray.tmax - shift))
 }
 
+/// A valid ray as a library that looks forward from `t >= 0` takes it:
+/// `(origin, shift, tmin, tmax)`, as given when `tmin >= 0`, else moved by
+/// [`forward_interval`]; a hit at `t'` is at `shift + t'` on the input ray. `None`
+/// for an invalid ray or one whose interval holds no finite `t`.
+fn forward_segment(ray: &Ray) -> Option<(Vec3, f32, f32, f32)> {
+    if !is_valid(ray) {
+        return None;
+    }
+    if ray.tmin >= 0.0 {
+        return Some((ray.origin, 0.0, ray.tmin, ray.tmax));
+    }
+    let (origin, shift, len) = forward_interval(ray)?;
+    Some((origin, shift, 0.0, len))
+}
+
 // ---------------------------------------------------------------------------
 // parry3d
 // ---------------------------------------------------------------------------
@@ -330,16 +345,8 @@ impl Obvhs {
     fn trace_one(&self, bvh: &obvhs::cwbvh::CwBvh, ray: &Ray) -> Hit {
         use obvhs::ray::{Ray as ObvhsRay, RayHit};
 
-        if !is_valid(ray) {
+        let Some((origin, shift, tmin, tmax)) = forward_segment(ray) else {
             return Hit::MISS;
-        }
-        let (origin, shift, tmin, tmax) = if ray.tmin >= 0.0 {
-            (ray.origin, 0.0, ray.tmin, ray.tmax)
-        } else {
-            match forward_interval(ray) {
-                Some((origin, shift, len)) => (origin, shift, 0.0, len),
-                None => return Hit::MISS,
-            }
         };
         let obvhs_ray = ObvhsRay::new(
             origin.to_array().into(),
