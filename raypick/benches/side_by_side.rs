@@ -223,9 +223,9 @@ fn compare_on(spec: &SceneSpec, args: &Args) {
         (built, start.elapsed())
     });
     let embree = if args.runs("embree") {
-        match Embree::build(&mesh, TRACE_THREADS) {
-            Ok(_) => Some(timed_builds(|| {
-                let built = Embree::build(&mesh, TRACE_THREADS).expect("Embree built before");
+        match Embree::available() {
+            Ok(()) => Some(timed_builds(|| {
+                let built = Embree::build(&mesh, TRACE_THREADS).expect("Embree builds");
                 let time = built.build_time;
                 (built, time)
             })),

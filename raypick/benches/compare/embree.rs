@@ -189,6 +189,11 @@ unsafe impl Send for Embree {}
 unsafe impl Sync for Embree {}
 
 impl Embree {
+    /// Whether Embree loads here, or why not.
+    pub fn available() -> Result<(), String> {
+        Api::get().map(|_| ())
+    }
+
     /// Builds a scene over the proper triangles of `mesh` on a device of `threads`
     /// threads, or says why Embree is not available.
     pub fn build(mesh: &Mesh, threads: usize) -> Result<Self, String> {

@@ -191,11 +191,31 @@ pub fn candidate(n: Unnormalised, frame: &RayFrame, cull: Cull) -> (f32, f32, f3
     let t = n.big_t * inv_det;
     let u = n.big_u * inv_det;
     let v = n.big_v * inv_det;
+    let finite = inv_det.is_finite() & t.is_finite() & u.is_finite() & v.is_finite();
+    (t, u, v, passes_before_division(n, frame, cull) & finite)
+}
+
+/// The rules of [`candidate`] that need no division: a live ray, the determinant
+/// test with culling, and inside-ness (from the unnormalised values, signs flipped
+/// when `det < 0`).
+#[inline(always)]
+fn passes_before_division(n: Unnormalised, frame: &RayFrame, cull: Cull) -> bool {
     let sign = if n.det > 0.0 { 1.0 } else { -1.0 };
     let inside = (n.big_u * sign >= 0.0) & (n.big_v * sign >= 0.0) & (n.big_w * sign >= 0.0);
-    let finite = inv_det.is_finite() & t.is_finite() & u.is_finite() & v.is_finite();
-    let candidate = frame.live & det_passes(n.det, n.det_bound, cull) & inside & finite;
-    (t, u, v, candidate)
+    frame.live & det_passes(n.det, n.det_bound, cull) & inside
+}
+
+/// The set bits of `mask` (lanes of a block or node, or rays of a packet), lowest
+/// first.
+#[inline(always)]
+pub fn lanes(mut mask: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let lane = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            lane
+        })
+    })
 }
 
 /// The ray's interval `(entry, exit)` through the triangle's padded box (the box the
@@ -356,14 +376,7 @@ impl<const N: usize> Candidates<N> {
     /// The candidate lanes, in order.
     #[inline(always)]
     pub fn lanes(&self) -> impl Iterator<Item = usize> + use<N> {
-        let mut mask = self.mask;
-        std::iter::from_fn(move || {
-            (mask != 0).then(|| {
-                let lane = mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                lane
-            })
-        })
+        lanes(self.mask)
     }
 
     /// Whether any lane is a candidate.
@@ -373,18 +386,13 @@ impl<const N: usize> Candidates<N> {
     }
 }
 
-/// The lanes (as a bit mask) that pass the tests of [`candidate`] that need no
-/// division: live ray, determinant and culling, inside-ness. Every candidate lane is
-/// among them; most blocks have none, and skip the division.
+/// The lanes (as a bit mask) that pass [`passes_before_division`]. Every candidate
+/// lane is among them; most blocks have none, and skip the division.
 #[inline(always)]
 fn maybe_candidates<const N: usize>(lanes: &Lanes<N>, frame: &RayFrame, cull: Cull) -> u32 {
     let mut mask = 0u32;
     for lane in 0..N {
-        let n = lanes.get(lane);
-        let sign = if n.det > 0.0 { 1.0 } else { -1.0 };
-        let inside = (n.big_u * sign >= 0.0) & (n.big_v * sign >= 0.0) & (n.big_w * sign >= 0.0);
-        let maybe = frame.live & det_passes(n.det, n.det_bound, cull) & inside;
-        mask |= (maybe as u32) << lane;
+        mask |= (passes_before_division(lanes.get(lane), frame, cull) as u32) << lane;
     }
     mask
 }

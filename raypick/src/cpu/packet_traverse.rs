@@ -10,10 +10,10 @@
 //! does not depend on the order in which leaves are tested, so the answers are bit
 //! for bit those of the lone-ray traversal; only the work is shared.
 
-use super::intersect::{RayFrame, beyond};
+use super::intersect::{RayFrame, beyond, lanes};
 use super::query::{Closest, Collect};
 use super::wide_bvh::{WIDTH, WideBvh};
-use super::wide_traverse::{Slabs, lanes, nearest_first, offer_leaf};
+use super::wide_traverse::{Slabs, nearest_first, offer_leaf};
 use crate::options::Cull;
 use crate::prepare::is_valid_ray;
 use crate::types::Ray;

@@ -12,7 +12,7 @@
 //! edge functions, which vectorises, then redoes the rare lanes with an exactly-zero
 //! edge function with [`watertight`]: the same values the shader computes.
 
-use super::intersect::{Lanes, RayFrame, SoaTriangles, Unnormalised};
+use super::intersect::{Lanes, RayFrame, SoaTriangles, Unnormalised, lanes as set_lanes};
 
 /// Veltkamp's splitting constant for f32: `2^12 + 1`.
 const SPLITTER: f32 = 4097.0;
@@ -175,13 +175,11 @@ pub fn watertight_lanes<const N: usize>(soa: &SoaTriangles<N>, frame: &RayFrame)
 #[inline(never)]
 fn recompute_exact<const N: usize>(
     mut lanes: Lanes<N>,
-    mut mask: u32,
+    mask: u32,
     soa: &SoaTriangles<N>,
     frame: &RayFrame,
 ) -> Lanes<N> {
-    while mask != 0 {
-        let lane = mask.trailing_zeros() as usize;
-        mask &= mask - 1;
+    for lane in set_lanes(mask) {
         lanes.set(
             lane,
             watertight(frame, soa.triangle(lane), soa.edge_norm[lane]),

@@ -207,13 +207,9 @@ impl WideBvh {
                 *c
             }
         };
-        let mut root = Slots::default();
-        for child in bvh.nodes()[0].children.iter().filter(|c| !c.is_empty()) {
-            root.push(as_leaf(child));
-        }
         let collapse = Collapse { bvh, as_leaf: &as_leaf };
         let mut tree = Tree::with_capacity(bvh.triangles().len());
-        collapse.collapse(&mut tree, root);
+        collapse.collapse(&mut tree, collapse.children(0));
         wide.nodes = tree.nodes;
         wide.exact = tree.exact;
         wide.blocks = tree.blocks;
@@ -298,17 +294,17 @@ impl<F: Fn(&BvhChild) -> BvhChild> Collapse<'_, F> {
                 .max_by(|(_, a), (_, b)| half_area(a).total_cmp(&half_area(b)));
             let Some((i, _)) = widest else { break };
             let opened = slots.swap_remove(i);
-            for child in self.children(&opened).as_slice() {
+            for child in self.children(opened.index).as_slice() {
                 slots.push(*child);
             }
         }
         slots
     }
 
-    /// The children of an interior binary slot, as slots.
-    fn children(&self, slot: &BvhChild) -> Slots {
+    /// The children of binary node `node`, as slots.
+    fn children(&self, node: u32) -> Slots {
         let mut slots = Slots::default();
-        for child in &self.bvh.nodes()[slot.index as usize].children {
+        for child in &self.bvh.nodes()[node as usize].children {
             if !child.is_empty() {
                 slots.push((self.as_leaf)(child));
             }
@@ -327,7 +323,7 @@ impl<F: Fn(&BvhChild) -> BvhChild> Collapse<'_, F> {
             if slot.is_leaf() {
                 self.leaf(tree, slot, &mut node, lane);
             } else {
-                node.child[lane] = self.collapse(tree, self.children(slot));
+                node.child[lane] = self.collapse(tree, self.children(slot.index));
             }
         }
         tree.finish(index, node, slots.as_slice());

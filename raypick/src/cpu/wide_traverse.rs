@@ -16,7 +16,7 @@
 use super::brute_force::offer_block;
 use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
-use super::intersect::{RayFrame, overlaps};
+use super::intersect::{RayFrame, lanes, overlaps};
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
@@ -240,18 +240,6 @@ pub(super) fn nearest_first(
     count
 }
 
-/// The set bits of `mask` (lanes of a node, or rays of a packet), lowest first.
-#[inline(always)]
-pub(super) fn lanes(mut mask: u32) -> impl Iterator<Item = usize> {
-    std::iter::from_fn(move || {
-        (mask != 0).then(|| {
-            let lane = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            lane
-        })
-    })
-}
-
 /// Offers the hits in `blocks` leaf blocks from `first` on to `collect`; `true` when
 /// it says stop.
 #[inline(always)]
@@ -342,9 +330,20 @@ fn trace_rays_with<const WATERTIGHT: bool>(
     hits: &mut [Hit],
     cull: Cull,
 ) {
-    with_stack(|stack| {
-        let mut packet_stack = PacketStack::default();
-        for (rays, hits) in rays.chunks(PACKET).zip(hits.chunks_mut(PACKET)) {
+    with_stack(|stack| trace_rays_on::<WATERTIGHT>(wide, rays, hits, cull, stack));
+}
+
+/// [`trace_rays_with`] on a given stack.
+#[inline(always)]
+fn trace_rays_on<const WATERTIGHT: bool>(
+    wide: &WideBvh,
+    rays: &[Ray],
+    hits: &mut [Hit],
+    cull: Cull,
+    stack: &mut Stack,
+) {
+    let mut packet_stack = PacketStack::default();
+    for (rays, hits) in rays.chunks(PACKET).zip(hits.chunks_mut(PACKET)) {
         if let (Ok(group), Ok(out)) = (
             <&[Ray; PACKET]>::try_from(rays),
             <&mut [Hit; PACKET]>::try_from(&mut *hits),
@@ -363,7 +362,6 @@ fn trace_rays_with<const WATERTIGHT: bool>(
             };
         }
     }
-    });
 }
 
 #[inline(always)]
