@@ -5,6 +5,7 @@ use super::instance_traverse::{instance_ray, merge, traverse};
 use crate::options::{Cull, Mode};
 use crate::cpu::CpuBackend;
 use crate::cpu::simd::simd_dispatch;
+use crate::cpu::vector::Lanes8;
 use crate::cpu::wide_traverse::{self, RayStack};
 use crate::instances::{InstanceHit, InstanceScene};
 use crate::options::TraceOptions;
@@ -15,7 +16,7 @@ use crate::types::{InstanceHitRecord, Ray};
 /// `stack` the mesh traversal's scratch space (one per task, not one per instance
 /// entered).
 #[inline(always)]
-fn trace_ray(
+fn trace_ray<L: Lanes8>(
     scene: &InstanceScene,
     ray: &Ray,
     cull: Cull,
@@ -28,7 +29,7 @@ fn trace_ray(
         traverse(scene.tlas_nodes(), &ray, &mut best, |index, best| {
             if let Some(local) = instance_ray(scene, index, &ray, best) {
                 let wide = scene.blas_of(index as usize).wide();
-                let hit = wide_traverse::trace_one(wide, &local, cull, mode, stack);
+                let hit = wide_traverse::trace_one::<L>(wide, &local, cull, mode, stack);
                 merge(index, &hit, best);
             }
         });
@@ -37,7 +38,7 @@ fn trace_ray(
 }
 
 #[inline(always)]
-fn trace_task_portable(
+fn trace_task_by<L: Lanes8>(
     scene: &InstanceScene,
     rays: &[Ray],
     hits: &mut [InstanceHit],
@@ -46,14 +47,14 @@ fn trace_task_portable(
 ) {
     let mut stack = RayStack::default();
     for (ray, hit) in rays.iter().zip(hits) {
-        *hit = trace_ray(scene, ray, cull, mode, &mut stack);
+        *hit = trace_ray::<L>(scene, ray, cull, mode, &mut stack);
     }
 }
 
 simd_dispatch! {
     /// Traces one task's rays into `hits`, the top level and the meshes with the
     /// widest vector unit the CPU has.
-    fn trace_task(scene: &InstanceScene, rays: &[Ray], hits: &mut [InstanceHit], cull: Cull, mode: Mode) => trace_task_portable
+    fn trace_task(scene: &InstanceScene, rays: &[Ray], hits: &mut [InstanceHit], cull: Cull, mode: Mode) => trace_task_by::<Lanes8>
 }
 
 impl CpuBackend {

@@ -30,7 +30,9 @@ pub mod ray_query;
 mod mesh_refit;
 mod refit;
 pub(crate) mod simd;
+mod vector;
 pub mod watertight;
+mod wide_boxes;
 pub mod wide_bvh;
 pub mod wide_traverse;
 

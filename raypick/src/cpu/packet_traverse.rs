@@ -12,8 +12,10 @@
 
 use super::intersect::{RayFrame, beyond, lanes};
 use super::query::{Closest, Collect};
+use super::vector::Lanes8;
+use super::wide_boxes::{Planes, Slabs, nearest_first};
 use super::wide_bvh::{WIDTH, WideBvh};
-use super::wide_traverse::{Slabs, nearest_first, offer_leaf};
+use super::wide_traverse::offer_leaf;
 use crate::options::Cull;
 use crate::prepare::is_valid_ray;
 use crate::types::Ray;
@@ -59,7 +61,7 @@ pub(super) fn coherent(rays: &[Ray; PACKET]) -> bool {
 
 /// The nearest hits of a [`coherent`] packet of rays, written to `closest`.
 #[inline(always)]
-pub(super) fn trace_packet<const WATERTIGHT: bool>(
+pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
     rays: &[Ray; PACKET],
     cull: Cull,
@@ -71,9 +73,13 @@ pub(super) fn trace_packet<const WATERTIGHT: bool>(
     }
     let stack = &mut stack.0;
     stack.clear();
-    let origin = rays[0].origin;
     let frames = rays.each_ref().map(RayFrame::new);
-    let slabs: [Slabs; PACKET] = std::array::from_fn(|r| Slabs::new(&rays[r], &frames[r]));
+    // Filled in a loop: `array::from_fn`'s closure would be compiled without the
+    // caller's vector unit.
+    let mut slabs = [Slabs::<L>::new(&rays[0], &frames[0]); PACKET];
+    for r in 1..PACKET {
+        slabs[r] = Slabs::new(&rays[r], &frames[r]);
+    }
     // As for a lone ray: the nearest entered child of the last node is visited next
     // without a trip through the stack.
     let mut next = Some(Pending::ROOT);
@@ -101,7 +107,7 @@ pub(super) fn trace_packet<const WATERTIGHT: bool>(
             continue;
         }
         let node = &wide.nodes[top.child as usize];
-        let boxes = wide.boxes(node);
+        let planes = Planes::<L>::of(wide, node);
         // Per child, the rays that entered it, their entries and the nearest of them.
         let mut entered_by = [0u32; WIDTH];
         let mut nearest = [f32::INFINITY; WIDTH];
@@ -109,7 +115,7 @@ pub(super) fn trace_packet<const WATERTIGHT: bool>(
         // Children entered by any ray.
         let mut entered = 0;
         for r in lanes(top.rays) {
-            let (by_ray, near) = slabs[r].enter(&boxes, origin, closest[r].bound(), &node.child);
+            let (by_ray, near) = slabs[r].enter(&planes, closest[r].bound(), node.occupied as u32);
             entered |= by_ray;
             for lane in lanes(by_ray) {
                 entered_by[lane] |= 1 << r;

@@ -6,18 +6,29 @@
 /// compiler vectorises them for whichever unit is enabled; results are bit for bit
 /// the same on every variant (no fused multiply-add, IEEE division).
 macro_rules! simd_dispatch {
+    // A body generic over the lanes of the box tests (`body::<Lanes8>`): AVX2
+    // registers in the AVX-512 and AVX2 builds, portable arrays in the baseline one.
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:ident::<Lanes8>) => {
+        $crate::cpu::simd::simd_dispatch!(@emit [$(#[$meta])*] $vis $name($($arg: $ty),*)
+            wide: $body::<$crate::cpu::vector::Avx2>,
+            baseline: $body::<$crate::cpu::vector::Portable>);
+    };
     ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:path) => {
+        $crate::cpu::simd::simd_dispatch!(@emit [$(#[$meta])*] $vis $name($($arg: $ty),*)
+            wide: $body, baseline: $body);
+    };
+    (@emit [$(#[$meta:meta])*] $vis:vis $name:ident($($arg:ident: $ty:ty),*) wide: $wide:expr, baseline: $baseline:expr) => {
         $(#[$meta])*
         $vis fn $name($($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f")]
                 fn avx512($($arg: $ty),*) {
-                    $body($($arg),*)
+                    $wide($($arg),*)
                 }
                 #[target_feature(enable = "avx2")]
                 fn avx2($($arg: $ty),*) {
-                    $body($($arg),*)
+                    $wide($($arg),*)
                 }
                 if std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU supports AVX-512F, checked just above.
@@ -28,7 +39,7 @@ macro_rules! simd_dispatch {
                     return unsafe { avx2($($arg),*) };
                 }
             }
-            $body($($arg),*)
+            $baseline($($arg),*)
         }
     };
 }

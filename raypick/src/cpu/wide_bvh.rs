@@ -45,6 +45,8 @@ pub struct WideNode {
     /// Index of the node's [`ExactBoxes`] beside the nodes, or [`EMPTY`] when the
     /// quantized boxes hold.
     pub exact: u32,
+    /// The used slots, bit per lane (those whose child is not [`EMPTY`]).
+    pub occupied: u8,
 }
 
 impl Default for WideNode {
@@ -57,6 +59,7 @@ impl Default for WideNode {
             child: [EMPTY; WIDTH],
             blocks: [0; WIDTH],
             exact: EMPTY,
+            occupied: 0,
         }
     }
 }
@@ -392,6 +395,7 @@ impl Tree {
 
     /// Quantizes `node`'s boxes (those of `slots`) and stores it at `index`.
     fn finish(&mut self, index: usize, mut node: WideNode, slots: &[BvhChild]) {
+        node.occupied = (1u32 << slots.len()).wrapping_sub(1) as u8;
         let mut boxes = ExactBoxes::default();
         for (lane, slot) in slots.iter().enumerate() {
             for axis in 0..3 {
@@ -458,6 +462,8 @@ mod tests {
         let wide = WideBvh::from_bvh(&Bvh::build(mesh));
         let mut under = Vec::new();
         for node in &wide.nodes {
+            let used = (0..WIDTH).filter(|&l| node.child[l] != EMPTY);
+            assert_eq!(node.occupied, used.fold(0, |bits, l| bits | 1 << l));
             let boxes = wide.boxes(node);
             for lane in (0..WIDTH).filter(|&l| node.child[l] != EMPTY) {
                 under.clear();

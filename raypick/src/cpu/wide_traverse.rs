@@ -16,11 +16,13 @@
 use super::brute_force::offer_block;
 use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
-use super::intersect::{RayFrame, lanes, overlaps};
+use super::intersect::RayFrame;
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
-use super::wide_bvh::{EMPTY, ExactBoxes, WIDTH, WideBvh};
+use super::vector::Lanes8;
+use super::wide_bvh::{WIDTH, WideBvh};
+use super::wide_boxes::{Planes, Slabs, nearest_first};
 use crate::options::{Cull, Mode};
 use crate::bvh::MAX_DEPTH;
 use crate::prepare::is_valid_ray;
@@ -29,16 +31,6 @@ use crate::types::{Hit, MISS, Ray};
 /// Pending children: at most `WIDTH - 1` per level of a tree at most `MAX_DEPTH` deep,
 /// plus the root.
 const STACK: usize = MAX_DEPTH * (WIDTH - 1) + 1;
-
-#[inline(always)]
-fn fmax(a: f32, b: f32) -> f32 {
-    if a > b { a } else { b }
-}
-
-#[inline(always)]
-fn fmin(a: f32, b: f32) -> f32 {
-    if a < b { a } else { b }
-}
 
 /// The pending children of one ray; one per batch of rays, so that it is not
 /// initialised again for every ray (its entries are written before they are read).
@@ -56,7 +48,7 @@ struct Pending {
 /// Offers the hits of one valid ray ([`is_valid_ray`]) to `collect`
 /// until it says stop; `stack` is scratch space.
 #[inline(always)]
-fn traverse<const WATERTIGHT: bool>(
+fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
     ray: &Ray,
     cull: Cull,
@@ -66,16 +58,8 @@ fn traverse<const WATERTIGHT: bool>(
     if wide.nodes.is_empty() {
         return;
     }
-    let o = ray.origin;
-    // Box distances in units of the scaled direction, as in `bvh_traverse`.
     let frame = RayFrame::new(ray);
-    let dir = glam::Vec3::from(frame.dir);
-    let inv = glam::Vec3::from(frame.inv_dir);
-    let (to_frame, t_scale) = (1.0 / frame.t_scale, frame.t_scale);
-    let tmin = ray.tmin * to_frame;
-    // From the scaled direction, whose tiny components may have become -0.0 (whose
-    // `1 / dir` is the positive BIG).
-    let negative = [dir.x < 0.0, dir.y < 0.0, dir.z < 0.0];
+    let slabs = Slabs::<L>::new(ray, &frame);
     let mut depth = 0;
     // The child to visit next: the nearest entered child of the last node, taken
     // without a trip through the stack (no nearer hit can have been found since its
@@ -100,37 +84,18 @@ fn traverse<const WATERTIGHT: bool>(
             continue;
         }
         let node = &wide.nodes[top.child as usize];
-        let boxes = wide.boxes(node);
-        let limit = fmin(collect.bound(), ray.tmax) * to_frame;
-        let mut near = [0.0f32; WIDTH];
-        let mut entered = 0u32;
-        let planes = |axis: usize| {
-            if negative[axis] {
-                (&boxes.hi[axis], &boxes.lo[axis])
-            } else {
-                (&boxes.lo[axis], &boxes.hi[axis])
-            }
-        };
-        let ((nx, fx), (ny, fy), (nz, fz)) = (planes(0), planes(1), planes(2));
-        for lane in 0..WIDTH {
-            let tn = fmax(
-                fmax((nx[lane] - o.x) * inv.x, (ny[lane] - o.y) * inv.y),
-                fmax((nz[lane] - o.z) * inv.z, tmin),
-            );
-            let tf = fmin(
-                fmin((fx[lane] - o.x) * inv.x, (fy[lane] - o.y) * inv.y),
-                fmin((fz[lane] - o.z) * inv.z, limit),
-            );
-            near[lane] = tn * t_scale;
-            let enter = overlaps(tn, tf) & (node.child[lane] != EMPTY);
-            entered |= (enter as u32) << lane;
-        }
+        let planes = Planes::<L>::of(wide, node);
+        let (entered, near) = slabs.enter(&planes, collect.bound(), node.occupied as u32);
         let pending = |lane: usize| Pending {
             child: node.child[lane],
             blocks: node.blocks[lane] as u32,
             entry: near[lane],
         };
-        if entered == 0 {
+        if entered & entered.wrapping_sub(1) == 0 {
+            // One child entered, or none.
+            if entered != 0 {
+                next = Some(pending(entered.trailing_zeros() as usize));
+            }
             continue;
         }
         // Order the entered children nearest first, push all but the nearest farthest
@@ -143,101 +108,6 @@ fn traverse<const WATERTIGHT: bool>(
         }
         next = Some(pending(order[0]));
     }
-}
-
-/// One ray's slab tests against the eight child boxes of a node, for the packets.
-/// [`traverse`] writes the same test out in place (with the same arithmetic): called
-/// from there, this form measured some 10% slower on incoherent rays.
-pub(super) struct Slabs {
-    /// `1 / dir` of the scaled direction.
-    inv: [f32; 3],
-    /// Which direction components are negative: those axes enter at the box maximum.
-    negative: [bool; 3],
-    /// `tmin` in units of the scaled direction.
-    tmin: f32,
-    /// Frame units to the caller's (`t_scale`) and back.
-    t_scale: f32,
-    to_frame: f32,
-    tmax: f32,
-}
-
-impl Slabs {
-    #[inline(always)]
-    pub(super) fn new(ray: &Ray, frame: &RayFrame) -> Self {
-        // Box distances in units of the scaled direction, as in `bvh_traverse`. The
-        // signs come from the scaled direction, whose tiny components may have become
-        // -0.0 (whose `1 / dir` is the positive BIG).
-        let to_frame = 1.0 / frame.t_scale;
-        Self {
-            inv: frame.inv_dir,
-            negative: frame.dir.map(|d| d < 0.0),
-            tmin: ray.tmin * to_frame,
-            t_scale: frame.t_scale,
-            to_frame,
-            tmax: ray.tmax,
-        }
-    }
-
-    /// The children whose `boxes` (taken relative to `origin`) the ray enters before
-    /// `bound` (in the caller's units) as a lane mask, and every lane's entry
-    /// distance (in the caller's units).
-    #[inline(always)]
-    pub(super) fn enter(
-        &self,
-        boxes: &ExactBoxes,
-        origin: glam::Vec3,
-        bound: f32,
-        child: &[u32; WIDTH],
-    ) -> (u32, [f32; WIDTH]) {
-        let limit = fmin(bound, self.tmax) * self.to_frame;
-        let planes = |axis: usize| {
-            if self.negative[axis] {
-                (&boxes.hi[axis], &boxes.lo[axis])
-            } else {
-                (&boxes.lo[axis], &boxes.hi[axis])
-            }
-        };
-        let ((nx, fx), (ny, fy), (nz, fz)) = (planes(0), planes(1), planes(2));
-        let [ix, iy, iz] = self.inv;
-        let o = origin;
-        let mut near = [0.0f32; WIDTH];
-        let mut entered = 0u32;
-        for lane in 0..WIDTH {
-            let tn = fmax(
-                fmax((nx[lane] - o.x) * ix, (ny[lane] - o.y) * iy),
-                fmax((nz[lane] - o.z) * iz, self.tmin),
-            );
-            let tf = fmin(
-                fmin((fx[lane] - o.x) * ix, (fy[lane] - o.y) * iy),
-                fmin((fz[lane] - o.z) * iz, limit),
-            );
-            near[lane] = tn * self.t_scale;
-            let enter = overlaps(tn, tf) & (child[lane] != EMPTY);
-            entered |= (enter as u32) << lane;
-        }
-        (entered, near)
-    }
-}
-
-/// Writes the lanes of `entered` to `order`, nearest first by `near` (insertion into
-/// a list that is usually one to three long); returns how many there are.
-#[inline(always)]
-pub(super) fn nearest_first(
-    entered: u32,
-    near: &[f32; WIDTH],
-    order: &mut [usize; WIDTH],
-) -> usize {
-    let mut count = 0;
-    for lane in lanes(entered) {
-        let mut i = count;
-        while i > 0 && near[order[i - 1]] > near[lane] {
-            order[i] = order[i - 1];
-            i -= 1;
-        }
-        order[i] = lane;
-        count += 1;
-    }
-    count
 }
 
 /// Offers the hits in `blocks` leaf blocks from `first` on to `collect`; `true` when
@@ -264,37 +134,20 @@ pub(super) fn offer_leaf<const WATERTIGHT: bool>(
 
 /// Nearest hit of one valid ray.
 #[inline(always)]
-fn trace_ray<const WATERTIGHT: bool>(
+fn trace_ray<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
     ray: &Ray,
     cull: Cull,
     stack: &mut Stack,
 ) -> Hit {
     let mut closest = Closest::default();
-    traverse::<WATERTIGHT>(wide, ray, cull, &mut closest, stack);
+    traverse::<L, WATERTIGHT>(wide, ray, cull, &mut closest, stack);
     closest.0
 }
 
-thread_local! {
-    /// Each thread's pending-children stack, made once: a call that traces a few
-    /// rays (a pick) would otherwise spend a good part of its time filling a new one.
-    static THREAD_STACK: std::cell::RefCell<Stack> = const {
-        std::cell::RefCell::new([Pending { child: 0, blocks: 0, entry: 0.0 }; STACK])
-    };
-}
-
-/// Runs `f` with this thread's stack (a new one if `f` somehow runs inside another
-/// call's).
-#[inline(always)]
-fn with_stack<R>(f: impl FnOnce(&mut Stack) -> R) -> R {
-    THREAD_STACK.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut stack) => f(&mut stack),
-        Err(_) => f(&mut [Pending::default(); STACK]),
-    })
-}
-
-/// Scratch space of the lone-ray traversal for callers that trace one ray at a time
-/// ([`trace_one`]): made once for many rays, like the stack of [`trace_rays`].
+/// Scratch space of the lone-ray traversal: made once for many rays (and kept by
+/// each thread between calls, [`RayStack::take`]), so that a call that traces a few
+/// rays (a pick) does not spend its time filling a new one.
 pub(crate) struct RayStack(Stack);
 
 impl Default for RayStack {
@@ -303,11 +156,35 @@ impl Default for RayStack {
     }
 }
 
+thread_local! {
+    /// Each thread's stack between calls.
+    static THREAD_STACK: std::cell::Cell<Option<Box<RayStack>>> = const {
+        std::cell::Cell::new(None)
+    };
+}
+
+impl RayStack {
+    /// This thread's stack, for one call: the kept one, or a new one the first time
+    /// (or when a call runs inside another). A plain value rather than a closure
+    /// around the traversal, which would be compiled apart from the caller, without
+    /// its vector unit.
+    #[inline(always)]
+    fn take() -> Box<RayStack> {
+        THREAD_STACK.take().unwrap_or_default()
+    }
+
+    /// Keeps `stack` for this thread's next call.
+    #[inline(always)]
+    fn keep(self: Box<Self>) {
+        THREAD_STACK.set(Some(self));
+    }
+}
+
 /// Nearest hit of one ray (`Hit::MISS` for an invalid one), with `stack` as scratch.
 /// Inlined into the caller, so it runs on the vector unit the caller was compiled
 /// for (call it from a [`simd_dispatch`]ed loop).
 #[inline(always)]
-pub(crate) fn trace_one(
+pub(crate) fn trace_one<L: Lanes8>(
     wide: &WideBvh,
     ray: &Ray,
     cull: Cull,
@@ -317,25 +194,27 @@ pub(crate) fn trace_one(
     if !is_valid_ray(ray) {
         Hit::MISS
     } else if mode == Mode::Watertight {
-        trace_ray::<true>(wide, ray, cull, &mut stack.0)
+        trace_ray::<L, true>(wide, ray, cull, &mut stack.0)
     } else {
-        trace_ray::<false>(wide, ray, cull, &mut stack.0)
+        trace_ray::<L, false>(wide, ray, cull, &mut stack.0)
     }
 }
 
 #[inline(always)]
-fn trace_rays_with<const WATERTIGHT: bool>(
+fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
     rays: &[Ray],
     hits: &mut [Hit],
     cull: Cull,
 ) {
-    with_stack(|stack| trace_rays_on::<WATERTIGHT>(wide, rays, hits, cull, stack));
+    let mut stack = RayStack::take();
+    trace_rays_on::<L, WATERTIGHT>(wide, rays, hits, cull, &mut stack.0);
+    stack.keep();
 }
 
 /// [`trace_rays_with`] on a given stack.
 #[inline(always)]
-fn trace_rays_on<const WATERTIGHT: bool>(
+fn trace_rays_on<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
     rays: &[Ray],
     hits: &mut [Hit],
@@ -350,13 +229,13 @@ fn trace_rays_on<const WATERTIGHT: bool>(
         ) && coherent(group)
         {
             let mut closest = std::array::from_fn(|_| Closest::default());
-            trace_packet::<WATERTIGHT>(wide, group, cull, &mut closest, &mut packet_stack);
+            trace_packet::<L, WATERTIGHT>(wide, group, cull, &mut closest, &mut packet_stack);
             *out = closest.map(|c| c.0);
             continue;
         }
         for (ray, hit) in rays.iter().zip(hits) {
             *hit = if is_valid_ray(ray) {
-                trace_ray::<WATERTIGHT>(wide, ray, cull, stack)
+                trace_ray::<L, WATERTIGHT>(wide, ray, cull, stack)
             } else {
                 Hit::MISS
             };
@@ -365,11 +244,11 @@ fn trace_rays_on<const WATERTIGHT: bool>(
 }
 
 #[inline(always)]
-fn trace_rays_portable(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) {
+fn trace_rays_by<L: Lanes8>(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) {
     if mode == Mode::Watertight {
-        trace_rays_with::<true>(wide, rays, hits, cull);
+        trace_rays_with::<L, true>(wide, rays, hits, cull);
     } else {
-        trace_rays_with::<false>(wide, rays, hits, cull);
+        trace_rays_with::<L, false>(wide, rays, hits, cull);
     }
 }
 
@@ -377,29 +256,29 @@ simd_dispatch! {
     /// Traces `rays` into `hits` (one slot per ray) on the calling thread, with the
     /// widest vector unit the CPU has; `cull` is a `crate::Cull`, `mode` is
     /// a `crate::Mode`.
-    pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_rays_portable
+    pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_rays_by::<Lanes8>
 }
 
 #[inline(always)]
-fn occluded_rays_with<const WATERTIGHT: bool>(
+fn occluded_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
     rays: &[Ray],
     occluded: &mut [bool],
     cull: Cull,
 ) {
-    with_stack(|stack| {
-        for (ray, out) in rays.iter().zip(occluded) {
-            let mut any = AnyHit::default();
-            if is_valid_ray(ray) {
-                traverse::<WATERTIGHT>(wide, ray, cull, &mut any, stack);
-            }
-            *out = any.0;
+    let mut stack = RayStack::take();
+    for (ray, out) in rays.iter().zip(occluded) {
+        let mut any = AnyHit::default();
+        if is_valid_ray(ray) {
+            traverse::<L, WATERTIGHT>(wide, ray, cull, &mut any, &mut stack.0);
         }
-    });
+        *out = any.0;
+    }
+    stack.keep();
 }
 
 #[inline(always)]
-fn occluded_rays_portable(
+fn occluded_rays_by<L: Lanes8>(
     wide: &WideBvh,
     rays: &[Ray],
     occluded: &mut [bool],
@@ -407,20 +286,20 @@ fn occluded_rays_portable(
     mode: Mode,
 ) {
     if mode == Mode::Watertight {
-        occluded_rays_with::<true>(wide, rays, occluded, cull);
+        occluded_rays_with::<L, true>(wide, rays, occluded, cull);
     } else {
-        occluded_rays_with::<false>(wide, rays, occluded, cull);
+        occluded_rays_with::<L, false>(wide, rays, occluded, cull);
     }
 }
 
 simd_dispatch! {
     /// Writes whether each ray hits anything (`occluded.len()` must equal
     /// `rays.len()`); each ray stops at its first accepted hit.
-    pub fn occluded_rays(wide: &WideBvh, rays: &[Ray], occluded: &mut [bool], cull: Cull, mode: Mode) => occluded_rays_portable
+    pub fn occluded_rays(wide: &WideBvh, rays: &[Ray], occluded: &mut [bool], cull: Cull, mode: Mode) => occluded_rays_by::<Lanes8>
 }
 
 #[inline(always)]
-fn collect_rays_with<const WATERTIGHT: bool>(
+fn collect_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
     rays: &[Ray],
     slots: &mut [Hit],
@@ -428,19 +307,19 @@ fn collect_rays_with<const WATERTIGHT: bool>(
     cull: Cull,
 ) {
     let k = (slots.len() / rays.len().max(1)).max(1);
-    with_stack(|stack| {
-        for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
-            let mut list = HitList::new(slots, 0);
-            if is_valid_ray(ray) {
-                traverse::<WATERTIGHT>(wide, ray, cull, &mut list, stack);
-            }
-            *state = list.state();
+    let mut stack = RayStack::take();
+    for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
+        let mut list = HitList::new(slots, 0);
+        if is_valid_ray(ray) {
+            traverse::<L, WATERTIGHT>(wide, ray, cull, &mut list, &mut stack.0);
         }
-    });
+        *state = list.state();
+    }
+    stack.keep();
 }
 
 #[inline(always)]
-fn collect_rays_portable(
+fn collect_rays_by<L: Lanes8>(
     wide: &WideBvh,
     rays: &[Ray],
     slots: &mut [Hit],
@@ -449,9 +328,9 @@ fn collect_rays_portable(
     mode: Mode,
 ) {
     if mode == Mode::Watertight {
-        collect_rays_with::<true>(wide, rays, slots, states, cull);
+        collect_rays_with::<L, true>(wide, rays, slots, states, cull);
     } else {
-        collect_rays_with::<false>(wide, rays, slots, states, cull);
+        collect_rays_with::<L, false>(wide, rays, slots, states, cull);
     }
 }
 
@@ -459,7 +338,56 @@ simd_dispatch! {
     /// Lists each ray's nearest hits: `slots` holds `k >= 1` MISS-filled slots per ray
     /// (`slots.len() == k * rays.len()`), `states` one list state per ray (see
     /// [`HitList`]).
-    pub fn collect_rays(wide: &WideBvh, rays: &[Ray], slots: &mut [Hit], states: &mut [u32], cull: Cull, mode: Mode) => collect_rays_portable
+    pub fn collect_rays(wide: &WideBvh, rays: &[Ray], slots: &mut [Hit], states: &mut [u32], cull: Cull, mode: Mode) => collect_rays_by::<Lanes8>
 }
 
 const _: () = assert!(MISS == u32::MAX);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bvh::Bvh;
+    use crate::cpu::vector::Portable;
+    use crate::kit::{self, Rng, fixtures};
+
+    /// The baseline build (portable lanes) answers bit for bit as the build this CPU
+    /// dispatches to: nearest hits (packets and lone rays), occlusion and hit lists,
+    /// on camera, random and adversarial rays.
+    #[test]
+    fn portable_lanes_answer_as_the_dispatched_unit() {
+        let mut rng = Rng::new(5);
+        let scene = fixtures::with_degenerates(&fixtures::builtin_scene(20_000), &mut rng, 60);
+        let adversarial = fixtures::adversarial_rays(&scene, &mut rng, 3000);
+        let mesh = kit::mesh(scene);
+        let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
+        let bounds = mesh.bounds().expect("a finite mesh");
+        let mut rays = kit::rays(fixtures::camera_rays(bounds, 64, 48));
+        rays.extend(kit::rays(fixtures::random_rays(3000, &mut rng, bounds)));
+        rays.extend(kit::rays(adversarial));
+        let n = rays.len();
+        for mode in [Mode::Fast, Mode::Watertight] {
+            for cull in [Cull::None, Cull::Back] {
+                let mut dispatched = vec![Hit::MISS; n];
+                let mut portable = vec![Hit::MISS; n];
+                trace_rays(&wide, &rays, &mut dispatched, cull, mode);
+                trace_rays_by::<Portable>(&wide, &rays, &mut portable, cull, mode);
+                assert_eq!(portable, dispatched, "cull {cull}, mode {mode}");
+                let hits = dispatched.iter().filter(|h| h.is_hit()).count();
+                assert!(hits > n / 10, "{hits} hits of {n}");
+
+                let (mut dispatched, mut portable) = (vec![false; n], vec![false; n]);
+                occluded_rays(&wide, &rays, &mut dispatched, cull, mode);
+                occluded_rays_by::<Portable>(&wide, &rays, &mut portable, cull, mode);
+                assert_eq!(portable, dispatched, "cull {cull}, mode {mode}");
+
+                let k = 3;
+                let (mut dispatched, mut portable) = (vec![Hit::MISS; n * k], vec![Hit::MISS; n * k]);
+                let (mut states, mut portable_states) = (vec![0; n], vec![0; n]);
+                collect_rays(&wide, &rays, &mut dispatched, &mut states, cull, mode);
+                collect_rays_by::<Portable>(&wide, &rays, &mut portable, &mut portable_states, cull, mode);
+                assert_eq!(portable, dispatched, "cull {cull}, mode {mode}");
+                assert_eq!(portable_states, states, "cull {cull}, mode {mode}");
+            }
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! Eight `f32` lanes with the operations the wide BVH's box tests need, written
+//! once for every vector unit ([`Lanes8`]): plain arrays the compiler vectorises
+//! ([`Portable`]) or AVX2 registers ([`Avx2`], x86-64). Every operation is the
+//! scalar one lane by lane, with its rounding and its NaN rules, so the traversals
+//! give the same answers bit for bit on every unit.
+
+/// A vector unit: how eight lanes are held and computed. Picked by
+/// [`simd_dispatch`](super::simd::simd_dispatch) for the unit the CPU has.
+///
+/// # Safety
+/// Implementations may use instructions the baseline target lacks; they must only
+/// run on CPUs that have them (the dispatch checks before choosing one).
+pub(crate) unsafe trait Lanes8: Copy + 'static {
+    /// Eight `f32` lanes.
+    type V: Copy;
+
+    /// `x` in every lane.
+    fn splat(x: f32) -> Self::V;
+    /// The lanes of `x`.
+    fn load(x: &[f32; 8]) -> Self::V;
+    /// Decoded box planes: `origin + q as f32 * step` per lane (two roundings, as
+    /// written).
+    fn decode(q: &[u8; 8], origin: f32, step: f32) -> Self::V;
+    /// `a + b`.
+    fn add(a: Self::V, b: Self::V) -> Self::V;
+    /// `a - b`.
+    fn sub(a: Self::V, b: Self::V) -> Self::V;
+    /// `a * b`.
+    fn mul(a: Self::V, b: Self::V) -> Self::V;
+    /// `if a > b { a } else { b }` (so `b` when either is NaN).
+    fn max(a: Self::V, b: Self::V) -> Self::V;
+    /// `if a < b { a } else { b }` (so `b` when either is NaN).
+    fn min(a: Self::V, b: Self::V) -> Self::V;
+    /// `|a|`.
+    fn abs(a: Self::V) -> Self::V;
+    /// Bit `lane` set where `a <= b` (false for NaN).
+    fn le(a: Self::V, b: Self::V) -> u32;
+    /// The lanes as an array.
+    fn store(a: Self::V) -> [f32; 8];
+}
+
+/// Arrays of eight lanes, computed lane by lane (vectorised by the compiler for
+/// whatever unit the caller is compiled for).
+#[derive(Clone, Copy)]
+pub(crate) struct Portable;
+
+// SAFETY: plain Rust, no instructions beyond the caller's target.
+unsafe impl Lanes8 for Portable {
+    type V = [f32; 8];
+
+    #[inline(always)]
+    fn splat(x: f32) -> Self::V {
+        [x; 8]
+    }
+    #[inline(always)]
+    fn load(x: &[f32; 8]) -> Self::V {
+        *x
+    }
+    #[inline(always)]
+    fn decode(q: &[u8; 8], origin: f32, step: f32) -> Self::V {
+        q.map(|q| origin + q as f32 * step)
+    }
+    #[inline(always)]
+    fn add(a: Self::V, b: Self::V) -> Self::V {
+        std::array::from_fn(|i| a[i] + b[i])
+    }
+    #[inline(always)]
+    fn sub(a: Self::V, b: Self::V) -> Self::V {
+        std::array::from_fn(|i| a[i] - b[i])
+    }
+    #[inline(always)]
+    fn mul(a: Self::V, b: Self::V) -> Self::V {
+        std::array::from_fn(|i| a[i] * b[i])
+    }
+    #[inline(always)]
+    fn max(a: Self::V, b: Self::V) -> Self::V {
+        std::array::from_fn(|i| if a[i] > b[i] { a[i] } else { b[i] })
+    }
+    #[inline(always)]
+    fn min(a: Self::V, b: Self::V) -> Self::V {
+        std::array::from_fn(|i| if a[i] < b[i] { a[i] } else { b[i] })
+    }
+    #[inline(always)]
+    fn abs(a: Self::V) -> Self::V {
+        a.map(f32::abs)
+    }
+    #[inline(always)]
+    fn le(a: Self::V, b: Self::V) -> u32 {
+        (0..8).fold(0, |bits, i| bits | (((a[i] <= b[i]) as u32) << i))
+    }
+    #[inline(always)]
+    fn store(a: Self::V) -> [f32; 8] {
+        a
+    }
+}
+
+/// AVX2 registers (x86-64 only; also what the AVX-512 build of a kernel uses, on
+/// the lower 256 bits).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(crate) struct Avx2;
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{Avx2, Lanes8};
+
+    // SAFETY: chosen only by the dispatch, after it found AVX2; each intrinsic is
+    // the lane-wise scalar operation named in the trait.
+    unsafe impl Lanes8 for Avx2 {
+        type V = __m256;
+
+        #[inline(always)]
+        fn splat(x: f32) -> Self::V {
+            unsafe { _mm256_set1_ps(x) }
+        }
+        #[inline(always)]
+        fn load(x: &[f32; 8]) -> Self::V {
+            // SAFETY: eight readable f32s.
+            unsafe { _mm256_loadu_ps(x.as_ptr()) }
+        }
+        #[inline(always)]
+        fn decode(q: &[u8; 8], origin: f32, step: f32) -> Self::V {
+            // SAFETY: eight readable bytes.
+            unsafe {
+                let bytes = _mm_loadl_epi64(q.as_ptr().cast());
+                let q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+                _mm256_add_ps(_mm256_set1_ps(origin), _mm256_mul_ps(q, _mm256_set1_ps(step)))
+            }
+        }
+        #[inline(always)]
+        fn add(a: Self::V, b: Self::V) -> Self::V {
+            unsafe { _mm256_add_ps(a, b) }
+        }
+        #[inline(always)]
+        fn sub(a: Self::V, b: Self::V) -> Self::V {
+            unsafe { _mm256_sub_ps(a, b) }
+        }
+        #[inline(always)]
+        fn mul(a: Self::V, b: Self::V) -> Self::V {
+            unsafe { _mm256_mul_ps(a, b) }
+        }
+        #[inline(always)]
+        fn max(a: Self::V, b: Self::V) -> Self::V {
+            // `maxps` returns its second operand unless the first is greater.
+            unsafe { _mm256_max_ps(a, b) }
+        }
+        #[inline(always)]
+        fn min(a: Self::V, b: Self::V) -> Self::V {
+            // `minps` returns its second operand unless the first is less.
+            unsafe { _mm256_min_ps(a, b) }
+        }
+        #[inline(always)]
+        fn abs(a: Self::V) -> Self::V {
+            unsafe { _mm256_andnot_ps(_mm256_set1_ps(-0.0), a) }
+        }
+        #[inline(always)]
+        fn le(a: Self::V, b: Self::V) -> u32 {
+            unsafe { _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(a, b)) as u32 }
+        }
+        #[inline(always)]
+        fn store(a: Self::V) -> [f32; 8] {
+            let mut out = [0.0; 8];
+            // SAFETY: room for eight f32s.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), a) };
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kit::Rng;
+
+    /// Every operation of [`Avx2`] gives [`Portable`]'s bits, NaNs, infinities,
+    /// signed zeros and subnormals included.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_lanes_match_portable_bit_for_bit() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        // SAFETY: AVX2 is present (checked above).
+        unsafe { compare_units() }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn compare_units() {
+        let special = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.5,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MIN_POSITIVE / 4.0,
+            f32::MAX,
+            -f32::MAX,
+        ];
+        let mut rng = Rng::new(7);
+        let mut pick = || {
+            if rng.next_u32().is_multiple_of(3) {
+                special[rng.next_u32() as usize % special.len()]
+            } else {
+                rng.range(-500.0, 500.0)
+            }
+        };
+        let bits = |v: [f32; 8]| v.map(f32::to_bits);
+        for _ in 0..2000 {
+            let a: [f32; 8] = std::array::from_fn(|_| pick());
+            let b: [f32; 8] = std::array::from_fn(|_| pick());
+            let q: [u8; 8] = std::array::from_fn(|i| (a[i].to_bits() >> 3) as u8);
+            let (origin, step) = (pick(), 2f32.powi((b[0].to_bits() % 60) as i32 - 30));
+            let (pa, pb) = (Portable::load(&a), Portable::load(&b));
+            let (va, vb) = (Avx2::load(&a), Avx2::load(&b));
+            let pairs = [
+                (Portable::add(pa, pb), Avx2::add(va, vb)),
+                (Portable::sub(pa, pb), Avx2::sub(va, vb)),
+                (Portable::mul(pa, pb), Avx2::mul(va, vb)),
+                (Portable::max(pa, pb), Avx2::max(va, vb)),
+                (Portable::min(pa, pb), Avx2::min(va, vb)),
+                (Portable::abs(pa), Avx2::abs(va)),
+                (Portable::splat(a[3]), Avx2::splat(a[3])),
+                (
+                    Portable::decode(&q, origin, step),
+                    Avx2::decode(&q, origin, step),
+                ),
+            ];
+            for (portable, avx2) in pairs {
+                assert_eq!(bits(portable), bits(Avx2::store(avx2)), "{a:?} {b:?}");
+            }
+            assert_eq!(Portable::le(pa, pb), Avx2::le(va, vb), "{a:?} {b:?}");
+        }
+    }
+}
