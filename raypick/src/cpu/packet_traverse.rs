@@ -73,11 +73,12 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     }
     let stack = &mut stack.0;
     stack.clear();
-    let frames = rays.each_ref().map(RayFrame::new);
-    // Filled in a loop: `array::from_fn`'s closure would be compiled without the
-    // caller's vector unit.
+    // Filled in a loop: the closure of `array::map` or `array::from_fn` is compiled
+    // apart, without the caller's vector unit.
+    let mut frames = [RayFrame::new(&rays[0]); PACKET];
     let mut slabs = [Slabs::<L>::new(&rays[0], &frames[0]); PACKET];
     for r in 1..PACKET {
+        frames[r] = RayFrame::new(&rays[r]);
         slabs[r] = Slabs::new(&rays[r], &frames[r]);
     }
     // As for a lone ray: the nearest entered child of the last node is visited next
