@@ -23,7 +23,7 @@ pub use instances::PickInstances;
 pub enum Backend {
     /// The GPU if a hardware adapter can be opened, else the CPU (with a logged notice).
     /// Software adapters (llvmpipe, lavapipe, SwiftShader, WARP) are left out, being
-    /// slower than the CPU backend ([`AdapterKinds`](crate::gpu::AdapterKinds)). A GPU
+    /// slower than the CPU backend ([`AdapterKinds`]). A GPU
     /// that is lost or runs out of memory later is replaced by the CPU as well.
     #[default]
     Auto,

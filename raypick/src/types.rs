@@ -133,7 +133,7 @@ pub struct TraceParams {
     /// shader is compiled per test (its `MODE` pipeline constant) and does not read
     /// it; it is set to the same value.
     pub mode: u32,
-    /// Slots per ray of the all-hits list ([`QUERY_ALL`]).
+    /// Slots per ray of the all-hits list (`QUERY_ALL` in `types.wgsl`).
     pub max_hits: u32,
     /// Padding to 16 bytes.
     pub _pad1: u32,
@@ -234,7 +234,7 @@ pub struct TraverseParams {
     /// queries: candidate boxes; plus moves of listed hits); a ray that needs more is
     /// reported unfinished and completed on the CPU.
     pub max_steps: u32,
-    /// Slots per ray of the all-hits list ([`QUERY_ALL`]).
+    /// Slots per ray of the all-hits list (`QUERY_ALL` in `types.wgsl`).
     pub max_hits: u32,
     /// Ray queries only: rays whose origin has a coordinate larger than this in
     /// magnitude are reported unfinished and completed on the CPU (see

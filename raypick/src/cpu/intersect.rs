@@ -219,7 +219,7 @@ pub fn lanes(mut mask: u32) -> impl Iterator<Item = usize> {
 }
 
 /// The ray's interval `(entry, exit)` through the triangle's padded box (the box the
-/// BVH builder and refit give it, [`crate::bvh::triangle_box`]), in units of the
+/// BVH builder and refit give it, [`crate::bvh::build::triangle_box`]), in units of the
 /// frame's direction, by the slab arithmetic of the BVH traversals' box tests (with
 /// [`BIG`] for `1 / 0`): every BVH box that holds the triangle holds this box, so
 /// it is entered no later and left no earlier (rounding is monotonic).

@@ -2,7 +2,7 @@
 //!
 //! Upload: the driver builds a bottom-level acceleration structure over one box per
 //! hittable triangle (procedural AABB geometry, boxes from
-//! [`DriverBoxes`](crate::cpu::ray_query::DriverBoxes)) and a top-level one holding
+//! [`DriverBoxes`]) and a top-level one holding
 //! it once, untransformed; the triangles go to a storage buffer in box order, so a
 //! candidate's primitive index names its triangle. A mesh larger than one storage
 //! binding or than the device's primitives per structure is split into chunks,
