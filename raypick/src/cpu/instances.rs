@@ -45,10 +45,11 @@ fn trace_task_by<L: Lanes8>(
     cull: Cull,
     mode: Mode,
 ) {
-    let mut stack = RayStack::default();
+    let mut stack = RayStack::take();
     for (ray, hit) in rays.iter().zip(hits) {
         *hit = trace_ray::<L>(scene, ray, cull, mode, &mut stack);
     }
+    stack.keep();
 }
 
 simd_dispatch! {

@@ -126,6 +126,11 @@ pub(super) fn nearest_first(
     near: &[f32; WIDTH],
     order: &mut [usize; WIDTH],
 ) -> usize {
+    if entered.is_power_of_two() {
+        // One lane, the most common case: nothing to order.
+        order[0] = entered.trailing_zeros() as usize;
+        return 1;
+    }
     let mut count = 0;
     for lane in lanes(entered) {
         let mut i = count;

@@ -91,11 +91,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
             blocks: node.blocks[lane] as u32,
             entry: near[lane],
         };
-        if entered & entered.wrapping_sub(1) == 0 {
-            // One child entered, or none.
-            if entered != 0 {
-                next = Some(pending(entered.trailing_zeros() as usize));
-            }
+        if entered == 0 {
             continue;
         }
         // Order the entered children nearest first, push all but the nearest farthest
@@ -169,13 +165,13 @@ impl RayStack {
     /// around the traversal, which would be compiled apart from the caller, without
     /// its vector unit.
     #[inline(always)]
-    fn take() -> Box<RayStack> {
+    pub(crate) fn take() -> Box<RayStack> {
         THREAD_STACK.take().unwrap_or_default()
     }
 
     /// Keeps `stack` for this thread's next call.
     #[inline(always)]
-    fn keep(self: Box<Self>) {
+    pub(crate) fn keep(self: Box<Self>) {
         THREAD_STACK.set(Some(self));
     }
 }
