@@ -434,12 +434,13 @@ pub fn run_trace<R: TraceRay>(
     picker: &Picker,
     mesh: &Mesh,
     rays: &[R],
-    accel: Accel,
+    accel: Option<Accel>,
     options: &TraceOptions,
     repeat: usize,
     cpu_threads: Option<usize>,
     fallback: Option<String>,
 ) -> Result<(TraceReport, Vec<Hit>)> {
+    let accel = accel.unwrap_or_else(|| picker.default_accel());
     let prepared = prepare(picker, mesh, accel)?;
     let timed = time_trace(picker, &prepared.mesh, rays, options, repeat)?;
     let triangles = mesh.triangle_count();
@@ -530,8 +531,10 @@ pub struct BenchConfig {
     pub repeat: usize,
     /// CPU threads (`None`: all cores).
     pub threads: Option<usize>,
-    /// Acceleration structures to compare, in report order.
-    pub accels: Vec<Accel>,
+    /// Acceleration structures to compare, in report order; `None`: the BVH and
+    /// brute force, with ray queries after the BVH where a GPU's default is ray
+    /// queries ([`Picker::default_accel`]).
+    pub accels: Option<Vec<Accel>>,
     /// Trace options.
     pub options: TraceOptions,
 }
@@ -544,7 +547,7 @@ impl Default for BenchConfig {
             backends: BenchBackends::default(),
             repeat: 1,
             threads: None,
-            accels: vec![Accel::Bvh, Accel::Brute],
+            accels: None,
             options: TraceOptions::default(),
         }
     }
@@ -729,8 +732,16 @@ pub fn run_bench(
     }
 
     // The (acceleration structure, picker) pairs that can run, in report order.
+    let accels = config.accels.clone().unwrap_or_else(|| {
+        let by_default = |accel| pickers.iter().any(|p| p.default_accel() == accel);
+        let mut accels = vec![Accel::Bvh, Accel::Brute];
+        if by_default(Accel::RayQuery) {
+            accels.insert(1, Accel::RayQuery);
+        }
+        accels
+    });
     let mut runs: Vec<(Accel, &Picker)> = Vec::new();
-    for &accel in &config.accels {
+    for &accel in &accels {
         for picker in &pickers {
             match cannot_prepare(picker, accel) {
                 Some(why) => notices.push(why),
@@ -761,7 +772,7 @@ pub fn run_bench(
     let mut cpu_hits: Vec<(Accel, RaySet, Vec<Ray>, Vec<Hit>)> = Vec::new();
     // Hits of the GPU's ray queries per ray set, for the comparison with the CPU BVH.
     let mut ray_query_hits: Vec<(RaySet, Vec<Hit>)> = Vec::new();
-    for &accel in &config.accels {
+    for &accel in &accels {
         if !runs.iter().any(|r| r.0 == accel) {
             continue;
         }
@@ -853,7 +864,7 @@ pub fn run_bench(
     });
     // The BVH against brute force on the CPU, on brute force's rays.
     if let Some(cpu) = pickers.iter().find(|p| p.backend() == Backend::Cpu)
-        && config.accels.contains(&Accel::Bvh)
+        && accels.contains(&Accel::Bvh)
     {
         let mut prepared = None;
         for (_, set, rays, brute) in cpu_hits.iter().filter(|h| h.0 == Accel::Brute) {

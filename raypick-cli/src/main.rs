@@ -106,9 +106,11 @@ struct TraceArgs {
     /// Backend: auto uses the GPU when an adapter opens, else the CPU.
     #[arg(long, value_parser = named(Backend::ALL), default_value_t = Backend::Auto)]
     backend: Backend,
-    /// Acceleration structure (ray-query: hardware ray queries, on a GPU that has them).
-    #[arg(long, value_parser = named(Accel::ALL), default_value_t = Accel::default())]
-    accel: Accel,
+    /// Acceleration structure (ray-query: hardware ray queries, on a GPU that has
+    /// them). Default: ray-query on a hardware GPU with ray queries, else bvh
+    /// (`raypick info` says which).
+    #[arg(long, value_parser = named(Accel::ALL))]
+    accel: Option<Accel>,
     #[command(flatten)]
     common: Common,
 }
@@ -130,9 +132,9 @@ struct BenchArgs {
     /// Backends to run, comma-separated (default: the CPU, and the GPU if an adapter opens).
     #[arg(long, value_name = "cpu,gpu", value_parser = named(&[Backend::Cpu, Backend::Gpu]), value_delimiter = ',')]
     backend: Vec<Backend>,
-    /// Acceleration structures to compare, comma-separated (default: bvh,brute);
-    /// ray-query runs on a GPU with hardware ray queries only (skipped elsewhere,
-    /// with a notice).
+    /// Acceleration structures to compare, comma-separated (default: bvh,brute,
+    /// and ray-query after bvh where a GPU's default is ray queries); ray-query runs
+    /// on a GPU with hardware ray queries only (skipped elsewhere, with a notice).
     #[arg(long, value_name = "bvh,brute,ray-query", value_parser = named(Accel::ALL), value_delimiter = ',')]
     accel: Vec<Accel>,
     /// Also write DIR/bench.json (every measurement, the machine, the command line)
@@ -164,9 +166,11 @@ struct EngineArgs {
     /// Backend: auto uses the GPU when an adapter opens, else the CPU.
     #[arg(long, value_parser = named(Backend::ALL), default_value_t = Backend::Auto)]
     backend: Backend,
-    /// Acceleration structure (ray-query: hardware ray queries, on a GPU that has them).
-    #[arg(long, value_parser = named(Accel::ALL), default_value_t = Accel::default())]
-    accel: Accel,
+    /// Acceleration structure (ray-query: hardware ray queries, on a GPU that has
+    /// them). Default: ray-query on a hardware GPU with ray queries, else bvh
+    /// (`raypick info` says which).
+    #[arg(long, value_parser = named(Accel::ALL))]
+    accel: Option<Accel>,
     /// Face culling.
     #[arg(long, value_parser = named(Cull::ALL), default_value_t = Cull::default())]
     cull: Cull,
@@ -476,7 +480,7 @@ fn render_command(args: RenderArgs) -> Result<(), CliError> {
     let rendered = render::render(
         &picker,
         &mesh,
-        args.engine.accel,
+        args.engine.accel.unwrap_or_else(|| picker.default_accel()),
         &camera,
         width,
         height,
@@ -532,7 +536,7 @@ fn pick_command(args: PickArgs) -> Result<(), CliError> {
     let (name, mesh) = load_mesh_arg(Some(&args.mesh))?;
     let (camera, width, height) = args.view.camera(&name, &mesh)?;
     let (picker, _) = open_picker(args.engine.backend, None)?;
-    let accel = args.engine.accel;
+    let accel = args.engine.accel.unwrap_or_else(|| picker.default_accel());
     let options = args.engine.options();
     let ray = camera.ray(px, py, width, height);
     let prepared = picker
@@ -617,8 +621,9 @@ fn bench_command(args: BenchArgs) -> Result<(), CliError> {
         ..BenchConfig::default()
     };
     if !args.accel.is_empty() {
-        config.accels = args.accel.clone();
-        config.accels.dedup();
+        let mut accels = args.accel.clone();
+        accels.dedup();
+        config.accels = Some(accels);
     }
     let sets: Vec<RaySet> = args
         .rays

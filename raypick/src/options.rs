@@ -69,8 +69,10 @@ pub enum Mode {
 #[non_exhaustive]
 pub enum Accel {
     /// A bounding volume hierarchy (a SAH tree, depth-bounded) built on the CPU and
-    /// traversed by raypick's own code on either backend: the default, and what
-    /// runs everywhere.
+    /// traversed by raypick's own code on either backend: what runs everywhere, and
+    /// what [`Picker::upload`](crate::Picker::upload) gives a mesh except on a hardware
+    /// GPU with ray queries ([`Picker::default_accel`](crate::Picker::default_accel)).
+    /// `Accel::default()`.
     #[default]
     Bvh,
     /// Every ray against every triangle: the reference, O(rays × triangles).
@@ -83,11 +85,12 @@ pub enum Accel {
     /// elsewhere (the CPU backend, a GPU without ray queries) preparing a mesh with it
     /// fails with [`Error::NoRayQueries`](crate::Error::NoRayQueries). Rays from
     /// farther than 16 mesh magnitudes, and rays meeting too many boxes, are finished
-    /// on the CPU. Not the default: wgpu marks ray queries experimental, the exact
-    /// answers rest on the driver's box test being conservative (reporting every box
-    /// a ray crosses, as Vulkan allows no less), and it has been measured only on
-    /// lavapipe, where it runs at about a tenth of the BVH's rate
-    /// (`docs/contracts.md` §1.11). Instance scenes do not use it.
+    /// on the CPU. What [`Picker::upload`](crate::Picker::upload) chooses on a hardware
+    /// GPU that has ray queries; a software adapter's ray queries (lavapipe's run at
+    /// about a tenth of the BVH's rate) are used only when named. The exact answers
+    /// rest on the driver's box test being conservative (reporting every box a ray
+    /// crosses, as Vulkan allows no less; `docs/contracts.md` §1.11). Instance scenes
+    /// do not use it.
     RayQuery,
 }
 

@@ -309,10 +309,18 @@ impl Picker {
         self.auto && matches!(error, Error::DeviceLost(_) | Error::OutOfMemory { .. })
     }
 
-    /// Prepares a mesh for this picker's backend with the default acceleration
-    /// structure (a BVH; uploaded on the GPU).
+    /// Prepares a mesh for this picker's backend with its default acceleration
+    /// structure ([`Picker::default_accel`]).
     pub fn upload(&self, mesh: &Mesh) -> Result<PickMesh> {
-        self.upload_with(mesh, Accel::default())
+        self.upload_with(mesh, self.default_accel())
+    }
+
+    /// The acceleration structure [`Picker::upload`] gives a mesh: on the GPU the
+    /// device's choice ([`GpuContext::default_accel`]: hardware ray queries on a
+    /// hardware GPU that has them, else the BVH), on the CPU the BVH.
+    pub fn default_accel(&self) -> Accel {
+        self.live_gpu()
+            .map_or(Accel::Bvh, GpuContext::default_accel)
     }
 
     /// Prepares a mesh for this picker's backend with the given acceleration structure.

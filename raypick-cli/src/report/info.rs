@@ -118,7 +118,18 @@ impl fmt::Display for InfoReport {
                     l.max_storage_buffers_per_shader_stage.to_string(),
                 ),
             ];
-            for (name, value) in rows {
+            let yes_no = |on: bool| if on { "yes" } else { "no" }.to_string();
+            let features = [
+                (
+                    "ray queries (--accel ray-query)",
+                    yes_no(entry.adapter.features.ray_queries),
+                ),
+                (
+                    "kernel timing (timestamps)",
+                    yes_no(entry.adapter.features.timestamps),
+                ),
+            ];
+            for (name, value) in rows.into_iter().chain(features) {
                 writeln!(f, "    {name:<30} {value}")?;
             }
         }
@@ -131,6 +142,13 @@ impl fmt::Display for InfoReport {
                 None => writeln!(f, "--backend {flag} uses: {otherwise}")?,
             }
             writeln!(f, "    because: {}", choice.reason)?;
+            if choice.adapter.is_some() {
+                writeln!(
+                    f,
+                    "    meshes get: --accel {} ({})",
+                    choice.accel, choice.accel_reason
+                )?;
+            }
         }
         Ok(())
     }

@@ -483,8 +483,16 @@ fn bench_json_parses_and_compares_backends() {
     assert_eq!(json["triangles"], 500);
     assert_eq!(json["repeat"], 2);
     let rows = json["rows"].as_array().expect("rows");
-    // Two ray sets × two accelerations (bvh, brute) per backend.
-    assert_eq!(rows.len(), if gpu { 8 } else { 4 }, "{json}");
+    // Two ray sets × two accelerations (bvh, brute) per backend, and the GPU's
+    // ray queries too where they are its default (a hardware GPU with them).
+    let ray_queries_by_default =
+        gpu && crate::support::gpu().is_some_and(|g| g.default_accel() == Accel::RayQuery);
+    let gpu_rows = match (gpu, ray_queries_by_default) {
+        (false, _) => 0,
+        (true, false) => 4,
+        (true, true) => 6,
+    };
+    assert_eq!(rows.len(), 4 + gpu_rows, "{json}");
     for row in rows {
         assert!(
             matches!(row["backend"].as_str(), Some("cpu" | "gpu")),
@@ -499,7 +507,8 @@ fn bench_json_parses_and_compares_backends() {
             "{row}"
         );
         assert!(
-            matches!(row["accel"].as_str(), Some("bvh" | "brute")),
+            matches!(row["accel"].as_str(), Some("bvh" | "brute"))
+                || (ray_queries_by_default && row["accel"] == "ray-query"),
             "{row}"
         );
         assert_eq!(row["rays"], 64);
@@ -995,6 +1004,18 @@ fn info_lists_the_adapter_in_use_and_its_limits() {
                 assert!(limits[key].as_u64().is_some_and(|n| n > 0), "{key}: {json}");
             }
             assert!(text.contains("max storage buffer binding"), "{text}");
+            let features = &used[0]["features"];
+            assert_eq!(features["ray_queries"], gpu.has_ray_queries(), "{json}");
+            assert!(features["timestamps"].is_boolean(), "{json}");
+            assert!(text.contains("ray queries (--accel ray-query)"), "{text}");
+            // The structure a mesh gets there, as the library chooses it.
+            let accel = gpu.default_accel().name();
+            assert_eq!(json["gpu"]["accel"], accel, "{json}");
+            assert!(json["gpu"]["accel_reason"].is_string(), "{json}");
+            assert!(
+                text.contains(&format!("meshes get: --accel {accel} (")),
+                "{text}"
+            );
             assert!(
                 text.contains(&format!("--backend gpu uses: {name}")),
                 "{text}"

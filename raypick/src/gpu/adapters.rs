@@ -58,6 +58,29 @@ pub struct AdapterReport {
     pub summary: AdapterSummary,
     /// The limits raypick depends on.
     pub limits: ComputeLimits,
+    /// The optional features raypick uses.
+    pub features: AdapterFeatures,
+}
+
+/// The optional adapter features raypick uses when they are there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct AdapterFeatures {
+    /// Hardware ray queries (wgpu's `EXPERIMENTAL_RAY_QUERY`), for
+    /// [`Accel::RayQuery`](crate::Accel::RayQuery).
+    pub ray_queries: bool,
+    /// Timestamp queries (`TIMESTAMP_QUERY`), for GPU kernel time
+    /// ([`GpuOptions::timing`](super::GpuOptions::timing)).
+    pub timestamps: bool,
+}
+
+impl From<wgpu::Features> for AdapterFeatures {
+    fn from(features: wgpu::Features) -> Self {
+        Self {
+            ray_queries: features.contains(wgpu::Features::EXPERIMENTAL_RAY_QUERY),
+            timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
+        }
+    }
 }
 
 /// Every adapter of every graphics API wgpu can use here (as restricted by
@@ -70,6 +93,7 @@ pub fn list_adapters() -> Vec<AdapterReport> {
         .map(|adapter| AdapterReport {
             summary: AdapterSummary::from_info(&adapter.get_info()),
             limits: ComputeLimits::from(&adapter.limits()),
+            features: AdapterFeatures::from(adapter.features()),
         })
         .collect()
 }
@@ -84,6 +108,12 @@ pub struct BackendChoice {
     /// Why: the adapter's type and rank among those found, or why none was opened
     /// (the error, with its causes).
     pub reason: String,
+    /// The acceleration structure a mesh gets there when none is named
+    /// ([`Picker::default_accel`](crate::Picker::default_accel)), by its
+    /// [`Accel::name`](crate::Accel::name).
+    pub accel: &'static str,
+    /// Why that one.
+    pub accel_reason: String,
 }
 
 /// Opens a GPU context the way `backend` does ([`Backend::Auto`](crate::Backend::Auto):
@@ -95,10 +125,7 @@ pub fn backend_choice(backend: crate::Backend) -> BackendChoice {
         crate::Backend::Auto => AdapterKinds::Hardware,
         crate::Backend::Gpu => AdapterKinds::Any,
         crate::Backend::Cpu => {
-            return BackendChoice {
-                adapter: None,
-                reason: "the CPU backend was asked for".to_string(),
-            };
+            return BackendChoice::on_the_cpu("the CPU backend was asked for".to_string());
         }
     };
     let options = GpuOptions {
@@ -109,10 +136,21 @@ pub fn backend_choice(backend: crate::Backend) -> BackendChoice {
         Ok(gpu) => BackendChoice {
             adapter: Some(gpu.adapter().clone()),
             reason: gpu.adapter_reason().to_string(),
+            accel: gpu.default_accel().name(),
+            accel_reason: gpu.default_accel_reason().to_string(),
         },
-        Err(e) => BackendChoice {
+        Err(e) => BackendChoice::on_the_cpu(e.with_sources()),
+    }
+}
+
+impl BackendChoice {
+    /// No adapter, for `reason`: meshes get the CPU's BVH.
+    fn on_the_cpu(reason: String) -> Self {
+        Self {
             adapter: None,
-            reason: e.with_sources(),
-        },
+            reason,
+            accel: crate::Accel::Bvh.name(),
+            accel_reason: "the CPU backend traverses a BVH".to_string(),
+        }
     }
 }

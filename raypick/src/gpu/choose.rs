@@ -8,6 +8,7 @@
 //! [`Backend::Gpu`](crate::Backend::Gpu) and [`GpuContext::new`](super::GpuContext::new)
 //! take the best adapter there is, software included.
 
+use crate::Accel;
 use crate::error::{Error, Result};
 
 /// Which adapters a GPU context may open (see [`GpuOptions::adapters`](super::GpuOptions::adapters)).
@@ -108,6 +109,30 @@ pub(crate) fn choose(
     }
 }
 
+/// The acceleration structure a mesh gets on a GPU when none is named
+/// ([`GpuContext::default_accel`](super::GpuContext::default_accel)), and why.
+///
+/// Hardware ray queries on a hardware GPU: there the driver's structure and
+/// traversal run on the card's ray-tracing units. A software adapter's ray queries
+/// are the driver's traversal in CPU code, slower than raypick's own BVH on the same
+/// adapter, so it keeps the BVH, as does every device without ray queries.
+pub(crate) fn default_accel(
+    device_type: wgpu::DeviceType,
+    ray_queries: bool,
+) -> (Accel, &'static str) {
+    match (ray_queries, device_type) {
+        (true, wgpu::DeviceType::Cpu) => (
+            Accel::Bvh,
+            "the adapter's ray queries run in software, slower than raypick's BVH",
+        ),
+        (true, _) => (
+            Accel::RayQuery,
+            "the GPU has hardware ray queries: the driver builds and traverses the structure",
+        ),
+        (false, _) => (Accel::Bvh, "the device has no hardware ray queries"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +182,16 @@ mod tests {
             order(&machine, none, AdapterKinds::Hardware),
             [7, 6, 4, 2, 3, 5]
         );
+    }
+
+    #[test]
+    fn ray_queries_by_default_on_hardware_gpus_only() {
+        for hardware in [DiscreteGpu, IntegratedGpu, VirtualGpu, Other] {
+            assert_eq!(default_accel(hardware, true).0, Accel::RayQuery);
+            assert_eq!(default_accel(hardware, false).0, Accel::Bvh);
+        }
+        assert_eq!(default_accel(Cpu, true).0, Accel::Bvh);
+        assert_eq!(default_accel(Cpu, false).0, Accel::Bvh);
     }
 
     #[test]

@@ -200,6 +200,8 @@ pub struct GpuContext {
     pub(crate) errors: Arc<ErrorSink>,
     pub(crate) id: u64,
     adapter: AdapterSummary,
+    /// The adapter's device type (hardware or software), for [`GpuContext::default_accel`].
+    device_type: wgpu::DeviceType,
     /// Why this adapter was opened (see [`GpuContext::adapter_reason`]).
     why: String,
     /// Where traces spend their time, when [`GpuOptions::timing`] asked for it.
@@ -303,14 +305,7 @@ impl GpuContext {
         device.set_device_lost_callback(move |reason, message| {
             sink.record(SinkError::Lost(format!("{reason:?}: {message}")));
         });
-        Self::build(
-            device,
-            queue,
-            AdapterSummary::from_info(&adapter.get_info()),
-            why,
-            errors,
-            options,
-        )
+        Self::build(device, queue, &adapter.get_info(), why, errors, options)
     }
 
     /// Uses a device and queue the caller already has (a renderer's). raypick leaves
@@ -328,7 +323,7 @@ impl GpuContext {
         Self::build(
             device,
             queue,
-            AdapterSummary::from_info(adapter),
+            adapter,
             "the caller's own device".to_string(),
             Arc::default(),
             GpuOptions::default(),
@@ -338,7 +333,7 @@ impl GpuContext {
     fn build(
         device: wgpu::Device,
         queue: wgpu::Queue,
-        adapter: AdapterSummary,
+        info: &wgpu::AdapterInfo,
         why: String,
         errors: Arc<ErrorSink>,
         options: GpuOptions,
@@ -376,7 +371,8 @@ impl GpuContext {
             scratch: futures_intrusive::sync::Mutex::new(None, false),
             errors,
             id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
-            adapter,
+            adapter: AdapterSummary::from_info(info),
+            device_type: info.device_type,
             why,
             timer,
             max_binding_bytes,
@@ -417,6 +413,21 @@ impl GpuContext {
     /// (see [`AdapterKinds`]), or that it is the caller's own device.
     pub fn adapter_reason(&self) -> &str {
         &self.why
+    }
+
+    /// The acceleration structure [`GpuContext::upload`] and
+    /// [`Picker::upload`](crate::Picker::upload) give a mesh:
+    /// [`Accel::RayQuery`](crate::Accel::RayQuery) on a hardware GPU with ray queries
+    /// ([`GpuContext::has_ray_queries`]), else [`Accel::Bvh`](crate::Accel::Bvh) — also on
+    /// a software adapter that has ray queries, where they run slower than the BVH.
+    /// [`GpuContext::default_accel_reason`] says which case applies.
+    pub fn default_accel(&self) -> crate::Accel {
+        super::choose::default_accel(self.device_type, self.ray_queries).0
+    }
+
+    /// Why [`GpuContext::default_accel`] is what it is, in a phrase for users.
+    pub fn default_accel_reason(&self) -> &'static str {
+        super::choose::default_accel(self.device_type, self.ray_queries).1
     }
 
     /// Whether meshes can be uploaded with [`Accel::RayQuery`](crate::Accel::RayQuery):

@@ -127,9 +127,11 @@ impl GpuMesh {
 }
 
 impl GpuContext {
-    /// Uploads a mesh with the default acceleration structure (a BVH built on the CPU).
+    /// Uploads a mesh with this device's default acceleration structure
+    /// ([`GpuContext::default_accel`]: hardware ray queries on a GPU that has them,
+    /// else a BVH built on the CPU).
     pub fn upload(&self, mesh: &Mesh) -> Result<GpuMesh> {
-        self.upload_with(mesh, Accel::default())
+        self.upload_with(mesh, self.default_accel())
     }
 
     /// Uploads a mesh for the given acceleration structure. [`Accel::RayQuery`] fails

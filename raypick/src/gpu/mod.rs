@@ -18,7 +18,9 @@ mod refit;
 mod timing;
 mod trace;
 
-pub use adapters::{AdapterReport, BackendChoice, ComputeLimits, backend_choice, list_adapters};
+pub use adapters::{
+    AdapterFeatures, AdapterReport, BackendChoice, ComputeLimits, backend_choice, list_adapters,
+};
 pub use choose::AdapterKinds;
 pub use context::{
     AdapterSummary, DEFAULT_MAX_TRAVERSAL_STEPS, DEFAULT_MAX_TRIANGLES_PER_DISPATCH, GpuContext,

@@ -436,3 +436,33 @@ fn without_ray_queries_uploading_for_them_is_a_typed_error() {
         assert!(matches!(err, Error::Unsupported(_)), "{err}");
     }
 }
+
+/// A mesh prepared without naming a structure gets ray queries only on a hardware
+/// GPU that has them: the CPU, a device without them and a software adapter (whose
+/// ray queries run slower than the BVH) keep the BVH.
+#[test]
+fn ray_queries_are_the_default_on_hardware_gpus_only() {
+    let mesh = fixtures::icosphere(1, 1.0, Vec3::ZERO);
+    let cpu = Picker::new(Backend::Cpu).unwrap();
+    assert_eq!(cpu.default_accel(), Accel::Bvh);
+    assert_eq!(cpu.upload(&mesh).unwrap().accel(), Accel::Bvh);
+    let Some(gpu) = gpu() else { return };
+    let expected = |gpu: &GpuContext| {
+        let software = gpu.adapter().device_type == "Cpu";
+        if gpu.has_ray_queries() && !software {
+            Accel::RayQuery
+        } else {
+            Accel::Bvh
+        }
+    };
+    assert_eq!(gpu.default_accel(), expected(gpu), "{:?}", gpu.adapter());
+    assert_eq!(gpu.upload(&mesh).unwrap().accel(), expected(gpu));
+    if gpu.has_ray_queries() && gpu.adapter().device_type == "Cpu" {
+        let reason = gpu.default_accel_reason();
+        assert!(reason.contains("software"), "{reason}");
+    }
+    let picker = Picker::new(Backend::Gpu).unwrap();
+    let on = picker.gpu().expect("a GPU picker");
+    assert_eq!(picker.default_accel(), expected(on));
+    assert_eq!(picker.upload(&mesh).unwrap().accel(), expected(on));
+}
