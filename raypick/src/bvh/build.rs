@@ -54,8 +54,11 @@ impl Default for BuildOptions {
     }
 }
 
-/// Meshes with fewer hittable triangles than this are binned at every level.
-pub const MORTON_MIN_TRIANGLES: usize = 1 << 16;
+/// Meshes with fewer hittable triangles than this are binned at every level. Their
+/// builds are short either way, and there the Morton sweeps' coarser trees cost the
+/// most: mid-sized meshes, long thin CAD triangles above all, trace markedly faster
+/// through binned trees (`benches/side_by_side.rs`), for about twice the build time.
+pub const MORTON_MIN_TRIANGLES: usize = 1 << 18;
 
 /// Most SAH bins per axis.
 const MAX_BINS: usize = 16;
