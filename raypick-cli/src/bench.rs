@@ -733,9 +733,8 @@ pub fn run_bench(
 
     // The (acceleration structure, picker) pairs that can run, in report order.
     let accels = config.accels.clone().unwrap_or_else(|| {
-        let by_default = |accel| pickers.iter().any(|p| p.default_accel() == accel);
         let mut accels = vec![Accel::Bvh, Accel::Brute];
-        if by_default(Accel::RayQuery) {
+        if pickers.iter().any(|p| p.default_accel() == Accel::RayQuery) {
             accels.insert(1, Accel::RayQuery);
         }
         accels

@@ -180,6 +180,11 @@ struct EngineArgs {
 }
 
 impl EngineArgs {
+    /// The structure asked for, else the one `picker` gives a mesh by default.
+    fn accel_on(&self, picker: &raypick::Picker) -> Accel {
+        self.accel.unwrap_or_else(|| picker.default_accel())
+    }
+
     fn options(&self) -> TraceOptions {
         TraceOptions {
             cull: self.cull,
@@ -480,7 +485,7 @@ fn render_command(args: RenderArgs) -> Result<(), CliError> {
     let rendered = render::render(
         &picker,
         &mesh,
-        args.engine.accel.unwrap_or_else(|| picker.default_accel()),
+        args.engine.accel_on(&picker),
         &camera,
         width,
         height,
@@ -536,7 +541,7 @@ fn pick_command(args: PickArgs) -> Result<(), CliError> {
     let (name, mesh) = load_mesh_arg(Some(&args.mesh))?;
     let (camera, width, height) = args.view.camera(&name, &mesh)?;
     let (picker, _) = open_picker(args.engine.backend, None)?;
-    let accel = args.engine.accel.unwrap_or_else(|| picker.default_accel());
+    let accel = args.engine.accel_on(&picker);
     let options = args.engine.options();
     let ray = camera.ray(px, py, width, height);
     let prepared = picker

@@ -182,6 +182,14 @@ pub fn compare(mesh: &Mesh, rays: &[Ray], a: &[Hit], b: &[Hit]) -> Parity {
     parity
 }
 
+/// Checks the hit contract ([`assert_contract`]) for every ray of a batch and its hit.
+pub fn assert_contracts(mesh: &Mesh, rays: &[Ray], hits: &[Hit]) {
+    assert_eq!(rays.len(), hits.len(), "one hit per ray");
+    for (ray, hit) in rays.iter().zip(hits) {
+        assert_contract(mesh, ray, hit);
+    }
+}
+
 /// Checks the hit contract for one ray: a hit has finite `t` in the interval, `u`, `v`
 /// in range, and its barycentric point equals `o + t*d` within f32 rounding; a miss
 /// is exactly the marker.

@@ -204,19 +204,6 @@ fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     cull: Cull,
 ) {
     let mut stack = RayStack::take();
-    trace_rays_on::<L, WATERTIGHT>(wide, rays, hits, cull, &mut stack.0);
-    stack.keep();
-}
-
-/// [`trace_rays_with`] on a given stack.
-#[inline(always)]
-fn trace_rays_on<L: Lanes8, const WATERTIGHT: bool>(
-    wide: &WideBvh,
-    rays: &[Ray],
-    hits: &mut [Hit],
-    cull: Cull,
-    stack: &mut Stack,
-) {
     let mut packet_stack = PacketStack::default();
     for (rays, hits) in rays.chunks(PACKET).zip(hits.chunks_mut(PACKET)) {
         if let (Ok(group), Ok(out)) = (
@@ -231,12 +218,13 @@ fn trace_rays_on<L: Lanes8, const WATERTIGHT: bool>(
         }
         for (ray, hit) in rays.iter().zip(hits) {
             *hit = if is_valid_ray(ray) {
-                trace_ray::<L, WATERTIGHT>(wide, ray, cull, stack)
+                trace_ray::<L, WATERTIGHT>(wide, ray, cull, &mut stack.0)
             } else {
                 Hit::MISS
             };
         }
     }
+    stack.keep();
 }
 
 #[inline(always)]

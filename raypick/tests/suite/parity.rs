@@ -5,7 +5,7 @@
 //! triangles, in every culling mode. Every hit on both backends also obeys the hit
 //! contract. Both ray–triangle tests (watertight and fast).
 
-use crate::support::{CPU_BRUTE, assert_contract, compare, engines, trace_with};
+use crate::support::{CPU_BRUTE, assert_contracts, compare, engines, trace_with};
 use glam::Vec3;
 use raypick::{Cull, Mesh, Mode, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
@@ -41,9 +41,7 @@ fn parity_case(cull: Cull, mode: Mode) {
         let rays = rays_for(&mesh, 100 + seed as u64);
         assert!(rays.len() >= 100_000);
         let oracle = trace_with(CPU_BRUTE, &mesh, &rays, &options);
-        for (ray, hit) in rays.iter().zip(&oracle) {
-            assert_contract(&mesh, ray, hit);
-        }
+        assert_contracts(&mesh, &rays, &oracle);
         let hits = oracle.iter().filter(|h| h.is_hit()).count();
         assert!(
             hits > rays.len() / 10,
@@ -51,9 +49,7 @@ fn parity_case(cull: Cull, mode: Mode) {
         );
         for engine in engines().into_iter().filter(|&e| e != CPU_BRUTE) {
             let got = trace_with(engine, &mesh, &rays, &options);
-            for (ray, hit) in rays.iter().zip(&got) {
-                assert_contract(&mesh, ray, hit);
-            }
+            assert_contracts(&mesh, &rays, &got);
             compare(&mesh, &rays, &oracle, &got)
                 .assert_identical(&format!("{name} cull={cull:?} mode={mode:?} {engine:?}"));
         }

@@ -30,7 +30,7 @@ use raypick_testkit::fixtures::{self, Rng};
 use raypick_testkit::parity::assert_bits_equal;
 
 use crate::parity::{meshes, rays_for};
-use crate::support::{CPU_BRUTE, all_options, assert_contract, compare, gpu, trace_with};
+use crate::support::{CPU_BRUTE, all_options, assert_contracts, compare, gpu, trace_with};
 
 /// The test GPU when it has ray queries. Without an adapter this skips (or fails
 /// under `RAYPICK_REQUIRE_GPU=1`, in `gpu()`); an adapter without ray queries is
@@ -176,9 +176,7 @@ fn gpu_parity(cull: Cull, mode: Mode) {
         let uploaded = gpu.upload_with(&mesh, Accel::RayQuery).expect("upload");
         assert_eq!(uploaded.accel(), Accel::RayQuery);
         let got = gpu.trace(&uploaded, &rays, &options).expect("trace");
-        for (ray, hit) in rays.iter().zip(&got) {
-            assert_contract(&mesh, ray, hit);
-        }
+        assert_contracts(&mesh, &rays, &got);
         compare(&mesh, &rays, &expected, &got)
             .assert_identical(&format!("{name} cull={cull:?} mode={mode:?} ray queries"));
     }

@@ -10,7 +10,7 @@ use glam::Vec3;
 use raypick::cpu::{CpuBackend, CpuMesh};
 use raypick::{Accel, Backend, Cull, Hit, Mesh, Mode, Ray, TraceOptions};
 pub use raypick_testkit::gpu::{Renderer, context as gpu, renderer};
-pub use raypick_testkit::parity::{assert_contract, compare, explain, rel_close};
+pub use raypick_testkit::parity::{assert_contract, assert_contracts, compare, explain, rel_close};
 use raypick_testkit::reference;
 
 /// `(t, u, v)` of the f64 reference intersection (see `raypick_testkit::reference`).
