@@ -30,7 +30,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use raypick::bvh::Bvh;
-use raypick::cpu::traversal_cost::{TraversalCost, WARP, traversal_cost};
+use raypick::cpu::traversal_cost::{TraversalCost, WARP, traversal_cost, wide_traversal_cost};
+use raypick::cpu::wide_bvh::{WideBvh, WideLeaves};
 use raypick::gpu::{AdapterKinds, GpuContext, GpuOptions, GpuTimes};
 use raypick::prepare::pack_mesh;
 use raypick::types::PackedTriangle;
@@ -645,7 +646,8 @@ pub struct BenchReport {
     /// force agreement on the CPU, when both ran.
     pub parity: Vec<ParityRow>,
     /// What the GPU's BVH traversal costs per ray on each ray set, counted on its
-    /// CPU twin, when the GPU ran with the BVH.
+    /// CPU twin, when the GPU ran with the BVH; beside it, what a traversal of the
+    /// eight-wide layout would cost (one row per layout and ray set).
     pub gpu_traversal: Vec<TraversalRow>,
     /// Why the GPU ran on its adapter ([`GpuContext::adapter_reason`]), when it ran.
     pub gpu_adapter: Option<String>,
@@ -655,12 +657,13 @@ pub struct BenchReport {
     pub notice: Option<String>,
 }
 
-/// The GPU BVH traversal's cost on one ray set.
+/// A GPU BVH traversal's cost on one ray set, for one node layout.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct TraversalRow {
     /// The ray set.
     pub ray_set: RaySet,
-    /// Nodes, triangles and bytes per ray, and SIMT efficiency.
+    /// The layout; nodes, triangles and bytes per ray; SIMT efficiency; the deepest
+    /// stack.
     #[serde(flatten)]
     pub cost: TraversalCost,
 }
@@ -817,11 +820,17 @@ pub fn run_bench(
         }
         if let Some(bvh) = gpu_bvh.take() {
             step("counting the GPU traversal's work per ray", None);
+            let wide = WideBvh::collapsed(&bvh, WideLeaves::Binary);
             for (set, rays) in &ray_sets {
-                gpu_traversal.push(TraversalRow {
-                    ray_set: *set,
-                    cost: traversal_cost(&bvh, rays, &config.options),
-                });
+                for cost in [
+                    traversal_cost(&bvh, rays, &config.options),
+                    wide_traversal_cost(&wide, rays, &config.options),
+                ] {
+                    gpu_traversal.push(TraversalRow {
+                        ray_set: *set,
+                        cost,
+                    });
+                }
             }
         }
         let find_hits =
@@ -1057,12 +1066,14 @@ impl fmt::Display for BenchReport {
             let c = &t.cost;
             writeln!(
                 f,
-                "gpu bvh traversal {}: {} nodes, {} triangles, {} bytes per ray; SIMT efficiency {} ({WARP} lanes)",
+                "gpu bvh traversal, {} nodes, {}: {} nodes, {} triangles, {} bytes per ray; SIMT efficiency {} ({WARP} lanes); deepest stack {}",
+                c.layout,
                 t.ray_set,
                 sig3(c.nodes_per_ray),
                 sig3(c.triangles_per_ray),
                 sig3(c.bytes_per_ray),
-                sig3(c.simt_efficiency)
+                sig3(c.simt_efficiency),
+                c.stack_max
             )?;
         }
         if let Some(notice) = &self.notice {

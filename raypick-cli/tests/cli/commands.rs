@@ -543,16 +543,25 @@ fn bench_json_parses_and_compares_backends() {
     }
     if gpu {
         assert_eq!(json["speed"].as_array().map(Vec::len), Some(4));
-        // The GPU BVH's work per ray on each ray set, counted on its CPU twin.
-        assert_eq!(traversal.len(), 2, "{json}");
+        // The GPU BVH's work per ray on each ray set, counted on its CPU twin, and
+        // the wide layout's beside it.
+        assert_eq!(traversal.len(), 4, "{json}");
+        let layouts: Vec<_> = traversal.iter().map(|t| t["layout"].as_str()).collect();
+        assert_eq!(
+            layouts,
+            [Some("binary"), Some("wide"), Some("binary"), Some("wide")],
+            "{json}"
+        );
         for t in traversal {
             let x = |key: &str| t[key].as_f64().unwrap_or(-1.0);
+            let node_bytes = if t["layout"] == "wide" { 128.0 } else { 64.0 };
             assert_eq!(t["rays"], 64);
             assert!(
                 x("nodes_per_ray") >= 1.0 && x("triangles_per_ray") >= 0.0,
                 "{t}"
             );
-            assert!(x("bytes_per_ray") >= 64.0 + 48.0, "{t}");
+            assert!(x("bytes_per_ray") >= node_bytes + 48.0, "{t}");
+            assert!(x("stack_max") >= 0.0, "{t}");
             assert!(
                 x("simt_efficiency") > 1.0 / 32.0 && x("simt_efficiency") <= 1.0,
                 "{t}"

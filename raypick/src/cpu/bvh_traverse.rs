@@ -47,14 +47,17 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: Cull, mode: Mode, collect: &mut impl
     traverse_tallied(bvh, ray, cull, mode, collect, &mut ());
 }
 
-/// The work of one ray's traversal, told as it is done: each node visited (its two
+/// The work of one ray's traversal, told as it is done: each node visited (its
 /// child boxes tested; `leaves`: a leaf child's box was entered, which ends the
-/// shader's inner node loop) and each triangle tested. `()` tells nothing.
+/// shader's inner node loop), each triangle tested, and the stack's depth after
+/// each push. `()` tells nothing.
 pub trait Tally {
     /// A node was visited.
     fn node(&mut self, _leaves: bool) {}
     /// A triangle was tested.
     fn triangle(&mut self) {}
+    /// An entry was pushed; the stack now holds `depth`.
+    fn stack(&mut self, _depth: usize) {}
 }
 
 impl Tally for () {}
@@ -112,6 +115,7 @@ pub fn traverse_tallied(
             } else {
                 stack[depth] = (child.index, entry);
                 depth += 1;
+                tally.stack(depth);
             }
         }
         let index = match next {

@@ -184,19 +184,40 @@ pub struct WideBvh {
     pub(crate) binary: Option<std::sync::Arc<Bvh>>,
 }
 
+/// Which subtrees of the binary BVH become leaves of the wide one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WideLeaves {
+    /// Every subtree of at most [`WIDTH`] triangles: leaf blocks are full, so one
+    /// vector test covers eight triangles (the CPU's layout).
+    #[default]
+    Blocks,
+    /// The binary tree's own leaves: the fewest triangle tests, for a traversal
+    /// that tests a leaf's triangles one by one (a GPU lane per ray).
+    Binary,
+}
+
 impl WideBvh {
     /// Collapses a binary BVH: each wide node takes the children of a binary node
     /// and keeps opening its largest interior child until it has eight; a subtree of
     /// at most [`WIDTH`] triangles becomes one leaf block (its triangles are
     /// contiguous), so blocks are full and nodes few.
     pub fn from_bvh(bvh: &Bvh) -> Self {
+        Self::collapsed(bvh, WideLeaves::Blocks)
+    }
+
+    /// Collapses a binary BVH as [`WideBvh::from_bvh`] does, with `leaves` as its
+    /// leaves.
+    pub fn collapsed(bvh: &Bvh, leaves: WideLeaves) -> Self {
         let mut wide = WideBvh {
             mesh_triangles: bvh.mesh_triangle_count(),
             ..Default::default()
         };
-        let ranges = bvh.subtree_ranges();
+        let ranges = match leaves {
+            WideLeaves::Blocks => bvh.subtree_ranges(),
+            WideLeaves::Binary => Vec::new(),
+        };
         let as_leaf = |c: &BvhChild| -> BvhChild {
-            if c.is_leaf() || c.is_empty() {
+            if c.is_leaf() || c.is_empty() || leaves == WideLeaves::Binary {
                 return *c;
             }
             let (first, end) = ranges[c.index as usize];
@@ -261,6 +282,19 @@ impl WideBvh {
         std::mem::size_of_val(self.nodes.as_slice())
             + std::mem::size_of_val(self.exact.as_slice())
             + std::mem::size_of_val(self.blocks.as_slice())
+    }
+
+    /// The triangles of each leaf block (unused lanes hold a triangle with every
+    /// vertex at the origin, which the packing never keeps: it is degenerate).
+    pub fn block_triangles(&self) -> Vec<u8> {
+        self.blocks
+            .iter()
+            .map(|block| {
+                (0..WIDTH)
+                    .filter(|&lane| block.triangles.triangle(lane) != [[0.0; 3]; 3])
+                    .count() as u8
+            })
+            .collect()
     }
 
     /// Triangles of the mesh the BVH was built from.

@@ -34,11 +34,12 @@ use crate::support::{CPU_BRUTE, engines, gpu, trace};
 use glam::Vec3;
 use rayon::prelude::*;
 use raypick::bvh::{BuildOptions, Bvh, MAX_DEPTH, SAH_DEPTH};
-use raypick::cpu::{CpuBackend, CpuMesh};
+use raypick::cpu::wide_bvh::{WideBvh, WideLeaves};
+use raypick::cpu::{CpuBackend, CpuMesh, bvh_traverse};
 use raypick::gpu::{GpuContext, GpuOptions};
 use raypick::prepare::{is_hittable, pack_triangle};
 use raypick::types::BvhChild;
-use raypick::{Cull, Hit, Mesh, Ray, TraceOptions};
+use raypick::{Cull, Hit, Mesh, Mode, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
 use raypick_testkit::reference::intersect_f64;
 
@@ -825,7 +826,7 @@ enum Path {
 /// The CPU backend's mesh for a prebuilt BVH.
 // If `CpuMesh` gains a constructor from a `Bvh`, use it here.
 fn cpu_mesh(bvh: &Bvh) -> CpuMesh {
-    CpuMesh::Bvh(raypick::cpu::wide_bvh::WideBvh::from_bvh(bvh))
+    CpuMesh::Bvh(WideBvh::from_bvh(bvh))
 }
 
 /// Traces with a prebuilt BVH.
@@ -1820,54 +1821,117 @@ fn chunked_gpu_bvh_matches_unchunked() {
 
 #[test]
 fn gpu_traversal_cost_counts_nodes_triangles_bytes_and_lockstep() {
-    use raypick::cpu::traversal_cost::{WARP, traversal_cost};
-    use raypick::types::{BvhNode, Hit, PackedTriangle};
+    use raypick::cpu::traversal_cost::{
+        NodeLayout, TraversalCost, WARP, traversal_cost, wide_traversal_cost,
+    };
+    use raypick::types::{Hit, PackedTriangle};
     let mesh = fixtures::builtin_scene(20_000);
     let bvh = Bvh::build(&mesh);
+    let wide = WideBvh::collapsed(&bvh, WideLeaves::Binary);
     let options = TraceOptions::default();
     let bounds = mesh.bounds().unwrap();
     let rays = fixtures::RaySet::Random.generate(bounds, 4 * WARP);
 
-    // Each ray alone: its own nodes and triangles, no idle lanes.
-    let alone: Vec<_> = rays
-        .iter()
-        .map(|r| traversal_cost(&bvh, std::slice::from_ref(r), &options))
-        .collect();
-    let cost = traversal_cost(&bvh, &rays, &options);
-    let mean = |f: fn(&raypick::cpu::traversal_cost::TraversalCost) -> f64| {
-        alone.iter().map(f).sum::<f64>() / alone.len() as f64
-    };
-    assert_eq!(cost.rays, rays.len());
-    assert!((cost.nodes_per_ray - mean(|c| c.nodes_per_ray)).abs() < 1e-9);
-    assert!((cost.triangles_per_ray - mean(|c| c.triangles_per_ray)).abs() < 1e-9);
+    for layout in [NodeLayout::Binary, NodeLayout::Wide] {
+        let cost_of = |rays: &[Ray]| match layout {
+            NodeLayout::Binary => traversal_cost(&bvh, rays, &options),
+            NodeLayout::Wide => wide_traversal_cost(&wide, rays, &options),
+        };
+        // Each ray alone: its own nodes and triangles, no idle lanes.
+        let alone: Vec<_> = rays
+            .iter()
+            .map(|r| cost_of(std::slice::from_ref(r)))
+            .collect();
+        let cost = cost_of(&rays);
+        let mean =
+            |f: fn(&TraversalCost) -> f64| alone.iter().map(f).sum::<f64>() / alone.len() as f64;
+        assert_eq!((cost.layout, cost.rays), (layout, rays.len()));
+        assert!((cost.nodes_per_ray - mean(|c| c.nodes_per_ray)).abs() < 1e-9);
+        assert!((cost.triangles_per_ray - mean(|c| c.triangles_per_ray)).abs() < 1e-9);
+        assert!(
+            cost.nodes_per_ray >= 1.0 && cost.triangles_per_ray > 0.0,
+            "{cost:?}"
+        );
+        assert_eq!(
+            cost.stack_max,
+            alone.iter().map(|c| c.stack_max).max().unwrap()
+        );
+        assert!(cost.stack_max >= 1, "{cost:?}");
+        let io = (size_of::<Ray>() + size_of::<Hit>()) as f64;
+        let bytes = cost.nodes_per_ray * layout.node_bytes() as f64
+            + cost.triangles_per_ray * size_of::<PackedTriangle>() as f64
+            + io;
+        assert!((cost.bytes_per_ray - bytes).abs() < 1e-6, "{cost:?}");
+        // A warp of the same ray: every lane busy all the time (a lone ray's warp is
+        // 1/WARP busy).
+        let same = vec![rays[0]; WARP];
+        assert_eq!(cost_of(&same).simt_efficiency, 1.0);
+        assert_eq!(alone[0].simt_efficiency, 1.0 / WARP as f64);
+        // Incoherent rays diverge.
+        assert!(
+            cost.simt_efficiency > 1.0 / WARP as f64 && cost.simt_efficiency < 1.0,
+            "{cost:?}"
+        );
+        // One busy lane among rays that miss the root box: it runs alone after the
+        // root.
+        let away = Ray::new(Vec3::splat(1e6), Vec3::X);
+        let mut lonely = vec![away; WARP];
+        lonely[7] = rays[0];
+        let busy = alone[0].nodes_per_ray + alone[0].triangles_per_ray;
+        let useful = busy + (WARP - 1) as f64;
+        let lonely_cost = cost_of(&lonely);
+        assert!(
+            (lonely_cost.simt_efficiency - useful / (WARP as f64 * busy)).abs() < 1e-12,
+            "{layout}: {lonely_cost:?}"
+        );
+    }
+    // The wide layout reaches more boxes per node, so fewer nodes.
+    let binary = traversal_cost(&bvh, &rays, &options);
+    let wide_cost = wide_traversal_cost(&wide, &rays, &options);
     assert!(
-        cost.nodes_per_ray >= 1.0 && cost.triangles_per_ray > 0.0,
-        "{cost:?}"
+        wide_cost.nodes_per_ray < binary.nodes_per_ray,
+        "{wide_cost:?} {binary:?}"
     );
-    let io = (size_of::<Ray>() + size_of::<Hit>()) as f64;
-    let bytes = cost.nodes_per_ray * size_of::<BvhNode>() as f64
-        + cost.triangles_per_ray * size_of::<PackedTriangle>() as f64
-        + io;
-    assert!((cost.bytes_per_ray - bytes).abs() < 1e-6, "{cost:?}");
-    // A warp of the same ray: every lane busy all the time (a lone ray's warp is
-    // 1/WARP busy).
-    let same = vec![rays[0]; WARP];
-    assert_eq!(traversal_cost(&bvh, &same, &options).simt_efficiency, 1.0);
-    assert_eq!(alone[0].simt_efficiency, 1.0 / WARP as f64);
-    // Incoherent rays diverge.
-    assert!(
-        cost.simt_efficiency > 1.0 / WARP as f64 && cost.simt_efficiency < 1.0,
-        "{cost:?}"
-    );
-    // One busy lane among rays that miss the root box: it runs alone after the root.
-    let away = Ray::new(Vec3::splat(1e6), Vec3::X);
-    let mut lonely = vec![away; WARP];
-    lonely[7] = rays[0];
-    let busy = alone[0].nodes_per_ray + alone[0].triangles_per_ray;
-    let useful = busy + (WARP - 1) as f64;
-    let lonely_cost = traversal_cost(&bvh, &lonely, &options);
-    assert!(
-        (lonely_cost.simt_efficiency - useful / (WARP as f64 * busy)).abs() < 1e-12,
-        "{lonely_cost:?}"
-    );
+}
+
+#[test]
+fn the_counted_wide_walk_finds_the_binary_traversals_hits() {
+    use raypick::cpu::query::Closest;
+    use raypick::cpu::traversal_cost::wide_walk;
+    let mesh = fixtures::builtin_scene(20_000);
+    let bvh = Bvh::build(&mesh);
+    let bounds = mesh.bounds().unwrap();
+    for leaves in [WideLeaves::Binary, WideLeaves::Blocks] {
+        let wide = WideBvh::collapsed(&bvh, leaves);
+        let block_triangles = wide.block_triangles();
+        // Every triangle sits in one leaf block.
+        let kept = bvh.triangles().len();
+        assert_eq!(
+            block_triangles.iter().map(|&n| n as usize).sum::<usize>(),
+            kept
+        );
+        for (mode, cull) in [(Mode::Watertight, Cull::None), (Mode::Fast, Cull::Back)] {
+            for set in fixtures::RaySet::ALL {
+                for ray in set.generate(bounds, 2_000) {
+                    let ray = raypick::prepare::sanitize_ray(&ray);
+                    let binary = bvh_traverse::trace_ray(&bvh, &ray, cull, mode);
+                    let mut closest = Closest::default();
+                    wide_walk(
+                        &wide,
+                        &block_triangles,
+                        &ray,
+                        cull,
+                        mode,
+                        &mut closest,
+                        &mut (),
+                    );
+                    assert_eq!(
+                        bytemuck::bytes_of(&closest.0),
+                        bytemuck::bytes_of(&binary),
+                        "{leaves:?} {mode:?} {set:?} {ray:?}"
+                    );
+                }
+            }
+        }
+    }
 }
