@@ -107,15 +107,6 @@ struct Passes {
     stack_max: usize,
 }
 
-impl Passes {
-    /// Adds `n` triangle tests to the last pass.
-    fn triangles(&mut self, n: u32) {
-        if let Some(last) = self.passes.last_mut() {
-            last.1 += n;
-        }
-    }
-}
-
 impl Tally for Passes {
     fn node(&mut self, leaves: bool) {
         if self.closed || self.passes.is_empty() {
@@ -126,7 +117,9 @@ impl Tally for Passes {
     }
 
     fn triangle(&mut self) {
-        self.triangles(1);
+        if let Some(last) = self.passes.last_mut() {
+            last.1 += 1;
+        }
     }
 
     fn stack(&mut self, depth: usize) {
@@ -238,7 +231,7 @@ pub fn wide_traversal_cost(wide: &WideBvh, rays: &[Ray], options: &TraceOptions)
 type Pending = (u32, f32);
 
 /// One ray's nearest hit through `wide` as a GPU lane would walk the eight-wide
-/// layout, telling `passes` its work: at each node the entered leaves' triangles
+/// layout, telling `tally` its work: at each node the entered leaves' triangles
 /// are tested at once (nearest leaf first, a leaf skipped once a nearer hit beat
 /// it), the nearest entered interior child is visited next and the others are
 /// pushed farthest first. `block_triangles` holds the triangles of each leaf block.
@@ -249,7 +242,7 @@ pub fn wide_walk(
     cull: Cull,
     mode: Mode,
     closest: &mut Closest,
-    passes: &mut impl Tally,
+    tally: &mut impl Tally,
 ) {
     if wide.nodes.is_empty() {
         return;
@@ -273,7 +266,7 @@ pub fn wide_walk(
         let mut order = [0usize; WIDTH];
         let count = nearest_first(entered, &near, &mut order);
         let order = &order[..count];
-        passes.node(order.iter().any(|&lane| node.blocks[lane] > 0));
+        tally.node(order.iter().any(|&lane| node.blocks[lane] > 0));
         for &lane in order.iter().filter(|&&lane| node.blocks[lane] > 0) {
             if beyond(near[lane], closest.bound()) {
                 continue; // a nearer leaf already beat this one
@@ -281,7 +274,7 @@ pub fn wide_walk(
             let (first, blocks) = (node.child[lane], u32::from(node.blocks[lane]));
             let blocks_at = first as usize..(first + blocks) as usize;
             let triangles: u32 = block_triangles[blocks_at].iter().map(|&n| u32::from(n)).sum();
-            (0..triangles).for_each(|_| passes.triangle());
+            (0..triangles).for_each(|_| tally.triangle());
             if mode == Mode::Watertight {
                 offer_leaf::<true>(wide, first, blocks, ray, &frame, cull, closest);
             } else {
@@ -293,7 +286,7 @@ pub fn wide_walk(
         for &lane in interior.rev() {
             stack[depth] = (node.child[lane], near[lane]);
             depth += 1;
-            passes.stack(depth);
+            tally.stack(depth);
         }
     }
 }
