@@ -168,7 +168,8 @@ fn warp_cost(lanes: &[Passes]) -> Sums {
     sums
 }
 
-/// Counts `walk` (one ray's traversal, telling its passes) over `rays`, warp by warp.
+/// Counts `walk` (one valid ray's traversal, telling its passes) over `rays`, warp
+/// by warp.
 fn count(layout: NodeLayout, rays: &[Ray], walk: impl Fn(&Ray, &mut Passes) + Sync) -> TraversalCost {
     let sums = rays
         .par_chunks(WARP)
@@ -177,7 +178,11 @@ fn count(layout: NodeLayout, rays: &[Ray], walk: impl Fn(&Ray, &mut Passes) + Sy
                 .iter()
                 .map(|ray| {
                     let mut passes = Passes::default();
-                    walk(&sanitize_ray(ray), &mut passes);
+                    // An invalid ray is written as a miss before any node is read.
+                    let ray = sanitize_ray(ray);
+                    if is_valid_ray(&ray) {
+                        walk(&ray, &mut passes);
+                    }
                     passes
                 })
                 .collect();
@@ -221,20 +226,19 @@ pub fn wide_traversal_cost(wide: &WideBvh, rays: &[Ray], options: &TraceOptions)
     let block_triangles = wide.block_triangles();
     count(NodeLayout::Wide, rays, |ray, passes| {
         let mut closest = Closest::default();
-        if is_valid_ray(ray) {
-            wide_walk(wide, &block_triangles, ray, options.cull, options.mode, &mut closest, passes);
-        }
+        wide_walk(wide, &block_triangles, ray, options.cull, options.mode, &mut closest, passes);
     })
 }
 
 /// A pending child of the wide walk: wide node index and entry distance.
 type Pending = (u32, f32);
 
-/// One ray's nearest hit through `wide` as a GPU lane would walk the eight-wide
-/// layout, telling `tally` its work: at each node the entered leaves' triangles
-/// are tested at once (nearest leaf first, a leaf skipped once a nearer hit beat
-/// it), the nearest entered interior child is visited next and the others are
-/// pushed farthest first. `block_triangles` holds the triangles of each leaf block.
+/// One valid ray's ([`is_valid_ray`]) nearest hit through `wide` as a GPU lane
+/// would walk the eight-wide layout, telling `tally` its work: at each node the
+/// entered leaves' triangles are tested at once (nearest leaf first, a leaf skipped
+/// once a nearer hit beat it), the nearest entered interior child is visited next
+/// and the others are pushed farthest first. `block_triangles` holds the triangles
+/// of each leaf block.
 pub fn wide_walk(
     wide: &WideBvh,
     block_triangles: &[u8],
