@@ -31,12 +31,13 @@ use std::time::Instant;
 
 use raypick::bvh::Bvh;
 use raypick::cpu::traversal_cost::{TraversalCost, WARP, traversal_cost, wide_traversal_cost};
-use raypick::cpu::wide_bvh::{WideBvh, WideLeaves};
+use raypick::cpu::wide_nodes::WideNodes;
 use raypick::gpu::{AdapterKinds, GpuContext, GpuOptions, GpuTimes};
 use raypick::prepare::pack_mesh;
 use raypick::types::PackedTriangle;
 use raypick::{
-    Accel, Backend, Error, Hit, Mesh, PickMesh, Picker, PickerOptions, Ray, TraceOptions, TraceRay,
+    Accel, Backend, Error, Hit, Mesh, NodeLayout, PickMesh, Picker, PickerOptions, Ray,
+    TraceOptions, TraceRay,
 };
 use raypick_testkit::fixtures::RaySet;
 
@@ -102,20 +103,23 @@ pub fn default_ray_count(triangles: usize) -> usize {
 pub fn open_picker(
     backend: Backend,
     threads: Option<usize>,
+    layout: NodeLayout,
 ) -> raypick::Result<(Picker, Option<String>)> {
     let options = PickerOptions {
         threads,
-        gpu: timed_gpu(),
+        gpu: timed_gpu(layout),
     };
     let picker = Picker::with_options(backend, options)?;
     let fallback = picker.fallback_reason().map(str::to_string);
     Ok((picker, fallback))
 }
 
-/// GPU options that measure kernel and host times ([`GpuOptions::timing`]).
-fn timed_gpu() -> GpuOptions {
+/// GPU options that measure kernel and host times ([`GpuOptions::timing`]), BVH
+/// nodes in `layout`.
+fn timed_gpu(layout: NodeLayout) -> GpuOptions {
     GpuOptions {
         timing: true,
+        node_layout: layout,
         ..GpuOptions::default()
     }
 }
@@ -167,6 +171,8 @@ pub struct Prepared {
     pub upload_ms: f64,
     /// The BVH the GPU traverses, when the mesh went to the GPU with [`Accel::Bvh`].
     pub gpu_bvh: Option<Arc<Bvh>>,
+    /// The node layout of that BVH on the GPU.
+    pub layout: Option<NodeLayout>,
 }
 
 /// Prepares `mesh` for `picker`, timing the CPU preparation and the GPU upload
@@ -181,6 +187,7 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
                 build_ms: ms_since(start),
                 upload_ms: 0.0,
                 gpu_bvh: None,
+                layout: None,
             })
         }
         Some(gpu) => {
@@ -206,11 +213,13 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
             gpu.device()
                 .poll(wgpu::PollType::wait_indefinitely())
                 .map_err(Error::Poll)?;
+            let layout = uploaded.node_layout();
             Ok(Prepared {
                 mesh: PickMesh::from_gpu(uploaded, mesh.origin()),
                 build_ms,
                 upload_ms: ms_since(start),
                 gpu_bvh,
+                layout,
             })
         }
     }
@@ -376,6 +385,9 @@ pub struct Measurement {
     /// queries (`null` without them) and the host's submit, wait and finish times;
     /// `null` on the CPU.
     pub gpu_times: Option<GpuTimes>,
+    /// Node layout of the BVH the GPU traversed (`wide` or `binary`); `null` for
+    /// the other structures and on the CPU.
+    pub layout: Option<NodeLayout>,
 }
 
 impl Measurement {
@@ -395,6 +407,7 @@ impl Measurement {
             mrays_per_s: mrays_per_s(rays, timed.best_ms),
             mtests_per_s: mtests_per_s(rays, triangles, timed.best_ms),
             gpu_times: timed.gpu_times,
+            layout: prepared.layout,
         }
     }
 }
@@ -471,11 +484,11 @@ impl fmt::Display for TraceReport {
         };
         writeln!(f, "backend    {}", self.backend)?;
         writeln!(f, "device     {}", self.adapter)?;
-        writeln!(
-            f,
-            "accel      {}, cull {}, mode {}",
-            self.accel, self.cull, self.mode
-        )?;
+        write!(f, "accel      {}", self.accel)?;
+        if let Some(layout) = self.measured.layout {
+            write!(f, " ({layout} nodes)")?;
+        }
+        writeln!(f, ", cull {}, mode {}", self.cull, self.mode)?;
         writeln!(f, "triangles  {}", self.triangles)?;
         writeln!(f, "rays       {}", self.measured.rays)?;
         writeln!(f, "hits       {} ({hit_pct:.1}%)", self.measured.hits)?;
@@ -538,6 +551,8 @@ pub struct BenchConfig {
     pub accels: Option<Vec<Accel>>,
     /// Trace options.
     pub options: TraceOptions,
+    /// Node layout of the GPU's BVH.
+    pub layout: NodeLayout,
 }
 
 impl Default for BenchConfig {
@@ -550,6 +565,7 @@ impl Default for BenchConfig {
             threads: None,
             accels: None,
             options: TraceOptions::default(),
+            layout: NodeLayout::default(),
         }
     }
 }
@@ -574,9 +590,10 @@ impl fmt::Display for BenchRow {
     /// One line: what was traced where, and how fast.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = &self.measured;
+        let layout = m.layout.map(|l| format!(", {l} nodes")).unwrap_or_default();
         write!(
             f,
-            "{} {} rays ({}) on the {} [{}]: build {} ms, trace {} ms, {} Mrays/s, {} Mtests/s",
+            "{} {} rays ({}{layout}) on the {} [{}]: build {} ms, trace {} ms, {} Mrays/s, {} Mtests/s",
             m.rays,
             self.ray_set,
             self.accel,
@@ -712,13 +729,15 @@ pub fn run_bench(
     let mut pickers = Vec::new();
     let mut notices = Vec::new();
     if config.backends.cpu {
-        pickers.push(open_picker(Backend::Cpu, config.threads)?.0);
+        pickers.push(open_picker(Backend::Cpu, config.threads, config.layout)?.0);
     }
     match config.backends.gpu {
-        Some(true) => pickers.push(Picker::from_gpu(GpuContext::with_options(timed_gpu())?)),
+        Some(true) => pickers.push(Picker::from_gpu(GpuContext::with_options(timed_gpu(
+            config.layout,
+        ))?)),
         Some(false) => match GpuContext::with_options(GpuOptions {
             adapters: Some(AdapterKinds::Hardware),
-            ..timed_gpu()
+            ..timed_gpu(config.layout)
         }) {
             Ok(gpu) => pickers.push(Picker::from_gpu(gpu)),
             Err(e) => {
@@ -820,11 +839,11 @@ pub fn run_bench(
         }
         if let Some(bvh) = gpu_bvh.take() {
             step("counting the GPU traversal's work per ray", None);
-            let wide = WideBvh::collapsed(&bvh, WideLeaves::Binary);
+            let wide = WideNodes::from_bvh(&bvh);
             for (set, rays) in &ray_sets {
                 for cost in [
                     traversal_cost(&bvh, rays, &config.options),
-                    wide_traversal_cost(&wide, rays, &config.options),
+                    wide_traversal_cost(&wide, bvh.triangles(), rays, &config.options),
                 ] {
                     gpu_traversal.push(TraversalRow {
                         ray_set: *set,
@@ -1093,7 +1112,7 @@ mod tests {
     fn open_prepare_time_and_compare() -> Result<()> {
         let mesh = raypick_testkit::fixtures::builtin_scene(2_000);
         let rays = RaySet::Primary.generate(mesh.bounds().unwrap(), 256);
-        let (picker, _fallback) = open_picker(Backend::Cpu, Some(1))?;
+        let (picker, _fallback) = open_picker(Backend::Cpu, Some(1), NodeLayout::default())?;
         let prepared = prepare(&picker, &mesh, Accel::Bvh)?;
         let timed = time_trace(&picker, &prepared.mesh, &rays, &TraceOptions::default(), 2)?;
         assert_eq!(timed.hits.len(), 256);

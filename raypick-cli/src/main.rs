@@ -20,7 +20,7 @@ mod report;
 
 use bench::{BenchBackends, BenchConfig};
 use error::{CliError, Doing, one_line};
-use raypick::{Accel, Backend, Cull, Mode, TraceOptions, io, render};
+use raypick::{Accel, Backend, Cull, Mode, NodeLayout, TraceOptions, io, render};
 use raypick_testkit::fixtures;
 use raypick_testkit::fixtures::RaySet;
 use report::{BenchRecord, InfoReport, write_bench_report};
@@ -74,6 +74,10 @@ struct Common {
     /// CPU threads (default: all cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     threads: Option<u32>,
+    /// Node layout of the GPU's BVH: wide (eight children to a compressed node,
+    /// fewer bytes read per ray) or binary. The hits are the same.
+    #[arg(long, value_parser = named(NodeLayout::ALL), default_value_t = NodeLayout::default())]
+    layout: NodeLayout,
     /// Print one JSON object on stdout instead of text.
     #[arg(long)]
     json: bool,
@@ -437,14 +441,16 @@ fn check_output_path(path: &Path, extensions: &[&str], what: &str) -> Result<(),
 fn open_picker(
     backend: Backend,
     threads: Option<usize>,
+    layout: NodeLayout,
 ) -> Result<(raypick::Picker, Option<String>), CliError> {
-    let (picker, fallback) = bench::open_picker(backend, threads).map_err(|e| match backend {
-        Backend::Gpu => CliError::NoGpu(e),
-        _ => CliError::Raypick {
-            doing: "cannot open the backend".into(),
-            source: e,
-        },
-    })?;
+    let (picker, fallback) =
+        bench::open_picker(backend, threads, layout).map_err(|e| match backend {
+            Backend::Gpu => CliError::NoGpu(e),
+            _ => CliError::Raypick {
+                doing: "cannot open the backend".into(),
+                source: e,
+            },
+        })?;
     if let Some(reason) = &fallback {
         eprintln!(
             "raypick: notice: no GPU, tracing on the CPU instead: {}; {}",
@@ -480,7 +486,7 @@ fn render_command(args: RenderArgs) -> Result<(), CliError> {
     check_output_path(&args.out, &["png"], "image")?;
     let (name, mesh) = load_mesh_arg(args.mesh.as_deref())?;
     let (camera, width, height) = args.view.camera(&name, &mesh)?;
-    let (picker, _) = open_picker(args.engine.backend, None)?;
+    let (picker, _) = open_picker(args.engine.backend, None, NodeLayout::default())?;
     let options = args.engine.options();
     let rendered = render::render(
         &picker,
@@ -540,7 +546,7 @@ fn pick_command(args: PickArgs) -> Result<(), CliError> {
     }
     let (name, mesh) = load_mesh_arg(Some(&args.mesh))?;
     let (camera, width, height) = args.view.camera(&name, &mesh)?;
-    let (picker, _) = open_picker(args.engine.backend, None)?;
+    let (picker, _) = open_picker(args.engine.backend, None, NodeLayout::default())?;
     let accel = args.engine.accel_on(&picker);
     let options = args.engine.options();
     let ray = camera.ray(px, py, width, height);
@@ -591,7 +597,7 @@ fn trace(args: TraceArgs) -> Result<(), CliError> {
     let mesh = io::load_mesh_rebased(&args.mesh).doing("cannot load mesh")?;
     let rays = io::read_rays64(&args.rays).doing("cannot read rays")?;
     let threads = args.common.threads();
-    let (picker, fallback) = open_picker(args.backend, threads)?;
+    let (picker, fallback) = open_picker(args.backend, threads, args.common.layout)?;
     let fell_back_at_start = fallback.is_some();
     let (report, hits) = bench::run_trace(
         &picker,
@@ -623,6 +629,7 @@ fn bench_command(args: BenchArgs) -> Result<(), CliError> {
         repeat: args.common.repeat as usize,
         threads: args.common.threads(),
         options: args.common.options(),
+        layout: args.common.layout,
         ..BenchConfig::default()
     };
     if !args.accel.is_empty() {

@@ -10,7 +10,7 @@
 use raypick::TraceOptions;
 use raypick::bvh::Bvh;
 use raypick::cpu::traversal_cost::{TraversalCost, traversal_cost, wide_traversal_cost};
-use raypick::cpu::wide_bvh::{WideBvh, WideLeaves};
+use raypick::cpu::wide_nodes::WideNodes;
 use raypick_testkit::fixtures::{self, RaySet};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -45,7 +45,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let bounds = mesh.bounds().ok_or("the mesh has no finite vertices")?;
         let bvh = Bvh::build(&mesh);
-        let wide = WideBvh::collapsed(&bvh, WideLeaves::Binary);
+        let wide = WideNodes::from_bvh(&bvh);
         println!(
             "{path}: {} triangles, {rays} rays per set",
             mesh.triangle_count()
@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for set in RaySet::ALL {
             let rays = set.generate(bounds, rays);
             let binary = traversal_cost(&bvh, &rays, &options);
-            let wide = wide_traversal_cost(&wide, &rays, &options);
+            let wide = wide_traversal_cost(&wide, bvh.triangles(), &rays, &options);
             println!("  {:<8}{}", set.name(), line(&binary));
             println!("  {:<8}{}", "", line(&wide));
             println!(

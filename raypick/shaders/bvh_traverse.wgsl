@@ -1,7 +1,8 @@
 // BVH traversal: one invocation per ray, nearest hit kept.
 // Mirrored by src/cpu/bvh_traverse.rs. Prepended with types.wgsl, the intersection
-// files, hit_list.wgsl and bvh_walk.wgsl (the walk's steps, shared with the instance
-// traversal).
+// files, hit_list.wgsl, query.wgsl (what is kept of the hits, shared with the
+// eight-wide traversal) and bvh_walk.wgsl (the walk's steps, shared with the
+// instance traversal).
 //
 // A fixed private stack of MAX_DEPTH entries (the builder bounds the depth), both
 // child boxes of a node tested together, the nearer child visited first, leaf
@@ -16,7 +17,7 @@
 // best hit so far comes from the hit buffer (earlier chunks of a BVH too large for
 // one binding).
 //
-// QUERY (a pipeline constant) selects what is kept (see brute_force.wgsl): the
+// QUERY (a pipeline constant) selects what is kept (query.wgsl): the
 // nearest hit, any hit (the
 // traversal ends at the first accepted one), or the `max_hits` nearest in `all_hits`
 // with the list state in `hits[ray].prim` (moves of listed hits count as loop steps).
@@ -44,16 +45,6 @@
 
 const WORKGROUP_SIZE: u32 = 64u;
 
-fn nearer(t: f32, id: u32, best: Hit) -> bool {
-    return t < best.t || (t == best.t && id < best.prim);
-}
-
-// Writes a ray's result: `best`, or for QUERY_ALL the list state (UNFINISHED when
-// `best` says so).
-fn finish(ray_index: u32, best: Hit, state: u32) {
-    hits[ray_index] = carried(best, state, params.miss_t);
-}
-
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     let ray_index = gid.x;
@@ -61,22 +52,12 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let ray = rays[ray_index];
-    let listing = QUERY == QUERY_ALL;
     let first = ray_index * params.max_hits;
-    let resumed = resume(hits[ray_index], params.accumulate != 0u, params.miss_t);
-    if resumed.stop {
+    let start = start_ray(ray_index, ray, first);
+    if !start.go {
         return;
     }
-    var best = resumed.best;
-    var state = resumed.state; // the list state of QUERY_ALL
-    if all(ray.dir == vec3<f32>(0.0)) {
-        finish(ray_index, best, state); // an invalid ray
-        return;
-    }
-    var bound = best.t;
-    if listing {
-        bound = list_bound(first, params.max_hits, state, params.miss_t);
-    }
+    var kept = start.kept;
     let frame = ray_frame(ray);
     let boxes = ray_boxes(ray, frame);
     // Pending subtrees: node index and entry distance (as bits).
@@ -84,23 +65,22 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var depth = 0u;
     var node_index = 0u;
     var steps = 0u;
-    var done = false; // QUERY_ANY found a hit
     var finished = false; // nothing left to visit, or out of steps
     loop {
         // Visit nodes until one has leaf children to test, or none is left.
         var visit = NO_VISIT;
         loop {
-            node_index = take_next(node_index, &stack, &depth, bound);
+            node_index = take_next(node_index, &stack, &depth, kept.bound);
             if node_index == EMPTY_CHILD {
                 finished = true;
                 break;
             }
             if out_of_steps(&steps, params.max_steps) {
-                best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
+                kept.best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
                 finished = true;
                 break;
             }
-            visit = visit_node(node_at(node_index), boxes, min(bound, ray.tmax), bound, params.one);
+            visit = visit_node(node_at(node_index), boxes, min(kept.bound, ray.tmax), kept.bound, params.one);
             node_index = visit.next;
             if visit.push {
                 stack[depth] = visit.pending;
@@ -112,31 +92,18 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         let total = visit.count_a + visit.count_b;
         for (var j = 0u; j < total; j++) {
-            let i = leaf_triangle(visit, j, bound);
+            let i = leaf_triangle(visit, j, kept.bound);
             if i == EMPTY_CHILD {
                 break;
             }
-            steps += 1u;
-            let tri = triangle_at(i);
-            let cand = intersect(ray, frame, tri, params.cull, params.miss_t, params.one, MODE);
-            if listing {
-                if cand.accepted {
-                    let hit = Hit(cand.t, cand.u, cand.v, tri.id);
-                    steps += 1u + list_insert(first, params.max_hits, &state, hit);
-                    bound = list_bound(first, params.max_hits, state, params.miss_t);
-                }
-            } else if cand.accepted && nearer(cand.t, tri.id, best) {
-                best = Hit(cand.t, cand.u, cand.v, tri.id);
-                bound = best.t;
-                if QUERY == QUERY_ANY {
-                    done = true;
-                    break;
-                }
+            test_triangle(i, ray, frame, first, &kept, &steps);
+            if kept.done {
+                break;
             }
         }
-        if done || finished {
+        if kept.done || finished {
             break;
         }
     }
-    finish(ray_index, best, state);
+    finish(ray_index, kept);
 }

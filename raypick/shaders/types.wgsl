@@ -66,8 +66,27 @@ fn bvh_node(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>) -> BvhNode {
     ));
 }
 
+// An eight-wide BVH node (128 bytes; mirrors WideBvhNode in src/types.rs): child c's
+// box is origin + q * step per axis, q byte c % 4 of word c / 4 of the axis's pair
+// of words in lo (minima) or hi (maxima); exact: first row of the node's exact
+// boxes (8 minima per axis, then 8 maxima per axis, as f32) or EMPTY_CHILD; child:
+// node index, first triangle or EMPTY_CHILD; count: a leaf's triangles, a byte per
+// child. The stage reads it row by row (wide_node_at).
+struct WideBvhNode {
+    origin: vec3<f32>,
+    exact: u32,
+    step: vec3<f32>,
+    _pad0: u32,
+    lo: array<u32, 6>,
+    hi: array<u32, 6>,
+    child: array<u32, 8>,
+    count: array<u32, 2>,
+    _pad1: array<u32, 2>,
+}
+
 // Per-dispatch parameters of the traversal stages: BVH, instances and ray queries
-// (uniform, 32 bytes; far_limit is read by the ray-query stage only).
+// (uniform, 48 bytes; far_limit is read by the ray-query stage only, max_stack by the
+// eight-wide BVH traversal only).
 struct TraverseParams {
     ray_count: u32,
     cull: u32,
@@ -77,6 +96,10 @@ struct TraverseParams {
     max_steps: u32,
     max_hits: u32,
     far_limit: f32,
+    max_stack: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 // One instance of the two-level traversal (64 bytes): rows of the inverse affine

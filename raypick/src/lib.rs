@@ -67,7 +67,8 @@
 //! | shared structs | `shaders/types.wgsl` | `types` (`#[repr(C)]`, layout checked with naga) |
 //! | ray–triangle test | `shaders/intersect.wgsl` | `cpu::intersect` |
 //! | every ray × every triangle | `shaders/brute_force.wgsl` | `cpu::brute_force` |
-//! | BVH traversal | `shaders/bvh_traverse.wgsl` | `cpu::bvh_traverse` (plus the 8-wide SIMD fast path `cpu::wide_traverse`) |
+//! | BVH traversal, binary nodes | `shaders/bvh_traverse.wgsl` | `cpu::bvh_traverse` (plus the 8-wide SIMD fast path `cpu::wide_traverse`) |
+//! | BVH traversal, eight-wide nodes (`cpu::wide_nodes`) | `shaders/wide_bvh_traverse.wgsl` | `cpu::wide_bvh_traverse` |
 //! | two-level (instance) traversal | `shaders/instance_traverse.wgsl` | `cpu::instance_traverse` |
 //! | triangles from a renderer's buffers | `shaders/gather.wgsl` | `cpu::gather` |
 //! | BVH refit (one level per dispatch) | `shaders/refit.wgsl` | `cpu::refit` |
@@ -116,7 +117,7 @@ pub use all_hits::AllHits;
 pub use bvh::{RefitError, Refitted};
 pub use error::{Error, Result};
 pub use mesh::Mesh;
-pub use options::{Accel, Cull, Mode, TraceOptions};
+pub use options::{Accel, Cull, Mode, NodeLayout, TraceOptions};
 pub use picker::{Backend, PickMesh, Picker, PickerOptions};
 pub use types::{Hit, Ray};
 pub use world::{Ray64, TraceRay};

@@ -94,6 +94,33 @@ pub enum Accel {
     RayQuery,
 }
 
+/// The BVH node layout of a mesh traversed by the GPU's compute shaders
+/// ([`Accel::Bvh`]). Both give the same hits bit for bit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
+pub enum NodeLayout {
+    /// Two children per node, boxes as `f32` (64 bytes a node): what a mesh read
+    /// from a renderer's buffers is traversed with, as the GPU refits its boxes in
+    /// place.
+    Binary,
+    /// Eight children per node, boxes quantized outward to 8 bits per plane (128
+    /// bytes a node): fewer node visits and fewer bytes read per ray, so what an
+    /// uploaded mesh gets. `NodeLayout::default()`.
+    #[default]
+    Wide,
+}
+
+impl NodeLayout {
+    /// Bytes of one node.
+    pub fn node_bytes(self) -> usize {
+        match self {
+            NodeLayout::Binary => size_of::<crate::types::BvhNode>(),
+            NodeLayout::Wide => size_of::<crate::types::WideBvhNode>(),
+        }
+    }
+}
+
 /// Options for one trace call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TraceOptions {
@@ -163,6 +190,7 @@ pub(crate) use named_values;
 
 named_values!(Cull, "culling mode", { None => "none", Back => "back", Front => "front" });
 named_values!(Mode, "ray-triangle test", { Fast => "fast", Watertight => "watertight" });
+named_values!(NodeLayout, "node layout", { Binary => "binary", Wide => "wide" });
 named_values!(Accel, "acceleration structure", {
     Bvh => "bvh",
     Brute => "brute",

@@ -21,8 +21,18 @@ pub const BRUTE_FORCE: &str = include_str!("../shaders/brute_force.wgsl");
 /// (mirrored by `src/cpu/bvh_traverse.rs`).
 pub const BVH_WALK: &str = include_str!("../shaders/bvh_walk.wgsl");
 
-/// The BVH traversal stage (mirrored by `src/cpu/bvh_traverse.rs`).
+/// What the BVH traversals keep of the hits they find (mirrored by
+/// `src/cpu/query.rs`).
+pub const QUERY: &str = include_str!("../shaders/query.wgsl");
+
+/// The BVH traversal stage over binary nodes (mirrored by `src/cpu/bvh_traverse.rs`).
 pub const BVH_TRAVERSE: &str = include_str!("../shaders/bvh_traverse.wgsl");
+
+/// The BVH traversal stage over eight-wide nodes (mirrored by
+/// `src/cpu/wide_bvh_traverse.rs`).
+pub const WIDE_BVH_TRAVERSE: &str = include_str!("../shaders/wide_bvh_traverse.wgsl");
+/// Entry point of the eight-wide BVH traversal stage.
+pub const WIDE_BVH_TRAVERSE_ENTRY: &str = "wide_bvh_traverse";
 
 /// The gather stage: triangles from a renderer's buffers (mirrored by
 /// `src/cpu/gather.rs`).
@@ -81,16 +91,27 @@ pub fn brute_force_module() -> String {
     .join("\n")
 }
 
-/// The complete WGSL module of the BVH traversal stage.
+/// The complete WGSL module of the BVH traversal stage over binary nodes.
 pub fn bvh_traverse_module() -> String {
+    mesh_traverse_module(BVH_TRAVERSE)
+}
+
+/// The complete WGSL module of the BVH traversal stage over eight-wide nodes.
+pub fn wide_bvh_traverse_module() -> String {
+    mesh_traverse_module(WIDE_BVH_TRAVERSE)
+}
+
+/// A mesh BVH traversal stage (`stage`) with the files it shares.
+fn mesh_traverse_module(stage: &str) -> String {
     [
         TYPES,
         INTERSECT,
         MOLLER_TRUMBORE,
         WATERTIGHT,
         HIT_LIST,
+        QUERY,
         BVH_WALK,
-        BVH_TRAVERSE,
+        stage,
     ]
     .join("\n")
 }
@@ -139,6 +160,7 @@ pub fn all_modules() -> Vec<(&'static str, String)> {
     vec![
         ("brute_force", brute_force_module()),
         ("bvh_traverse", bvh_traverse_module()),
+        ("wide_bvh_traverse", wide_bvh_traverse_module()),
         ("instance_traverse", instance_traverse_module()),
         ("ray_query", ray_query_module()),
         ("gather", gather_module()),

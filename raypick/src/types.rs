@@ -215,6 +215,39 @@ pub struct BvhNode {
     pub children: [BvhChild; 2],
 }
 
+/// An eight-wide BVH node as the GPU's wide traversal reads it (128 bytes;
+/// [`NodeLayout::Wide`](crate::NodeLayout)): children's boxes quantized to 8 bits
+/// per plane relative to the node's box, what each child is, and where exact boxes
+/// are kept when quantized ones cannot hold the children's.
+///
+/// Child `c`'s box is `origin + q * step` per axis, with `q` byte `c % 4` (lowest
+/// first) of word `c / 4` of that axis's pair of words in `lo` (minima) or `hi`
+/// (maxima); `step` is a power of two, so the product is exact.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct WideBvhNode {
+    /// Minimum corner of the node's box.
+    pub origin: Vec3,
+    /// First 16-byte row of the node's exact boxes in the node buffer (8 minima per
+    /// axis, then 8 maxima per axis, as `f32`), or [`EMPTY_CHILD`] when the quantized
+    /// boxes hold.
+    pub exact: u32,
+    /// Quantization step per axis (a power of two).
+    pub step: Vec3,
+    /// Unused (zero).
+    pub _pad0: u32,
+    /// Box minima in steps from `origin`: two words per axis, a byte per child.
+    pub lo: [u32; 6],
+    /// Box maxima in steps from `origin` (rounded up), laid out as `lo`.
+    pub hi: [u32; 6],
+    /// Node index (interior child), first triangle (leaf), or [`EMPTY_CHILD`].
+    pub child: [u32; 8],
+    /// Triangles of each leaf child, a byte per child (0: interior or unused).
+    pub count: [u32; 2],
+    /// Unused (zero).
+    pub _pad1: [u32; 2],
+}
+
 /// Per-dispatch parameters of the traversal stages: BVH, instances and ray queries
 /// (a uniform buffer).
 #[repr(C)]
@@ -240,6 +273,16 @@ pub struct TraverseParams {
     /// magnitude are reported unfinished and completed on the CPU (see
     /// `cpu::ray_query::far_limit`); `+inf` for the other stages, which do not read it.
     pub far_limit: f32,
+    /// Eight-wide BVH traversal only: most entries of one ray's stack (at most the
+    /// shader's 64); a ray that needs more is reported unfinished and completed on
+    /// the CPU.
+    pub max_stack: u32,
+    /// Unused (zero).
+    pub _pad0: u32,
+    /// Unused (zero).
+    pub _pad1: u32,
+    /// Unused (zero).
+    pub _pad2: u32,
 }
 
 /// One instance as the two-level traversal reads it (64 bytes): the rows of its
@@ -305,7 +348,8 @@ impl InstanceHitRecord {
 const _: () = assert!(std::mem::size_of::<Ray>() == 32);
 const _: () = assert!(std::mem::size_of::<BvhChild>() == 32);
 const _: () = assert!(std::mem::size_of::<BvhNode>() == 64);
-const _: () = assert!(std::mem::size_of::<TraverseParams>() == 32);
+const _: () = assert!(std::mem::size_of::<TraverseParams>() == 48);
+const _: () = assert!(std::mem::size_of::<WideBvhNode>() == 128);
 const _: () = assert!(std::mem::size_of::<Hit>() == 16);
 const _: () = assert!(std::mem::size_of::<PackedTriangle>() == 48);
 const _: () = assert!(std::mem::size_of::<TraceParams>() == 48);

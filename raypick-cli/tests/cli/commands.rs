@@ -376,6 +376,36 @@ fn gpu_backend_without_an_adapter_is_one_error_line() {
     assert_error(&output, &["no GPU adapter"]);
 }
 
+/// `--layout` picks the node layout of the GPU's BVH: both write the same hits as
+/// the CPU, and the report says which layout traced.
+#[test]
+fn trace_layouts_write_the_cpus_hits() {
+    let fx = Fixture::new();
+    let cpu_out = fx.path("cpu.hits");
+    let json = parse_json(&success(
+        &fx.trace(&cpu_out, &["--backend", "cpu", "--json"]),
+    ));
+    assert!(json["layout"].is_null(), "{json}");
+    let cpu_hits = std::fs::read(&cpu_out).unwrap();
+    if crate::support::gpu().is_none() {
+        return;
+    }
+    for layout in ["wide", "binary"] {
+        let out = fx.path(&format!("{layout}.hits"));
+        let extra = ["--backend", "gpu", "--accel", "bvh", "--layout", layout];
+        let text = success(&fx.trace(&out, &extra));
+        assert!(
+            text.contains(&format!("accel      bvh ({layout} nodes)")),
+            "{text}"
+        );
+        let json = parse_json(&success(
+            &fx.trace(&out, &[&extra[..], &["--json"]].concat()),
+        ));
+        assert_eq!(json["layout"], layout, "{json}");
+        assert_eq!(std::fs::read(&out).unwrap(), cpu_hits, "{layout}");
+    }
+}
+
 #[test]
 fn bad_argument_values_are_usage_errors() {
     let fx = Fixture::new();
@@ -386,6 +416,7 @@ fn bad_argument_values_are_usage_errors() {
         &["--cull", "sideways"],
         &["--backend", "tpu"],
         &["--accel", "octree"],
+        &["--layout", "quad"],
     ] {
         let output = fx.trace(&out, extra);
         assert_eq!(
@@ -515,6 +546,12 @@ fn bench_json_parses_and_compares_backends() {
         match row["backend"].as_str() {
             Some("gpu") => assert_gpu_times(row),
             _ => assert!(row["gpu_times"].is_null(), "{row}"),
+        }
+        // The GPU's BVH is eight-wide by default; nothing else has a layout.
+        if row["backend"] == "gpu" && row["accel"] == "bvh" {
+            assert_eq!(row["layout"], "wide", "{row}");
+        } else {
+            assert!(row["layout"].is_null(), "{row}");
         }
         for key in ["trace_ms", "mrays_per_s", "mtests_per_s"] {
             assert!(

@@ -15,8 +15,8 @@
 
 use super::bvh_walk::{RayBoxes, pop_pending};
 use super::hit_list::HitList;
-use super::intersect::{RayFrame, beyond, intersect};
-use super::query::{AnyHit, Closest, Collect};
+use super::intersect::{RayFrame, beyond};
+use super::query::{AnyHit, Closest, Collect, test_triangles};
 use crate::options::{Cull, Mode};
 use crate::bvh::{Bvh, MAX_DEPTH};
 use crate::types::{Hit, Ray};
@@ -97,18 +97,9 @@ pub fn traverse_tallied(
                     continue; // a nearer leaf already beat this one
                 }
                 let first = child.index as usize;
-                for tri in &bvh.triangles[first..first + child.count as usize] {
-                    tally.triangle();
-                    let c = intersect(ray, &frame, tri, cull, f32::INFINITY, mode);
-                    let hit = Hit {
-                        t: c.t,
-                        u: c.u,
-                        v: c.v,
-                        prim: tri.id,
-                    };
-                    if c.accepted && collect.offer(hit) {
-                        return;
-                    }
+                let leaf = &bvh.triangles[first..first + child.count as usize];
+                if test_triangles(leaf, (ray, &frame), (cull, mode), collect, tally) {
+                    return;
                 }
             } else if next.is_none() {
                 next = Some(child.index);

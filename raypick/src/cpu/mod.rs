@@ -35,6 +35,11 @@ pub mod watertight;
 mod wide_boxes;
 pub mod wide_bvh;
 pub mod wide_traverse;
+// The twin runs on the CPU only in tests and the traversal cost (the GPU's
+// unfinished rays are finished by the binary traversal).
+#[cfg_attr(not(any(test, feature = "kernels")), allow(dead_code))]
+pub mod wide_bvh_traverse;
+pub mod wide_nodes;
 
 
 use rayon::prelude::*;

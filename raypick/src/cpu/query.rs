@@ -6,8 +6,11 @@
 //! dispatch's `query` at the same two places: the bound boxes are tested against,
 //! and what an accepted hit does.
 
+use super::bvh_traverse::Tally;
 use super::bvh_walk::nearer;
-use crate::types::Hit;
+use super::intersect::{RayFrame, intersect};
+use crate::options::{Cull, Mode};
+use crate::types::{Hit, PackedTriangle, Ray};
 
 /// Receives the accepted hits of one ray.
 pub trait Collect {
@@ -68,4 +71,32 @@ impl Collect for AnyHit {
         self.0 = true;
         true
     }
+}
+
+/// Tests a leaf's `triangles` for one ray (whose frame is `frame`) in order,
+/// telling `tally` each test and offering each accepted hit to `collect`; `true`
+/// once it says stop. The BVH traversals' leaf loop (`test_triangle` in
+/// `shaders/query.wgsl`).
+#[inline(always)]
+pub fn test_triangles(
+    triangles: &[PackedTriangle],
+    (ray, frame): (&Ray, &RayFrame),
+    (cull, mode): (Cull, Mode),
+    collect: &mut impl Collect,
+    tally: &mut impl Tally,
+) -> bool {
+    for tri in triangles {
+        tally.triangle();
+        let c = intersect(ray, frame, tri, cull, f32::INFINITY, mode);
+        let hit = Hit {
+            t: c.t,
+            u: c.u,
+            v: c.v,
+            prim: tri.id,
+        };
+        if c.accepted && collect.offer(hit) {
+            return true;
+        }
+    }
+    false
 }

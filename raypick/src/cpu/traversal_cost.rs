@@ -5,13 +5,13 @@
 //! - [`NodeLayout::Binary`]: the binary nodes the GPU traverses
 //!   (`shaders/bvh_traverse.wgsl`), counted on its CPU twin
 //!   [`bvh_traverse`](super::bvh_traverse);
-//! - [`NodeLayout::Wide`]: the CPU's compressed eight-wide nodes (boxes quantized
-//!   to 8 bits per plane), collapsed with the binary tree's own leaves
-//!   ([`WideLeaves::Binary`](super::wide_bvh::WideLeaves)), walked as a GPU lane
-//!   would: the node's boxes tested, its entered leaves' triangles tested one by one
-//!   at once (nearest leaf first), the nearest entered interior child visited next
-//!   and the others pushed farthest first. The candidate layout for the GPU; its
-//!   walk finds the binary traversal's answers.
+//! - [`NodeLayout::Wide`]: the GPU's compressed eight-wide nodes (boxes quantized
+//!   to 8 bits per plane, the binary tree's own leaves: [`WideNodes`]),
+//!   counted on the twin of `shaders/wide_bvh_traverse.wgsl`,
+//!   [`wide_bvh_traverse`](super::wide_bvh_traverse): the node's boxes tested, its
+//!   entered leaves' triangles tested one by one at once (nearest leaf first), the
+//!   nearest entered interior child visited next and the others pushed farthest
+//!   first.
 //!
 //! The shader runs an outer loop whose every pass first visits nodes (an inner loop,
 //! until a node with a leaf child is entered) and then tests that node's leaf
@@ -27,54 +27,18 @@
 
 use rayon::prelude::*;
 
-use super::bvh_traverse::{Tally, traverse_tallied};
-use super::bvh_walk::pop_pending;
-use super::intersect::{RayFrame, beyond};
-use super::query::{Closest, Collect};
-use super::vector::Portable;
-use super::wide_bvh::{WIDTH, WideBvh, WideNode};
-use super::wide_boxes::{Planes, Slabs, nearest_first};
-use super::wide_traverse::offer_leaf;
-use crate::bvh::{Bvh, MAX_DEPTH};
-use crate::options::{Cull, Mode, TraceOptions};
+use super::bvh_traverse::{Tally, traverse_tallied as binary_tallied};
+use super::query::Closest;
+use super::wide_bvh_traverse::{STACK_ENTRIES, traverse_tallied};
+use super::wide_nodes::WideNodes;
+use crate::bvh::Bvh;
+use crate::options::TraceOptions;
+pub use crate::options::NodeLayout;
 use crate::prepare::{is_valid_ray, sanitize_ray};
-use crate::types::{BvhNode, Hit, PackedTriangle, Ray};
+use crate::types::{Hit, PackedTriangle, Ray};
 
 /// Lanes of a warp (NVIDIA; AMD's wave64 halves the efficiency's granularity).
 pub const WARP: usize = 32;
-
-/// A BVH node layout a GPU traversal reads.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
-pub enum NodeLayout {
-    /// Two children per node, boxes as `f32` ([`BvhNode`], 64 bytes): what the GPU
-    /// traverses.
-    #[default]
-    Binary,
-    /// Eight children per node, boxes quantized to 8 bits per plane ([`WideNode`],
-    /// 128 bytes).
-    Wide,
-}
-
-impl NodeLayout {
-    /// Bytes of one node.
-    pub fn node_bytes(self) -> usize {
-        match self {
-            NodeLayout::Binary => size_of::<BvhNode>(),
-            NodeLayout::Wide => size_of::<WideNode>(),
-        }
-    }
-}
-
-impl std::fmt::Display for NodeLayout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            NodeLayout::Binary => "binary",
-            NodeLayout::Wide => "wide",
-        })
-    }
-}
 
 /// Per-ray cost of a GPU BVH traversal over a batch of rays.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -214,85 +178,25 @@ fn count(layout: NodeLayout, rays: &[Ray], walk: impl Fn(&Ray, &mut Passes) + Sy
 pub fn traversal_cost(bvh: &Bvh, rays: &[Ray], options: &TraceOptions) -> TraversalCost {
     count(NodeLayout::Binary, rays, |ray, passes| {
         let mut closest = Closest::default();
-        traverse_tallied(bvh, ray, options.cull, options.mode, &mut closest, passes);
+        binary_tallied(bvh, ray, options.cull, options.mode, &mut closest, passes);
     })
 }
 
-/// The cost of tracing `rays` (closest hit) through `wide` with a GPU traversal of
-/// the eight-wide layout ([`wide_walk`]). Collapse the tree with
-/// [`WideLeaves::Binary`](super::wide_bvh::WideLeaves) for the layout a GPU would
-/// read; leaves of more triangles cost more tests.
-pub fn wide_traversal_cost(wide: &WideBvh, rays: &[Ray], options: &TraceOptions) -> TraversalCost {
-    let block_triangles = wide.block_triangles();
+/// The cost of tracing `rays` (closest hit) through `wide`, the eight-wide nodes
+/// of a BVH over `triangles`, with the GPU's traversal of them, counted on its twin
+/// [`wide_bvh_traverse`](super::wide_bvh_traverse) (a ray that would overflow the
+/// stack is counted up to there: the GPU hands it to the CPU).
+pub fn wide_traversal_cost(
+    wide: &WideNodes,
+    triangles: &[PackedTriangle],
+    rays: &[Ray],
+    options: &TraceOptions,
+) -> TraversalCost {
     count(NodeLayout::Wide, rays, |ray, passes| {
         let mut closest = Closest::default();
-        wide_walk(wide, &block_triangles, ray, options.cull, options.mode, &mut closest, passes);
+        let test = (options.cull, options.mode);
+        traverse_tallied(wide, triangles, ray, test, STACK_ENTRIES, &mut closest, passes);
     })
-}
-
-/// A pending child of the wide walk: wide node index and entry distance.
-type Pending = (u32, f32);
-
-/// One valid ray's ([`is_valid_ray`]) nearest hit through `wide` as a GPU lane
-/// would walk the eight-wide layout, telling `tally` its work: at each node the
-/// entered leaves' triangles are tested at once (nearest leaf first, a leaf skipped
-/// once a nearer hit beat it), the nearest entered interior child is visited next
-/// and the others are pushed farthest first. `block_triangles` holds the triangles
-/// of each leaf block.
-pub fn wide_walk(
-    wide: &WideBvh,
-    block_triangles: &[u8],
-    ray: &Ray,
-    cull: Cull,
-    mode: Mode,
-    closest: &mut Closest,
-    tally: &mut impl Tally,
-) {
-    if wide.nodes.is_empty() {
-        return;
-    }
-    let frame = RayFrame::new(ray);
-    let slabs = Slabs::<Portable>::new(ray, &frame);
-    let mut stack = [(0u32, 0.0f32); MAX_DEPTH * (WIDTH - 1)];
-    let mut depth = 0;
-    let mut next = Some(0u32);
-    loop {
-        let index = match next.take() {
-            Some(index) => index,
-            None => match pop_pending(&stack, &mut depth, closest.bound(), |p: &Pending| p.1) {
-                Some((index, _)) => index,
-                None => return,
-            },
-        };
-        let node = &wide.nodes[index as usize];
-        let planes = Planes::<Portable>::of(wide, node);
-        let (entered, near) = slabs.enter(&planes, closest.bound(), node.occupied as u32);
-        let mut order = [0usize; WIDTH];
-        let count = nearest_first(entered, &near, &mut order);
-        let order = &order[..count];
-        tally.node(order.iter().any(|&lane| node.blocks[lane] > 0));
-        for &lane in order.iter().filter(|&&lane| node.blocks[lane] > 0) {
-            if beyond(near[lane], closest.bound()) {
-                continue; // a nearer leaf already beat this one
-            }
-            let (first, blocks) = (node.child[lane], u32::from(node.blocks[lane]));
-            let blocks_at = first as usize..(first + blocks) as usize;
-            let triangles: u32 = block_triangles[blocks_at].iter().map(|&n| u32::from(n)).sum();
-            (0..triangles).for_each(|_| tally.triangle());
-            if mode == Mode::Watertight {
-                offer_leaf::<true>(wide, first, blocks, ray, &frame, cull, closest);
-            } else {
-                offer_leaf::<false>(wide, first, blocks, ray, &frame, cull, closest);
-            }
-        }
-        let mut interior = order.iter().filter(|&&lane| node.blocks[lane] == 0);
-        next = interior.next().map(|&lane| node.child[lane]);
-        for &lane in interior.rev() {
-            stack[depth] = (node.child[lane], near[lane]);
-            depth += 1;
-            tally.stack(depth);
-        }
-    }
 }
 
 #[cfg(test)]

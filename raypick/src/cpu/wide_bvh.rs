@@ -8,7 +8,7 @@
 
 use super::intersect::SoaTriangles;
 use crate::bvh::Bvh;
-use crate::types::{BvhChild, PackedTriangle};
+use crate::types::{BvhChild, BvhNode, PackedTriangle};
 
 /// Children per wide node and triangles per leaf block.
 pub const WIDTH: usize = 8;
@@ -184,60 +184,27 @@ pub struct WideBvh {
     pub(crate) binary: Option<std::sync::Arc<Bvh>>,
 }
 
-/// Which subtrees of the binary BVH become leaves of the wide one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum WideLeaves {
-    /// Every subtree of at most [`WIDTH`] triangles: leaf blocks are full, so one
-    /// vector test covers eight triangles (the CPU's layout).
-    #[default]
-    Blocks,
-    /// The binary tree's own leaves: the fewest triangle tests, for a traversal
-    /// that tests a leaf's triangles one by one (a GPU lane per ray).
-    Binary,
-}
-
 impl WideBvh {
     /// Collapses a binary BVH: each wide node takes the children of a binary node
     /// and keeps opening its largest interior child until it has eight; a subtree of
     /// at most [`WIDTH`] triangles becomes one leaf block (its triangles are
     /// contiguous), so blocks are full and nodes few.
     pub fn from_bvh(bvh: &Bvh) -> Self {
-        Self::collapsed(bvh, WideLeaves::Blocks)
-    }
-
-    /// Collapses a binary BVH as [`WideBvh::from_bvh`] does, with `leaves` as its
-    /// leaves.
-    pub fn collapsed(bvh: &Bvh, leaves: WideLeaves) -> Self {
-        let mut wide = WideBvh {
+        let collapse = Collapse {
+            nodes: bvh.nodes(),
+            leaves: Leaves::Blocks {
+                triangles: bvh.triangles(),
+                ranges: bvh.subtree_ranges(),
+            },
+        };
+        let tree = collapse.tree(bvh.triangles().len());
+        WideBvh {
+            nodes: tree.nodes,
+            exact: tree.exact,
+            blocks: tree.blocks,
             mesh_triangles: bvh.mesh_triangle_count(),
-            ..Default::default()
-        };
-        let ranges = match leaves {
-            WideLeaves::Blocks => bvh.subtree_ranges(),
-            WideLeaves::Binary => Vec::new(),
-        };
-        let as_leaf = |c: &BvhChild| -> BvhChild {
-            if c.is_leaf() || c.is_empty() || leaves == WideLeaves::Binary {
-                return *c;
-            }
-            let (first, end) = ranges[c.index as usize];
-            if (end - first) as usize <= WIDTH {
-                BvhChild {
-                    index: first,
-                    count: end - first,
-                    ..*c
-                }
-            } else {
-                *c
-            }
-        };
-        let collapse = Collapse { bvh, as_leaf: &as_leaf };
-        let mut tree = Tree::with_capacity(bvh.triangles().len());
-        collapse.collapse(&mut tree, collapse.children(0));
-        wide.nodes = tree.nodes;
-        wide.exact = tree.exact;
-        wide.blocks = tree.blocks;
-        wide
+            binary: None,
+        }
     }
 
     /// The boxes of `node`'s children, decoded (unused slots decode to a point; their
@@ -284,19 +251,6 @@ impl WideBvh {
             + std::mem::size_of_val(self.blocks.as_slice())
     }
 
-    /// The triangles of each leaf block (unused lanes hold a triangle with every
-    /// vertex at the origin, which the packing never keeps: it is degenerate).
-    pub fn block_triangles(&self) -> Vec<u8> {
-        self.blocks
-            .iter()
-            .map(|block| {
-                (0..WIDTH)
-                    .filter(|&lane| block.triangles.triangle(lane) != [[0.0; 3]; 3])
-                    .count() as u8
-            })
-            .collect()
-    }
-
     /// Triangles of the mesh the BVH was built from.
     pub fn mesh_triangle_count(&self) -> usize {
         self.mesh_triangles
@@ -305,20 +259,61 @@ impl WideBvh {
 
 /// The wide nodes, exact boxes and leaf blocks of a collapsed tree, in the order of
 /// [`WideBvh`]: a node before its subtrees, subtrees and leaf blocks in lane order.
-struct Tree {
-    nodes: Vec<WideNode>,
-    exact: Vec<ExactBoxes>,
-    blocks: Vec<LeafBlock>,
+pub(super) struct Tree {
+    pub(super) nodes: Vec<WideNode>,
+    pub(super) exact: Vec<ExactBoxes>,
+    pub(super) blocks: Vec<LeafBlock>,
 }
 
-/// What collapsing a binary BVH needs at every node.
-struct Collapse<'a, F> {
-    bvh: &'a Bvh,
-    /// A binary child, as a leaf when its subtree fits one block.
-    as_leaf: &'a F,
+/// Where the leaves of a collapsed tree go.
+pub(super) enum Leaves<'a> {
+    /// Into leaf blocks of `triangles`: a subtree of at most [`WIDTH`] triangles
+    /// (`ranges`: each binary node's triangle range) becomes one leaf.
+    Blocks {
+        triangles: &'a [PackedTriangle],
+        ranges: Vec<(u32, u32)>,
+    },
+    /// Nowhere: the binary tree's own leaves stay leaves, as their first triangle
+    /// and triangle count in the binary tree's order.
+    Ranges,
 }
 
-impl<F: Fn(&BvhChild) -> BvhChild> Collapse<'_, F> {
+/// A binary BVH's nodes being collapsed eight-wide.
+pub(super) struct Collapse<'a> {
+    pub(super) nodes: &'a [BvhNode],
+    pub(super) leaves: Leaves<'a>,
+}
+
+impl Collapse<'_> {
+    /// The collapsed tree of a BVH of `triangles` triangles.
+    pub(super) fn tree(&self, triangles: usize) -> Tree {
+        let mut tree = Tree::with_capacity(triangles);
+        if !self.nodes.is_empty() {
+            self.collapse(&mut tree, self.children(0));
+        }
+        tree
+    }
+
+    /// A binary child, as a leaf when it is one or its subtree fits one block.
+    fn as_leaf(&self, c: &BvhChild) -> BvhChild {
+        let Leaves::Blocks { ranges, .. } = &self.leaves else {
+            return *c;
+        };
+        if c.is_leaf() || c.is_empty() {
+            return *c;
+        }
+        let (first, end) = ranges[c.index as usize];
+        if (end - first) as usize <= WIDTH {
+            BvhChild {
+                index: first,
+                count: end - first,
+                ..*c
+            }
+        } else {
+            *c
+        }
+    }
+
     /// The slots of a wide node over these binary children: opens the largest
     /// interior child until there are eight.
     fn open(&self, mut slots: Slots) -> Slots {
@@ -341,9 +336,9 @@ impl<F: Fn(&BvhChild) -> BvhChild> Collapse<'_, F> {
     /// The children of binary node `node`, as slots.
     fn children(&self, node: u32) -> Slots {
         let mut slots = Slots::default();
-        for child in &self.bvh.nodes()[node as usize].children {
+        for child in &self.nodes[node as usize].children {
             if !child.is_empty() {
-                slots.push((self.as_leaf)(child));
+                slots.push(self.as_leaf(child));
             }
         }
         slots
@@ -367,16 +362,19 @@ impl<F: Fn(&BvhChild) -> BvhChild> Collapse<'_, F> {
         index as u32
     }
 
-    /// Puts the triangles of a leaf slot into `tree`'s blocks as `node`'s child
-    /// `lane`.
+    /// Makes a leaf slot `node`'s child `lane`: its triangles as leaf blocks of
+    /// `tree`, or its triangle range as it is.
     fn leaf(&self, tree: &mut Tree, slot: &BvhChild, node: &mut WideNode, lane: usize) {
+        let Leaves::Blocks { triangles, .. } = &self.leaves else {
+            node.child[lane] = slot.index;
+            node.blocks[lane] = slot.count as u8; // leaves hold at most 255
+            return;
+        };
         let first = slot.index as usize;
-        let triangles = &self.bvh.triangles()[first..first + slot.count as usize];
+        let triangles = &triangles[first..first + slot.count as usize];
         node.child[lane] = tree.blocks.len() as u32;
         node.blocks[lane] = triangles.len().div_ceil(WIDTH) as u8;
-        tree
-            .blocks
-            .extend(triangles.chunks(WIDTH).map(leaf_block));
+        tree.blocks.extend(triangles.chunks(WIDTH).map(leaf_block));
     }
 }
 

@@ -9,6 +9,7 @@ use super::pipelines::Pipelines;
 use super::timing::{GpuTimes, Timer};
 use super::trace::Scratch;
 use crate::error::{Error, Result};
+use crate::options::NodeLayout;
 
 /// Options for creating a [`GpuContext`].
 #[derive(Clone, Debug, Default)]
@@ -29,6 +30,15 @@ pub struct GpuOptions {
     /// on the GPU (`None`: [`DEFAULT_MAX_TRAVERSAL_STEPS`]); rays that need more are
     /// completed on the CPU.
     pub max_traversal_steps: Option<u32>,
+    /// The node layout BVH meshes are uploaded with ([`GpuContext::upload_bvh`];
+    /// default [`NodeLayout::Wide`]). Both give the same hits; meshes read from a
+    /// renderer's buffers always use [`NodeLayout::Binary`], which the GPU refits in
+    /// place.
+    pub node_layout: NodeLayout,
+    /// Most entries of one ray's stack in the eight-wide BVH traversal on the GPU
+    /// (`None`, or anything larger: [`MAX_TRAVERSAL_STACK`]); rays that need more are
+    /// completed on the CPU. Lowering it only sends more rays there.
+    pub max_traversal_stack: Option<u32>,
     /// Most bytes of GPU memory one mesh may take (`None`: no limit of raypick's own;
     /// the device's memory still is one). A larger mesh fails to upload with
     /// [`Error::OutOfMemory`], which [`Backend::Auto`](crate::Backend::Auto) answers by
@@ -57,6 +67,10 @@ pub struct GpuOptions {
 /// need far fewer steps (hundreds), and the rare ray that needs more is finished on
 /// the CPU.
 pub const DEFAULT_MAX_TRAVERSAL_STEPS: u32 = 8_000;
+
+/// Entries of the eight-wide BVH traversal's stack on the GPU (8 bytes each, in each
+/// invocation's private memory). Real meshes need a few dozen at most.
+pub const MAX_TRAVERSAL_STACK: u32 = crate::cpu::wide_bvh_traverse::STACK_ENTRIES as u32;
 
 /// Default triangles per dispatch. Mesa's llvmpipe (lavapipe) ends any shader loop
 /// after 65,535 iterations in total, which would silently skip triangles; 32,768
@@ -210,6 +224,8 @@ pub struct GpuContext {
     max_rays_per_dispatch: usize,
     max_triangles_per_dispatch: u32,
     max_traversal_steps: u32,
+    max_traversal_stack: u32,
+    node_layout: NodeLayout,
     max_mesh_bytes: Option<u64>,
     /// Whether the device has hardware ray queries ([`GpuContext::has_ray_queries`]).
     ray_queries: bool,
@@ -385,6 +401,12 @@ impl GpuContext {
                 .max_traversal_steps
                 .unwrap_or(DEFAULT_MAX_TRAVERSAL_STEPS)
                 .max(1),
+            max_traversal_stack: options
+                .max_traversal_stack
+                .map_or(MAX_TRAVERSAL_STACK, |entries| {
+                    entries.min(MAX_TRAVERSAL_STACK)
+                }),
+            node_layout: options.node_layout,
             max_mesh_bytes: options.max_mesh_bytes,
             ray_queries,
         })
@@ -466,6 +488,16 @@ impl GpuContext {
     /// Most loop steps of one ray's BVH traversal on the GPU.
     pub fn max_traversal_steps(&self) -> u32 {
         self.max_traversal_steps
+    }
+
+    /// The node layout BVH meshes are uploaded with ([`GpuOptions::node_layout`]).
+    pub fn node_layout(&self) -> NodeLayout {
+        self.node_layout
+    }
+
+    /// Most entries of one ray's stack in the eight-wide BVH traversal on the GPU.
+    pub fn max_traversal_stack(&self) -> u32 {
+        self.max_traversal_stack
     }
 
     /// Most bytes of GPU memory one mesh may take, if limited

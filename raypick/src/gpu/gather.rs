@@ -23,7 +23,7 @@ use super::readback::{Wait, map_read};
 use crate::bvh::Bvh;
 use crate::error::{Error, Result};
 use crate::gather::{MeshLayout, mesh_from_packed};
-use crate::options::Accel;
+use crate::options::{Accel, NodeLayout};
 use crate::shaders::{GATHER_WORKGROUP, REFIT_WORKGROUP};
 use crate::types::{BvhNode, PackedTriangle, RefitParams};
 
@@ -194,6 +194,8 @@ impl GpuContext {
             content: Content::Bvh {
                 chunks: vec![BvhBuffers { nodes, triangles }],
                 cpu: Arc::new(bvh),
+                // What refit.wgsl refits in place.
+                layout: NodeLayout::Binary,
             },
             context_id: self.id,
             triangle_count: buffers.layout.triangle_count(),
@@ -309,10 +311,16 @@ impl GpuContext {
         Ok(out)
     }
 
-    /// Reads a mesh's BVH nodes back (blocking); empty for brute force.
+    /// Reads a mesh's binary BVH nodes back (blocking); empty for brute force, and
+    /// [`Error::Unsupported`] for a mesh of eight-wide nodes.
     pub fn read_nodes(&self, mesh: &GpuMesh) -> Result<Vec<BvhNode>> {
         let mut out = Vec::new();
-        if let Content::Bvh { chunks, .. } = &mesh.content {
+        if let Content::Bvh { chunks, layout, .. } = &mesh.content {
+            if *layout != NodeLayout::Binary {
+                return Err(Error::Unsupported(format!(
+                    "read_nodes reads binary nodes; this mesh has {layout} ones"
+                )));
+            }
             for chunk in chunks {
                 out.extend(self.read_buffer::<BvhNode>(&chunk.nodes)?);
             }

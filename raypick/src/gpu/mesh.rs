@@ -9,8 +9,9 @@ use crate::bvh::Bvh;
 use crate::cpu::CpuMesh;
 use crate::cpu::brute_force::TriangleBlocks;
 use crate::cpu::wide_bvh::WideBvh;
+use crate::cpu::wide_nodes::WideNodes;
 use crate::error::Result;
-use crate::options::Accel;
+use crate::options::{Accel, NodeLayout};
 use crate::prepare::pack_mesh;
 use crate::types::{BvhNode, PackedTriangle};
 
@@ -24,11 +25,18 @@ pub(crate) struct TriangleChunk {
     pub(crate) count: u32,
 }
 
-/// One self-contained piece of a BVH in GPU memory.
+/// One self-contained piece of a BVH in GPU memory: its nodes (of the mesh's
+/// [`NodeLayout`]) and the triangles its leaves refer to.
 #[derive(Clone, Debug)]
 pub(crate) struct BvhBuffers {
     pub(crate) nodes: wgpu::Buffer,
     pub(crate) triangles: wgpu::Buffer,
+}
+
+/// One piece of a BVH ready to upload: node buffer contents and triangles.
+pub(crate) struct BvhPiece {
+    pub(crate) nodes: Vec<u8>,
+    pub(crate) triangles: Vec<PackedTriangle>,
 }
 
 /// What a mesh holds on the GPU.
@@ -36,11 +44,12 @@ pub(crate) struct BvhBuffers {
 pub(crate) enum Content {
     /// Triangles in id order, split across buffers of at most one binding.
     Brute(Vec<TriangleChunk>),
-    /// A BVH, split into chunks of at most one binding each; the CPU copy finishes
-    /// rays that run out of traversal steps.
+    /// A BVH, split into chunks of at most one binding each, its nodes in `layout`;
+    /// the CPU copy finishes rays that run out of traversal steps (or stack).
     Bvh {
         chunks: Vec<BvhBuffers>,
         cpu: Arc<Bvh>,
+        layout: NodeLayout,
     },
     /// The driver's acceleration structures over one box per triangle, and the
     /// host copy that finishes rays on the CPU.
@@ -88,6 +97,14 @@ impl GpuMesh {
             Content::Brute(_) => Accel::Brute,
             Content::Bvh { .. } => Accel::Bvh,
             Content::RayQuery(_) => Accel::RayQuery,
+        }
+    }
+
+    /// The node layout of a BVH mesh ([`Accel::Bvh`]); `None` for the others.
+    pub fn node_layout(&self) -> Option<NodeLayout> {
+        match self.content {
+            Content::Bvh { layout, .. } => Some(layout),
+            _ => None,
         }
     }
 
@@ -171,23 +188,28 @@ impl GpuContext {
     }
 
     /// Uploads a BVH built on the CPU (shared, so the caller can keep tracing it on
-    /// the CPU too). A BVH larger than one storage binding is split into subtrees.
+    /// the CPU too) in the context's node layout ([`GpuContext::node_layout`]). A
+    /// BVH larger than one storage binding is split into subtrees.
     pub fn upload_bvh(&self, bvh: Arc<Bvh>) -> Result<GpuMesh> {
+        self.upload_bvh_as(bvh, self.node_layout())
+    }
+
+    /// Uploads a BVH built on the CPU with its nodes in `layout`. Both layouts give
+    /// the same hits; [`NodeLayout::Binary`] is there to compare them.
+    pub fn upload_bvh_as(&self, bvh: Arc<Bvh>, layout: NodeLayout) -> Result<GpuMesh> {
         self.errors.check()?;
-        let pieces = self.split_bvh(&bvh);
+        let pieces = self.bvh_pieces(&bvh, layout);
         self.check_mesh_bytes(
             pieces
                 .iter()
-                .map(|p| {
-                    std::mem::size_of_val(&p.nodes[..]) + std::mem::size_of_val(&p.triangles[..])
-                })
+                .map(|p| p.nodes.len() + std::mem::size_of_val(&p.triangles[..]))
                 .sum::<usize>() as u64,
         )?;
         let chunks = self.scoped(|| {
             pieces
                 .iter()
                 .map(|piece| BvhBuffers {
-                    nodes: self.storage("raypick bvh nodes", bytemuck::cast_slice(&piece.nodes)),
+                    nodes: self.storage("raypick bvh nodes", &piece.nodes),
                     triangles: self.storage(
                         "raypick bvh triangles",
                         bytemuck::cast_slice(&piece.triangles),
@@ -199,6 +221,7 @@ impl GpuContext {
             content: Content::Bvh {
                 chunks,
                 cpu: bvh.clone(),
+                layout,
             },
             context_id: self.id,
             triangle_count: bvh.mesh_triangle_count(),
@@ -207,13 +230,51 @@ impl GpuContext {
         })
     }
 
-    /// The BVH in pieces of at most one storage binding each.
+    /// The BVH in pieces of at most one storage binding each, binary nodes.
     pub(crate) fn split_bvh(&self, bvh: &Bvh) -> Vec<crate::bvh::BvhChunk> {
+        self.split_bvh_nodes(bvh, size_of::<BvhNode>())
+    }
+
+    /// The BVH in pieces of at most `node_bytes` per binary node (and one binding of
+    /// triangles) each.
+    fn split_bvh_nodes(&self, bvh: &Bvh, node_bytes: usize) -> Vec<crate::bvh::BvhChunk> {
         let bytes = self.max_binding_bytes() as usize;
         bvh.split(
-            (bytes / std::mem::size_of::<BvhNode>()).max(1),
-            (bytes / std::mem::size_of::<PackedTriangle>()).max(1),
+            (bytes / node_bytes).max(1),
+            (bytes / size_of::<PackedTriangle>()).max(1),
         )
+    }
+
+    /// The BVH in pieces whose nodes in `layout` fit one storage binding each.
+    ///
+    /// A wide tree has fewer nodes than the binary one it is collapsed from, but a
+    /// node that keeps exact boxes takes more bytes than the binary nodes it
+    /// replaces, so pieces are first cut as for binary nodes and cut smaller while
+    /// one does not fit.
+    pub(crate) fn bvh_pieces(&self, bvh: &Bvh, layout: NodeLayout) -> Vec<BvhPiece> {
+        let bytes = self.max_binding_bytes() as usize;
+        let mut node_bytes = size_of::<BvhNode>();
+        loop {
+            let chunks = self.split_bvh_nodes(bvh, node_bytes);
+            let pieces: Vec<BvhPiece> = chunks
+                .into_iter()
+                .map(|chunk| BvhPiece {
+                    nodes: match layout {
+                        NodeLayout::Binary => bytemuck::cast_slice(&chunk.nodes).to_vec(),
+                        NodeLayout::Wide => {
+                            let rows = WideNodes::from_nodes(&chunk.nodes).gpu_rows();
+                            bytemuck::cast_slice(&rows).to_vec()
+                        }
+                    },
+                    triangles: chunk.triangles,
+                })
+                .collect();
+            let fits = pieces.iter().all(|p| p.nodes.len() <= bytes);
+            if fits || node_bytes >= bytes {
+                return pieces;
+            }
+            node_bytes *= 2;
+        }
     }
 
     /// Triangles per brute-force chunk (one storage binding).

@@ -24,7 +24,7 @@ pub use adapters::{
 pub use choose::AdapterKinds;
 pub use context::{
     AdapterSummary, DEFAULT_MAX_TRAVERSAL_STEPS, DEFAULT_MAX_TRIANGLES_PER_DISPATCH, GpuContext,
-    GpuOptions,
+    GpuOptions, MAX_TRAVERSAL_STACK,
 };
 pub(crate) use gather::CpuCopy;
 pub use gather::MeshBuffers;

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
-use crate::options::Mode;
+use crate::options::{Mode, NodeLayout};
 use crate::shaders;
 use crate::types::Query;
 
@@ -17,8 +17,11 @@ use crate::types::Query;
 pub(crate) struct Pipelines {
     /// `shaders/brute_force.wgsl`.
     brute_force: Stage,
-    /// `shaders/bvh_traverse.wgsl`.
-    bvh_traverse: Stage,
+    /// `shaders/wide_bvh_traverse.wgsl`.
+    wide_bvh_traverse: Stage,
+    /// `shaders/bvh_traverse.wgsl`, compiled on first use (meshes read from a
+    /// renderer's buffers, and meshes uploaded with binary nodes).
+    bvh_traverse: OnceLock<Stage>,
     /// `shaders/instance_traverse.wgsl` (closest hit only), compiled on first use
     /// (see [`Pipelines::instance_traverse`]).
     instance_traverse: OnceLock<Stage>,
@@ -50,12 +53,13 @@ impl Pipelines {
                 shaders::brute_force_module(),
                 shaders::BRUTE_FORCE_ENTRY,
             )?,
-            bvh_traverse: Stage::new(
+            wide_bvh_traverse: Stage::new(
                 device,
-                "bvh_traverse",
-                shaders::bvh_traverse_module(),
-                shaders::BVH_TRAVERSE_ENTRY,
+                "wide_bvh_traverse",
+                shaders::wide_bvh_traverse_module(),
+                shaders::WIDE_BVH_TRAVERSE_ENTRY,
             )?,
+            bvh_traverse: Default::default(),
             instance_traverse: Default::default(),
             ray_query: Default::default(),
             gather: pipeline(
@@ -72,7 +76,7 @@ impl Pipelines {
             )?,
         };
         pipelines.brute_force(device, Query::Closest, Mode::default())?;
-        pipelines.bvh_traverse(device, Query::Closest, Mode::default())?;
+        pipelines.bvh_traverse(device, NodeLayout::Wide, Query::Closest, Mode::default())?;
         Ok(pipelines)
     }
 
@@ -86,14 +90,23 @@ impl Pipelines {
         self.brute_force.pipeline(device, query, mode)
     }
 
-    /// The BVH traversal pipeline of `query` and `mode`.
+    /// The BVH traversal pipeline of `layout`, `query` and `mode`.
     pub(crate) fn bvh_traverse(
         &self,
         device: &wgpu::Device,
+        layout: NodeLayout,
         query: Query,
         mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
-        self.bvh_traverse.pipeline(device, query, mode)
+        match layout {
+            NodeLayout::Wide => &self.wide_bvh_traverse,
+            NodeLayout::Binary => {
+                Stage::on_first_use(&self.bvh_traverse, device, "bvh_traverse", || {
+                    (shaders::bvh_traverse_module(), shaders::BVH_TRAVERSE_ENTRY)
+                })?
+            }
+        }
+        .pipeline(device, query, mode)
     }
 
     /// The instance traversal pipeline of `mode`, compiled the first time an

@@ -18,7 +18,8 @@ use crate::prepare::pack_mesh;
 impl GpuContext {
     /// Moves an uploaded mesh to `mesh`'s vertex positions (same triangles): brute
     /// force writes the packed triangles again; a BVH is refitted on the CPU copy
-    /// and its buffers are overwritten in place (or, when a triangle left out as
+    /// and its buffers are overwritten in place (eight-wide nodes collapsed again
+    /// from the refitted tree, in a new buffer when they take more room; or, when a triangle left out as
     /// degenerate can now be hit, built and uploaded again: [`Refitted::Rebuilt`]);
     /// a ray-query mesh's acceleration structures are built again by the driver
     /// ([`Refitted::Rebuilt`]).
@@ -54,22 +55,34 @@ impl GpuContext {
                 *uploaded = self.upload_ray_query(mesh)?;
                 return Ok(Refitted::Rebuilt);
             }
-            Content::Bvh { chunks, cpu } => {
+            Content::Bvh {
+                chunks,
+                cpu,
+                layout,
+            } => {
                 match Arc::make_mut(cpu).refit(mesh) {
                     Ok(()) => {}
                     Err(RefitError::NoLeafFor(_)) => {
-                        *uploaded = self.upload_bvh(Arc::new(Bvh::build(mesh)))?;
+                        let layout = *layout;
+                        *uploaded = self.upload_bvh_as(Arc::new(Bvh::build(mesh)), layout)?;
                         return Ok(Refitted::Rebuilt);
                     }
                     Err(e) => return Err(e.into()),
                 }
-                for (buffers, piece) in chunks.iter().zip(self.split_bvh(cpu)) {
-                    if !piece.nodes.is_empty() {
-                        self.queue.write_buffer(
-                            &buffers.nodes,
-                            0,
-                            bytemuck::cast_slice(&piece.nodes),
-                        );
+                let pieces = self.bvh_pieces(cpu, *layout);
+                if pieces.len() != chunks.len() {
+                    // Wide nodes that now keep exact boxes cut the tree differently.
+                    let (tree, layout) = (cpu.clone(), *layout);
+                    *uploaded = self.upload_bvh_as(tree, layout)?;
+                    return Ok(Refitted::Refit);
+                }
+                for (buffers, piece) in chunks.iter_mut().zip(pieces) {
+                    // The same tree collapsed eight-wide may take more nodes.
+                    if piece.nodes.len() as u64 > buffers.nodes.size() {
+                        buffers.nodes =
+                            self.scoped(|| self.storage("raypick bvh nodes", &piece.nodes))?;
+                    } else if !piece.nodes.is_empty() {
+                        self.queue.write_buffer(&buffers.nodes, 0, &piece.nodes);
                     }
                     if !piece.triangles.is_empty() {
                         self.queue.write_buffer(

@@ -22,7 +22,7 @@ use crate::bvh::Bvh;
 use crate::cpu::bvh_traverse;
 use crate::cpu::hit_list::HitList;
 use crate::error::{Error, Result, check_output_length};
-use crate::options::TraceOptions;
+use crate::options::{NodeLayout, TraceOptions};
 use crate::prepare::sanitize_ray;
 use crate::shaders::{BRUTE_FORCE_WORKGROUP, BVH_TRAVERSE_WORKGROUP, UNFINISHED};
 use crate::types::{Hit, LIST_TRUNCATED, MISS, Query, Ray, TraceParams, TraverseParams};
@@ -351,8 +351,8 @@ impl GpuContext {
             Content::Brute(chunks) => {
                 self.dispatch_brute_force(chunks, ray_count, options, query, scratch)
             }
-            Content::Bvh { chunks, .. } => {
-                self.dispatch_bvh(chunks, ray_count, options, query, scratch)
+            Content::Bvh { chunks, layout, .. } => {
+                self.dispatch_bvh(chunks, *layout, ray_count, options, query, scratch)
             }
             Content::RayQuery(mesh) => {
                 self.dispatch_ray_query(mesh, ray_count, options, query, scratch)
@@ -371,7 +371,9 @@ impl GpuContext {
         found: &[Hit],
     ) -> Result<Option<std::sync::Arc<Bvh>>> {
         Ok(match content {
-            Content::Bvh { cpu, chunks } => Some(self.finishing_tree(cpu, chunks, copy, found)?),
+            Content::Bvh { cpu, chunks, .. } => {
+                Some(self.finishing_tree(cpu, chunks, copy, found)?)
+            }
             Content::RayQuery(mesh) => found
                 .iter()
                 .any(|h| h.prim == UNFINISHED)
@@ -442,10 +444,12 @@ impl GpuContext {
         Ok(())
     }
 
-    /// BVH traversal over the ray batch in `scratch`: one dispatch per BVH chunk.
+    /// BVH traversal (nodes in `layout`) over the ray batch in `scratch`: one
+    /// dispatch per BVH chunk.
     pub(crate) fn dispatch_bvh(
         &self,
         chunks: &[BvhBuffers],
+        layout: NodeLayout,
         ray_count: usize,
         options: &TraceOptions,
         (query, max_hits): (Query, u32),
@@ -453,7 +457,7 @@ impl GpuContext {
     ) -> Result<()> {
         let pipeline = self
             .pipelines
-            .bvh_traverse(&self.device, query, options.mode)?;
+            .bvh_traverse(&self.device, layout, query, options.mode)?;
         let layout = pipeline.get_bind_group_layout(0);
         let params = TraverseParams {
             max_hits,
@@ -496,6 +500,7 @@ impl GpuContext {
             one: 1.0,
             max_steps: self.max_traversal_steps(),
             far_limit: f32::INFINITY,
+            max_stack: self.max_traversal_stack(),
             ..Default::default()
         }
     }

@@ -34,7 +34,8 @@ use crate::support::{CPU_BRUTE, engines, gpu, trace};
 use glam::Vec3;
 use rayon::prelude::*;
 use raypick::bvh::{BuildOptions, Bvh, MAX_DEPTH, SAH_DEPTH};
-use raypick::cpu::wide_bvh::{WideBvh, WideLeaves};
+use raypick::cpu::wide_bvh::WideBvh;
+use raypick::cpu::wide_nodes::WideNodes;
 use raypick::cpu::{CpuBackend, CpuMesh, bvh_traverse};
 use raypick::gpu::{GpuContext, GpuOptions};
 use raypick::prepare::{is_hittable, pack_triangle};
@@ -1827,7 +1828,7 @@ fn gpu_traversal_cost_counts_nodes_triangles_bytes_and_lockstep() {
     use raypick::types::{Hit, PackedTriangle};
     let mesh = fixtures::builtin_scene(20_000);
     let bvh = Bvh::build(&mesh);
-    let wide = WideBvh::collapsed(&bvh, WideLeaves::Binary);
+    let wide = WideNodes::from_bvh(&bvh);
     let options = TraceOptions::default();
     let bounds = mesh.bounds().unwrap();
     let rays = fixtures::RaySet::Random.generate(bounds, 4 * WARP);
@@ -1835,7 +1836,7 @@ fn gpu_traversal_cost_counts_nodes_triangles_bytes_and_lockstep() {
     for layout in [NodeLayout::Binary, NodeLayout::Wide] {
         let cost_of = |rays: &[Ray]| match layout {
             NodeLayout::Binary => traversal_cost(&bvh, rays, &options),
-            NodeLayout::Wide => wide_traversal_cost(&wide, rays, &options),
+            NodeLayout::Wide => wide_traversal_cost(&wide, bvh.triangles(), rays, &options),
         };
         // Each ray alone: its own nodes and triangles, no idle lanes.
         let alone: Vec<_> = rays
@@ -1887,51 +1888,208 @@ fn gpu_traversal_cost_counts_nodes_triangles_bytes_and_lockstep() {
     }
     // The wide layout reaches more boxes per node, so fewer nodes.
     let binary = traversal_cost(&bvh, &rays, &options);
-    let wide_cost = wide_traversal_cost(&wide, &rays, &options);
+    let wide_cost = wide_traversal_cost(&wide, bvh.triangles(), &rays, &options);
     assert!(
         wide_cost.nodes_per_ray < binary.nodes_per_ray,
         "{wide_cost:?} {binary:?}"
     );
 }
 
+/// Meshes for the eight-wide layout: a scene with degenerate triangles, and a soup
+/// near `f32`'s limits whose nodes keep exact boxes.
+fn wide_layout_meshes(rng: &mut Rng) -> Vec<(&'static str, Mesh)> {
+    let near_max = (Vec3::splat(3.0e38), Vec3::splat(f32::MAX));
+    let limits = fixtures::concat(&[
+        fixtures::soup(300, rng, (Vec3::splat(-1.0), Vec3::splat(1.0))),
+        fixtures::soup(300, rng, near_max),
+        fixtures::soup(300, rng, (-near_max.1, -near_max.0)),
+    ]);
+    vec![
+        (
+            "scene",
+            fixtures::with_degenerates(&fixtures::builtin_scene(20_000), rng, 100),
+        ),
+        ("near f32 limits", limits),
+    ]
+}
+
+/// Rays for a mesh: camera, incoherent and adversarial ones.
+fn layout_rays(mesh: &Mesh, rng: &mut Rng, n: usize) -> Vec<Ray> {
+    let bounds = mesh.bounds().unwrap();
+    let mut rays = fixtures::camera_rays(bounds, 40, 40);
+    rays.extend(fixtures::incoherent_rays(n, rng, bounds));
+    rays.extend(fixtures::adversarial_rays(mesh, rng, n));
+    rays
+}
+
 #[test]
-fn the_counted_wide_walk_finds_the_binary_traversals_hits() {
-    use raypick::cpu::query::Closest;
-    use raypick::cpu::traversal_cost::wide_walk;
+fn the_wide_twin_finds_the_binary_traversals_hits() {
+    use raypick::cpu::hit_list::HitList;
+    use raypick::cpu::wide_bvh_traverse::{self as twin, STACK_ENTRIES, Walk};
+    let mut rng = Rng::new(0x3D);
+    for (name, mesh) in wide_layout_meshes(&mut rng) {
+        let bvh = Bvh::build(&mesh);
+        let wide = WideNodes::from_bvh(&bvh);
+        if name == "near f32 limits" {
+            assert!(wide.exact_count() > 0, "{name}: no exact boxes");
+        }
+        let triangles = bvh.triangles();
+        let rays = layout_rays(&mesh, &mut rng, 2_000);
+        for test in [(Cull::None, Mode::Watertight), (Cull::Back, Mode::Fast)] {
+            let (cull, mode) = test;
+            for ray in &rays {
+                let ray = raypick::prepare::sanitize_ray(ray);
+                let what = format!("{name} {test:?} {ray:?}");
+                let binary = bvh_traverse::trace_ray(&bvh, &ray, cull, mode);
+                let hit = twin::trace_ray(&wide, triangles, &ray, test, STACK_ENTRIES);
+                assert_eq!(
+                    hit.map(|h| bytemuck::bytes_of(&h).to_vec()),
+                    Some(bytemuck::bytes_of(&binary).to_vec()),
+                    "{what}"
+                );
+                let any = twin::occluded_ray(&wide, triangles, &ray, test, STACK_ENTRIES);
+                assert_eq!(any, Some(binary.is_hit()), "{what}");
+                let (mut expected, mut got) = ([Hit::MISS; 3], [Hit::MISS; 3]);
+                bvh_traverse::collect_ray(
+                    &bvh,
+                    &ray,
+                    cull,
+                    mode,
+                    &mut HitList::new(&mut expected, 0),
+                );
+                let mut list = HitList::new(&mut got, 0);
+                let walk = twin::traverse_tallied(
+                    &wide,
+                    triangles,
+                    &ray,
+                    test,
+                    STACK_ENTRIES,
+                    &mut list,
+                    &mut (),
+                );
+                assert_eq!((walk, got), (Walk::Done, expected), "{what}");
+            }
+        }
+    }
+}
+
+/// Every triangle of the binary tree sits in exactly one leaf of the wide nodes,
+/// and a stack too small for a ray's pending children ends its walk as
+/// [`Walk::StackFull`] instead of dropping any.
+#[test]
+fn wide_nodes_hold_every_triangle_once_and_a_full_stack_says_so() {
+    use raypick::cpu::wide_bvh_traverse::{self as twin, Walk};
     let mesh = fixtures::builtin_scene(20_000);
     let bvh = Bvh::build(&mesh);
+    let wide = WideNodes::from_bvh(&bvh);
+    let mut seen = vec![0u32; bvh.triangles().len()];
+    for node in 0..wide.node_count() as u32 {
+        for lane in 0..8 {
+            let child = wide.child(node, lane);
+            for i in child.index..child.index + child.count {
+                seen[i as usize] += 1;
+            }
+        }
+    }
+    assert!(seen.iter().all(|&n| n == 1), "triangles not held once");
     let bounds = mesh.bounds().unwrap();
-    for leaves in [WideLeaves::Binary, WideLeaves::Blocks] {
-        let wide = WideBvh::collapsed(&bvh, leaves);
-        let block_triangles = wide.block_triangles();
-        // Every triangle sits in one leaf block.
-        let kept = bvh.triangles().len();
-        assert_eq!(
-            block_triangles.iter().map(|&n| n as usize).sum::<usize>(),
-            kept
+    let rays = fixtures::RaySet::Random.generate(bounds, 2_000);
+    let test = (Cull::None, Mode::Watertight);
+    let full = |stack| {
+        rays.iter()
+            .filter(|ray| {
+                let mut closest = raypick::cpu::query::Closest::default();
+                let walk = twin::traverse_tallied(
+                    &wide,
+                    bvh.triangles(),
+                    ray,
+                    test,
+                    stack,
+                    &mut closest,
+                    &mut (),
+                );
+                walk == Walk::StackFull
+            })
+            .count()
+    };
+    assert_eq!(full(twin::STACK_ENTRIES), 0);
+    assert!(full(2) > 100, "{} rays overflow two entries", full(2));
+}
+
+/// Both node layouts on the GPU give brute force's answers bit for bit, for every
+/// query, on a scene and on nodes that keep exact boxes; a stack of two entries
+/// sends many rays to the CPU (counted on the twin) without changing an answer.
+#[test]
+fn gpu_node_layouts_give_brute_forces_hits_for_every_query() {
+    use raypick::NodeLayout;
+    use raypick::cpu::wide_bvh_traverse::{self as twin, Walk};
+    let Some(gpu) = gpu() else { return };
+    let small_stack = GpuContext::with_options(GpuOptions {
+        max_traversal_stack: Some(2),
+        ..GpuOptions::default()
+    })
+    .expect("GPU context");
+    let mut rng = Rng::new(0x3E);
+    let mut failures = Vec::new();
+    for (name, mesh) in wide_layout_meshes(&mut rng) {
+        let rays = layout_rays(&mesh, &mut rng, 3_000);
+        let bvh = Arc::new(Bvh::build(&mesh));
+        let wide = WideNodes::from_bvh(&bvh);
+        let overflowing = rays
+            .iter()
+            .filter(|ray| {
+                let ray = raypick::prepare::sanitize_ray(ray);
+                let mut closest = raypick::cpu::query::Closest::default();
+                let test = (Cull::None, Mode::Watertight);
+                let walk = twin::traverse_tallied(
+                    &wide,
+                    bvh.triangles(),
+                    &ray,
+                    test,
+                    2,
+                    &mut closest,
+                    &mut (),
+                );
+                walk == Walk::StackFull
+            })
+            .count();
+        eprintln!(
+            "{name}: {overflowing} of {} rays overflow two stack entries",
+            rays.len()
         );
-        for (mode, cull) in [(Mode::Watertight, Cull::None), (Mode::Fast, Cull::Back)] {
-            for set in fixtures::RaySet::ALL {
-                for ray in set.generate(bounds, 2_000) {
-                    let ray = raypick::prepare::sanitize_ray(&ray);
-                    let binary = bvh_traverse::trace_ray(&bvh, &ray, cull, mode);
-                    let mut closest = Closest::default();
-                    wide_walk(
-                        &wide,
-                        &block_triangles,
-                        &ray,
-                        cull,
-                        mode,
-                        &mut closest,
-                        &mut (),
-                    );
-                    assert_eq!(
-                        bytemuck::bytes_of(&closest.0),
-                        bytemuck::bytes_of(&binary),
-                        "{leaves:?} {mode:?} {set:?} {ray:?}"
-                    );
+        assert!(overflowing > 0, "{name}: no ray overflows");
+        for cull in [Cull::None, Cull::Back] {
+            let options = TraceOptions::default().with_cull(cull);
+            let oracle = trace(CPU_BRUTE, &mesh, &rays, cull);
+            let any: Vec<bool> = oracle.iter().map(|h| h.is_hit()).collect();
+            let cpu = CpuBackend::with_threads(2).unwrap();
+            let lists = cpu
+                .trace_all(
+                    &CpuMesh::with_accel(&mesh, raypick::Accel::Brute),
+                    &rays,
+                    3,
+                    &options,
+                )
+                .unwrap();
+            for (context, label) in [(gpu, "full stack"), (&small_stack, "2-entry stack")] {
+                for layout in [NodeLayout::Wide, NodeLayout::Binary] {
+                    let what = format!("{name}, {layout} nodes, {label}, cull={cull:?}");
+                    let uploaded = context.upload_bvh_as(bvh.clone(), layout).unwrap();
+                    assert_eq!(uploaded.node_layout(), Some(layout));
+                    let hits = context.trace(&uploaded, &rays, &options).unwrap();
+                    let diffs = count_diffs(&what, &mesh, &rays, &oracle, &hits);
+                    if diffs != 0 {
+                        failures.push(format!("{what}: {diffs} closest hits differ"));
+                    }
+                    if context.occluded(&uploaded, &rays, &options).unwrap() != any {
+                        failures.push(format!("{what}: any-hit answers differ"));
+                    }
+                    if context.trace_all(&uploaded, &rays, 3, &options).unwrap() != lists {
+                        failures.push(format!("{what}: hit lists differ"));
+                    }
                 }
             }
         }
     }
+    assert_no_failures("GPU node layouts", &failures);
 }

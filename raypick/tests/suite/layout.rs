@@ -6,7 +6,7 @@ use std::mem::{offset_of, size_of};
 use raypick::shaders;
 use raypick::types::{
     BvhChild, BvhNode, GatherParams, Hit, InstanceHitRecord, PackedInstance, PackedTriangle, Ray,
-    RefitParams, TraceParams, TraverseParams,
+    RefitParams, TraceParams, TraverseParams, WideBvhNode,
 };
 
 fn parse(source: &str, name: &str) -> naga::Module {
@@ -87,6 +87,11 @@ fn shared_structs_match_rust() {
     assert_layout!(&module, BvhNode, [children]);
     assert_layout!(
         &module,
+        WideBvhNode,
+        [origin, exact, step, _pad0, lo, hi, child, count, _pad1]
+    );
+    assert_layout!(
+        &module,
         PackedInstance,
         [inv0, inv1, inv2, node_offset, tri_offset, node_count, _pad0]
     );
@@ -99,7 +104,8 @@ fn shared_structs_match_rust() {
         &module,
         TraverseParams,
         [
-            ray_count, cull, accumulate, miss_t, one, max_steps, max_hits, far_limit
+            ray_count, cull, accumulate, miss_t, one, max_steps, max_hits, far_limit, max_stack,
+            _pad0, _pad1, _pad2
         ]
     );
 }
@@ -175,6 +181,38 @@ fn traversal_constants_match_rust() {
     assert_eq!(
         constant("WORKGROUP_SIZE"),
         U32(shaders::BVH_TRAVERSE_WORKGROUP)
+    );
+}
+
+#[test]
+fn wide_traversal_constants_match_rust() {
+    use naga::Literal::{F32, U32};
+    use raypick::cpu::wide_nodes::NODE_ROWS;
+    let module = parse(&shaders::wide_bvh_traverse_module(), "wide_bvh_traverse");
+    let constant = |name: &str| literal(&module, name);
+    assert_eq!(
+        constant("MAX_DEPTH"),
+        U32(raypick::cpu::wide_bvh_traverse::STACK_ENTRIES as u32)
+    );
+    assert_eq!(constant("WIDTH"), U32(raypick::cpu::wide_bvh::WIDTH as u32));
+    assert_eq!(constant("NODE_ROWS"), U32(NODE_ROWS as u32));
+    assert_eq!(constant("UNFINISHED"), U32(shaders::UNFINISHED));
+    assert_eq!(
+        constant("BOX_MARGIN"),
+        F32(raypick::cpu::intersect::BOX_MARGIN)
+    );
+    assert_eq!(
+        constant("WORKGROUP_SIZE"),
+        U32(shaders::BVH_TRAVERSE_WORKGROUP)
+    );
+    let entry = module
+        .entry_points
+        .iter()
+        .find(|e| e.name == shaders::WIDE_BVH_TRAVERSE_ENTRY)
+        .expect("entry point");
+    assert_eq!(
+        entry.workgroup_size,
+        [shaders::BVH_TRAVERSE_WORKGROUP, 1, 1]
     );
 }
 

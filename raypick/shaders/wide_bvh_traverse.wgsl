@@ -1,0 +1,234 @@
+// Eight-wide BVH traversal: one invocation per ray, nearest hit kept.
+// Mirrored by src/cpu/wide_bvh_traverse.rs. Prepended with types.wgsl, the
+// intersection files, hit_list.wgsl, query.wgsl (what is kept of the hits) and
+// bvh_walk.wgsl (triangle_at, pop_pending, take_next, out_of_steps).
+//
+// Nodes are WideBvhNode (types.wgsl): eight children, boxes quantized outward to 8
+// bits per plane, leaves the binary tree's own (first triangle and count in the
+// triangle buffer), exact boxes after the nodes for the few that cannot quantize.
+// At each node every child's box is decoded and tested as the binary traversal
+// tests its two (enter_child), and the entered children are ordered nearest first
+// (ties in slot order). The entered interior children but the nearest are pushed
+// farthest first with their entry distances; the entered leaves' triangles are
+// tested at once, nearest leaf first, a leaf skipped once a nearer hit beats it;
+// then the nearest interior child is visited, or the nearest pending entry that
+// can still change the answer. The answers are the binary traversal's, bit for
+// bit: decoded boxes hold the binary boxes and triangles use the same test.
+//
+// The stack holds MAX_DEPTH entries of 8 bytes (node index, entry distance as
+// bits), of which params.max_stack are used: a ray that would push beyond is
+// reported as UNFINISHED and the host completes it on the CPU, as it does a ray
+// that runs out of params.max_steps (node visits plus triangle tests). `accumulate`
+// and QUERY work as in bvh_traverse.wgsl, and so do the loops' shapes: an inner
+// loop visits nodes until one has leaves to test or none is left, then one loop
+// tests those leaves' triangles.
+
+@group(0) @binding(0) var<uniform> params: TraverseParams;
+// WideBvhNode rows and exact boxes (wide_node_at, wide_child), PackedTriangle rows
+// (triangle_at).
+@group(0) @binding(1) var<storage, read> nodes: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> triangles: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> rays: array<Ray>;
+@group(0) @binding(4) var<storage, read_write> hits: array<Hit>;
+@group(0) @binding(5) var<storage, read_write> all_hits: array<Hit>;
+
+const WORKGROUP_SIZE: u32 = 64u;
+// Children of a node.
+const WIDTH: u32 = 8u;
+// Rows of 16 bytes in one WideBvhNode.
+const NODE_ROWS: u32 = 8u;
+
+// The rows of node n, loaded once per visit (vectors, not arrays: a lane's child is
+// picked with `select` and a dynamic component, which every backend compiles
+// without spilling the node to memory).
+struct WideRows {
+    origin_exact: vec4<u32>,
+    step: vec4<u32>,
+    // lo x, lo y (two words each); lo z, hi x; hi y, hi z.
+    planes0: vec4<u32>,
+    planes1: vec4<u32>,
+    planes2: vec4<u32>,
+    // children 0-3, 4-7.
+    child0: vec4<u32>,
+    child1: vec4<u32>,
+    count: vec4<u32>,
+}
+
+fn wide_node_at(n: u32) -> WideRows {
+    let r = n * NODE_ROWS;
+    return WideRows(
+        bitcast<vec4<u32>>(nodes[r]),
+        bitcast<vec4<u32>>(nodes[r + 1u]),
+        bitcast<vec4<u32>>(nodes[r + 2u]),
+        bitcast<vec4<u32>>(nodes[r + 3u]),
+        bitcast<vec4<u32>>(nodes[r + 4u]),
+        bitcast<vec4<u32>>(nodes[r + 5u]),
+        bitcast<vec4<u32>>(nodes[r + 6u]),
+        bitcast<vec4<u32>>(nodes[r + 7u]),
+    );
+}
+
+// Byte `lane % 4` of the word pair (lo, hi) word `lane / 4`.
+fn lane_byte(pair: vec2<u32>, lane: u32) -> u32 {
+    return (select(pair.x, pair.y, lane >= 4u) >> ((lane & 3u) * 8u)) & 0xffu;
+}
+
+// Child `lane` of `node`: its decoded box, node index or first triangle, and
+// triangle count; an unused slot is empty (EMPTY_CHILD, count 0). Mirrors
+// WideNodes::child in src/cpu/wide_nodes.rs. The products of the decoding are kept
+// from fusing with the sum (`one`), which then rounds as the CPU's.
+fn wide_child(node: WideRows, lane: u32, one: f32) -> BvhChild {
+    let index = select(node.child0, node.child1, lane >= 4u)[lane & 3u];
+    if index == EMPTY_CHILD {
+        return BvhChild(vec3<f32>(0.0), EMPTY_CHILD, vec3<f32>(0.0), 0u);
+    }
+    let count = lane_byte(node.count.xy, lane);
+    let exact = node.origin_exact.w;
+    if exact != EMPTY_CHILD {
+        // Two rows per axis (lanes 0-3, 4-7): minima x, y, z, then maxima.
+        let r = exact + lane / 4u;
+        let k = lane & 3u;
+        let lo = vec3<f32>(nodes[r][k], nodes[r + 2u][k], nodes[r + 4u][k]);
+        let hi = vec3<f32>(nodes[r + 6u][k], nodes[r + 8u][k], nodes[r + 10u][k]);
+        return BvhChild(lo, index, hi, count);
+    }
+    let q_lo = vec3<u32>(
+        lane_byte(node.planes0.xy, lane),
+        lane_byte(node.planes0.zw, lane),
+        lane_byte(node.planes1.xy, lane),
+    );
+    let q_hi = vec3<u32>(
+        lane_byte(node.planes1.zw, lane),
+        lane_byte(node.planes2.xy, lane),
+        lane_byte(node.planes2.zw, lane),
+    );
+    let origin = bitcast<vec3<f32>>(node.origin_exact.xyz);
+    let step = bitcast<vec3<f32>>(node.step.xyz);
+    let lo = origin + (vec3<f32>(q_lo) * step) * one;
+    let hi = origin + (vec3<f32>(q_hi) * step) * one;
+    return BvhChild(lo, index, hi, count);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn wide_bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let ray_index = gid.x;
+    if ray_index >= params.ray_count {
+        return;
+    }
+    let ray = rays[ray_index];
+    let first = ray_index * params.max_hits;
+    let start = start_ray(ray_index, ray, first);
+    if !start.go {
+        return;
+    }
+    var kept = start.kept;
+    let frame = ray_frame(ray);
+    let boxes = ray_boxes(ray, frame);
+    let capacity = min(params.max_stack, MAX_DEPTH);
+    // Pending subtrees: node index and entry distance (as bits).
+    var stack: array<vec2<u32>, MAX_DEPTH>;
+    var depth = 0u;
+    var node_index = 0u;
+    var steps = 0u;
+    var finished = false; // nothing left to visit, out of steps, or out of stack
+    // The entered leaves of the last node visited, nearest first: first triangle,
+    // count, entry distance (as bits).
+    var leaves: array<vec3<u32>, WIDTH>;
+    loop {
+        // Visit nodes until one has leaves to test, or none is left.
+        var leaf_count = 0u;
+        loop {
+            node_index = take_next(node_index, &stack, &depth, kept.bound);
+            if node_index == EMPTY_CHILD {
+                finished = true;
+                break;
+            }
+            if out_of_steps(&steps, params.max_steps) {
+                kept.best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
+                finished = true;
+                break;
+            }
+            let node = wide_node_at(node_index);
+            let limit = min(kept.bound, ray.tmax);
+            // The entered children, nearest first: index, count, entry (as bits).
+            var entered: array<vec3<u32>, WIDTH>;
+            var n = 0u;
+            for (var lane = 0u; lane < WIDTH; lane++) {
+                let child = wide_child(node, lane, params.one);
+                let entry = enter_child(child, boxes, limit, params.one);
+                if entry == NOT_ENTERED {
+                    continue;
+                }
+                var i = n;
+                loop {
+                    if i == 0u || bitcast<f32>(entered[i - 1u].z) <= entry {
+                        break;
+                    }
+                    entered[i] = entered[i - 1u];
+                    i -= 1u;
+                }
+                entered[i] = vec3<u32>(child.index, child.count, bitcast<u32>(entry));
+                n += 1u;
+            }
+            var next = EMPTY_CHILD;
+            for (var i = 0u; i < n; i++) {
+                let e = entered[i];
+                if e.y > 0u {
+                    leaves[leaf_count] = e;
+                    leaf_count += 1u;
+                } else if next == EMPTY_CHILD {
+                    next = e.x;
+                }
+            }
+            // The other interior children, farthest first.
+            for (var i = n; i > 0u; i--) {
+                let e = entered[i - 1u];
+                if e.y > 0u || e.x == next {
+                    continue;
+                }
+                if depth == capacity {
+                    kept.best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
+                    finished = true;
+                    break;
+                }
+                stack[depth] = e.xz;
+                depth += 1u;
+            }
+            node_index = next;
+            if finished || leaf_count > 0u {
+                break;
+            }
+        }
+        if finished {
+            break; // no leaves left to test, or given up
+        }
+        // The leaves' triangles, nearest leaf first: leaf k, its triangle j.
+        var k = 0u;
+        var j = 0u;
+        loop {
+            loop {
+                if k == leaf_count || j > 0u || !beyond(bitcast<f32>(leaves[k].z), kept.bound) {
+                    break;
+                }
+                k += 1u; // a nearer hit already beat this leaf
+            }
+            if k == leaf_count {
+                break;
+            }
+            let i = leaves[k].x + j;
+            j += 1u;
+            if j == leaves[k].y {
+                j = 0u;
+                k += 1u;
+            }
+            test_triangle(i, ray, frame, first, &kept, &steps);
+            if kept.done {
+                break;
+            }
+        }
+        if kept.done {
+            break;
+        }
+    }
+    finish(ray_index, kept);
+}
