@@ -78,7 +78,7 @@ fn lane_byte(pair: vec2<u32>, lane: u32) -> u32 {
 // WideNodes::child in src/cpu/wide_nodes.rs. The products of the decoding are kept
 // from fusing with the sum (`one`), which then rounds as the CPU's.
 fn wide_child(node: WideRows, lane: u32, one: f32) -> BvhChild {
-    let index = select(node.child0, node.child1, lane >= 4u)[lane & 3u];
+    let index = child_of(node, lane);
     if index == EMPTY_CHILD {
         return BvhChild(vec3<f32>(0.0), EMPTY_CHILD, vec3<f32>(0.0), 0u);
     }
@@ -109,6 +109,34 @@ fn wide_child(node: WideRows, lane: u32, one: f32) -> BvhChild {
     return BvhChild(lo, index, hi, count);
 }
 
+// Node index or first triangle of child `lane` of `node`.
+fn child_of(node: WideRows, lane: u32) -> u32 {
+    return select(node.child0, node.child1, lane >= 4u)[lane & 3u];
+}
+
+// A child picked from a mask of children, and its entry distance.
+struct Picked {
+    lane: u32,
+    entry: f32,
+}
+
+// The child of `mask` (bit per lane, not empty) entered nearest (ties to the lowest
+// lane), or with `farthest` the one entered farthest (ties to the highest lane):
+// the order sorting the entered children nearest first gives. Every invocation
+// scans the eight lanes in step, so no per-invocation index into an array is
+// needed (SIMD drivers turn those into gathers).
+fn pick_child(entry: ptr<function, array<f32, WIDTH>>, mask: u32, farthest: bool) -> Picked {
+    var best = Picked(WIDTH, 0.0);
+    for (var lane = 0u; lane < WIDTH; lane++) {
+        let e = (*entry)[lane];
+        let better = best.lane == WIDTH || select((e < best.entry), (e >= best.entry), farthest);
+        if (mask & (1u << lane)) != 0u && better {
+            best = Picked(lane, e);
+        }
+    }
+    return best;
+}
+
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn wide_bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     let ray_index = gid.x;
@@ -116,8 +144,8 @@ fn wide_bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let ray = rays[ray_index];
-    let first = ray_index * params.max_hits;
-    let start = start_ray(ray_index, ray, first);
+    let first_slot = ray_index * params.max_hits;
+    let start = start_ray(ray_index, ray, first_slot);
     if !start.go {
         return;
     }
@@ -131,12 +159,13 @@ fn wide_bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var node_index = 0u;
     var steps = 0u;
     var finished = false; // nothing left to visit, out of steps, or out of stack
-    // The entered leaves of the last node visited, nearest first: first triangle,
-    // count, entry distance (as bits).
-    var leaves: array<vec3<u32>, WIDTH>;
+    // The last node visited, its children's entry distances, and its entered leaves
+    // not yet tested (bit per lane).
+    var node = WideRows();
+    var entry: array<f32, WIDTH>;
+    var leaves = 0u;
     loop {
         // Visit nodes until one has leaves to test, or none is left.
-        var leaf_count = 0u;
         loop {
             node_index = take_next(node_index, &stack, &depth, kept.bound);
             if node_index == EMPTY_CHILD {
@@ -148,80 +177,76 @@ fn wide_bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 finished = true;
                 break;
             }
-            let node = wide_node_at(node_index);
+            node = wide_node_at(node_index);
             let limit = min(kept.bound, ray.tmax);
-            // The entered children, nearest first: index, count, entry (as bits).
-            var entered: array<vec3<u32>, WIDTH>;
-            var n = 0u;
+            var interior = 0u;
             for (var lane = 0u; lane < WIDTH; lane++) {
                 let child = wide_child(node, lane, params.one);
-                let entry = enter_child(child, boxes, limit, params.one);
-                if entry == NOT_ENTERED {
-                    continue;
-                }
-                var i = n;
-                loop {
-                    if i == 0u || bitcast<f32>(entered[i - 1u].z) <= entry {
-                        break;
+                entry[lane] = enter_child(child, boxes, limit, params.one);
+                if entry[lane] != NOT_ENTERED {
+                    if child.count > 0u {
+                        leaves |= 1u << lane;
+                    } else {
+                        interior |= 1u << lane;
                     }
-                    entered[i] = entered[i - 1u];
-                    i -= 1u;
                 }
-                entered[i] = vec3<u32>(child.index, child.count, bitcast<u32>(entry));
-                n += 1u;
             }
             var next = EMPTY_CHILD;
-            for (var i = 0u; i < n; i++) {
-                let e = entered[i];
-                if e.y > 0u {
-                    leaves[leaf_count] = e;
-                    leaf_count += 1u;
-                } else if next == EMPTY_CHILD {
-                    next = e.x;
-                }
+            if interior != 0u {
+                let nearest = pick_child(&entry, interior, false).lane;
+                next = child_of(node, nearest);
+                interior &= ~(1u << nearest);
             }
             // The other interior children, farthest first.
-            for (var i = n; i > 0u; i--) {
-                let e = entered[i - 1u];
-                if e.y > 0u || e.x == next {
-                    continue;
+            loop {
+                if interior == 0u {
+                    break;
                 }
                 if depth == capacity {
                     kept.best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
                     finished = true;
                     break;
                 }
-                stack[depth] = e.xz;
+                let far = pick_child(&entry, interior, true);
+                stack[depth] = vec2<u32>(child_of(node, far.lane), bitcast<u32>(far.entry));
                 depth += 1u;
+                interior &= ~(1u << far.lane);
             }
             node_index = next;
-            if finished || leaf_count > 0u {
+            if finished || leaves != 0u {
                 break;
             }
         }
         if finished {
             break; // no leaves left to test, or given up
         }
-        // The leaves' triangles, nearest leaf first: leaf k, its triangle j.
-        var k = 0u;
+        // The leaves' triangles, nearest leaf first: `count` from `first`, the j-th next.
+        var first = 0u;
+        var count = 0u;
         var j = 0u;
         loop {
-            loop {
-                if k == leaf_count || j > 0u || !beyond(bitcast<f32>(leaves[k].z), kept.bound) {
+            if j == count {
+                // The nearest leaf left that no hit so far has beaten.
+                count = 0u;
+                j = 0u;
+                loop {
+                    if leaves == 0u {
+                        break;
+                    }
+                    let near = pick_child(&entry, leaves, false);
+                    leaves &= ~(1u << near.lane);
+                    if !beyond(near.entry, kept.bound) {
+                        first = child_of(node, near.lane);
+                        count = lane_byte(node.count.xy, near.lane);
+                        break;
+                    }
+                }
+                if count == 0u {
                     break;
                 }
-                k += 1u; // a nearer hit already beat this leaf
             }
-            if k == leaf_count {
-                break;
-            }
-            let i = leaves[k].x + j;
+            test_triangle(first + j, ray, frame, first_slot, &kept, &steps);
             j += 1u;
-            if j == leaves[k].y {
-                j = 0u;
-                k += 1u;
-            }
-            test_triangle(i, ray, frame, first, &kept, &steps);
             if kept.done {
                 break;
             }
