@@ -38,9 +38,12 @@ pub struct WideNode {
     pub lo: [[u8; WIDTH]; 3],
     /// Box maxima in steps from `origin`, per axis and child (rounded up).
     pub hi: [[u8; WIDTH]; 3],
-    /// Wide node index (interior), first leaf block (leaf), or [`EMPTY`].
+    /// Wide node index (interior), first leaf block (leaf), or [`EMPTY`]; in the
+    /// GPU's layout ([`WideNodes`](super::wide_nodes::WideNodes)) a leaf's first
+    /// triangle.
     pub child: [u32; WIDTH],
-    /// 0 for an interior child, else the number of leaf blocks (at most 32).
+    /// 0 for an interior child, else the number of leaf blocks (at most 32); in the
+    /// GPU's layout the leaf's triangle count.
     pub blocks: [u8; WIDTH],
     /// Index of the node's [`ExactBoxes`] beside the nodes, or [`EMPTY`] when the
     /// quantized boxes hold.
