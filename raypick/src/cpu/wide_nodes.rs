@@ -29,6 +29,7 @@ pub struct WideNodes {
 
 impl WideNodes {
     /// Collapses the nodes of `bvh`.
+    #[cfg_attr(not(any(test, feature = "kernels")), allow(dead_code))]
     pub fn from_bvh(bvh: &Bvh) -> Self {
         Self::from_nodes(bvh.nodes())
     }
@@ -47,11 +48,13 @@ impl WideNodes {
     }
 
     /// Number of wide nodes.
+    #[cfg_attr(not(any(test, feature = "kernels")), allow(dead_code))]
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
 
     /// Number of nodes that keep exact boxes.
+    #[cfg_attr(not(any(test, feature = "kernels")), allow(dead_code))]
     pub fn exact_count(&self) -> usize {
         self.exact.len()
     }
