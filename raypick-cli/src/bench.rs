@@ -171,8 +171,6 @@ pub struct Prepared {
     pub upload_ms: f64,
     /// The BVH the GPU traverses, when the mesh went to the GPU with [`Accel::Bvh`].
     pub gpu_bvh: Option<Arc<Bvh>>,
-    /// The node layout of that BVH on the GPU.
-    pub layout: Option<NodeLayout>,
 }
 
 /// Prepares `mesh` for `picker`, timing the CPU preparation and the GPU upload
@@ -187,7 +185,6 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
                 build_ms: ms_since(start),
                 upload_ms: 0.0,
                 gpu_bvh: None,
-                layout: None,
             })
         }
         Some(gpu) => {
@@ -213,13 +210,11 @@ pub fn prepare(picker: &Picker, mesh: &Mesh, accel: Accel) -> Result<Prepared> {
             gpu.device()
                 .poll(wgpu::PollType::wait_indefinitely())
                 .map_err(Error::Poll)?;
-            let layout = uploaded.node_layout();
             Ok(Prepared {
                 mesh: PickMesh::from_gpu(uploaded, mesh.origin()),
                 build_ms,
                 upload_ms: ms_since(start),
                 gpu_bvh,
-                layout,
             })
         }
     }
@@ -407,7 +402,7 @@ impl Measurement {
             mrays_per_s: mrays_per_s(rays, timed.best_ms),
             mtests_per_s: mtests_per_s(rays, triangles, timed.best_ms),
             gpu_times: timed.gpu_times,
-            layout: prepared.layout,
+            layout: prepared.mesh.gpu().and_then(|mesh| mesh.node_layout()),
         }
     }
 }

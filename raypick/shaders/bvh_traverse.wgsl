@@ -76,7 +76,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 break;
             }
             if out_of_steps(&steps, params.max_steps) {
-                kept.best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
+                give_up(&kept);
                 finished = true;
                 break;
             }

@@ -67,6 +67,12 @@ fn test_triangle(i: u32, ray: Ray, frame: RayFrame, first: u32, kept: ptr<functi
     }
 }
 
+// Gives the search up (out of loop steps or stack): the ray is reported UNFINISHED
+// and the host finishes it on the CPU.
+fn give_up(kept: ptr<function, Kept>) {
+    (*kept).best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
+}
+
 // Writes a ray's result: its nearest hit, or for QUERY_ALL the list state
 // (UNFINISHED when the search gave up).
 fn finish(ray_index: u32, kept: Kept) {

@@ -75,8 +75,8 @@ fn lane_byte(pair: vec2<u32>, lane: u32) -> u32 {
 
 // Child `lane` of `node`: its decoded box, node index or first triangle, and
 // triangle count; an unused slot is empty (EMPTY_CHILD, count 0). Mirrors
-// WideNodes::child in src/cpu/wide_nodes.rs. The products of the decoding are kept
-// from fusing with the sum (`one`), which then rounds as the CPU's.
+// WideNodes::children (lane by lane) in src/cpu/wide_nodes.rs. The products of the
+// decoding are kept from fusing with the sum (`one`), which then rounds as the CPU's.
 fn wide_child(node: WideRows, lane: u32, one: f32) -> BvhChild {
     let index = child_of(node, lane);
     if index == EMPTY_CHILD {
@@ -173,7 +173,7 @@ fn wide_bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 break;
             }
             if out_of_steps(&steps, params.max_steps) {
-                kept.best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
+                give_up(&kept);
                 finished = true;
                 break;
             }
@@ -203,7 +203,7 @@ fn wide_bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                     break;
                 }
                 if depth == capacity {
-                    kept.best = Hit(params.miss_t, 0.0, 0.0, UNFINISHED);
+                    give_up(&kept);
                     finished = true;
                     break;
                 }

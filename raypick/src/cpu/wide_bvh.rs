@@ -214,17 +214,7 @@ impl WideBvh {
     /// child is [`EMPTY`]).
     #[inline(always)]
     pub fn boxes(&self, node: &WideNode) -> ExactBoxes {
-        if node.exact != EMPTY {
-            return self.exact[node.exact as usize];
-        }
-        let mut boxes = ExactBoxes::default();
-        for axis in 0..3 {
-            for lane in 0..WIDTH {
-                boxes.lo[axis][lane] = node.decode(axis, node.lo[axis][lane]);
-                boxes.hi[axis][lane] = node.decode(axis, node.hi[axis][lane]);
-            }
-        }
-        boxes
+        decoded_boxes(node, &self.exact)
     }
 
     /// The box around everything in the BVH (the root's children's decoded boxes),
@@ -258,6 +248,23 @@ impl WideBvh {
     pub fn mesh_triangle_count(&self) -> usize {
         self.mesh_triangles
     }
+}
+
+/// The boxes of `node`'s children: its exact ones in `exact` where it keeps them,
+/// else decoded from its codes (unused slots decode to a point).
+#[inline(always)]
+pub(super) fn decoded_boxes(node: &WideNode, exact: &[ExactBoxes]) -> ExactBoxes {
+    if node.exact != EMPTY {
+        return exact[node.exact as usize];
+    }
+    let mut boxes = ExactBoxes::default();
+    for axis in 0..3 {
+        for lane in 0..WIDTH {
+            boxes.lo[axis][lane] = node.decode(axis, node.lo[axis][lane]);
+            boxes.hi[axis][lane] = node.decode(axis, node.hi[axis][lane]);
+        }
+    }
+    boxes
 }
 
 /// The wide nodes, exact boxes and leaf blocks of a collapsed tree, in the order of

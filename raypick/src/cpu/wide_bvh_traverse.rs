@@ -96,8 +96,7 @@ pub fn traverse_tallied(
         let mut entered = [(0u32, 0u32, 0.0f32); WIDTH];
         let mut n = 0;
         let limit = collect.bound().min(ray.tmax);
-        for lane in 0..WIDTH {
-            let child = wide.child(next, lane);
+        for child in wide.children(next) {
             let Some(entry) = boxes.enter(&child, limit) else {
                 continue;
             };

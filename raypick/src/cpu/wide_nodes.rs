@@ -9,7 +9,7 @@
 
 use glam::Vec3;
 
-use super::wide_bvh::{Collapse, EMPTY, ExactBoxes, Leaves, WIDTH, WideNode};
+use super::wide_bvh::{Collapse, EMPTY, ExactBoxes, Leaves, WIDTH, WideNode, decoded_boxes};
 use crate::bvh::Bvh;
 use crate::types::{BvhChild, BvhNode, EMPTY_CHILD, WideBvhNode};
 
@@ -59,35 +59,25 @@ impl WideNodes {
         self.exact.len()
     }
 
-    /// Child `lane` of node `node`: its decoded box, node index or first triangle, and
-    /// triangle count; [`BvhChild::EMPTY`] for an unused slot. The shader's
-    /// `wide_child`.
+    /// The children of node `node`: decoded boxes, node index or first triangle, and
+    /// triangle count; [`BvhChild::EMPTY`] in unused slots. The shader's
+    /// `wide_child`, lane by lane.
     #[inline(always)]
-    pub fn child(&self, node: u32, lane: usize) -> BvhChild {
+    pub fn children(&self, node: u32) -> [BvhChild; WIDTH] {
         let node = &self.nodes[node as usize];
-        if node.child[lane] == EMPTY {
-            return BvhChild::EMPTY;
-        }
-        let (lo, hi) = if node.exact != EMPTY {
-            let exact = &self.exact[node.exact as usize];
+        let boxes = decoded_boxes(node, &self.exact);
+        std::array::from_fn(|lane| {
+            if node.child[lane] == EMPTY {
+                return BvhChild::EMPTY;
+            }
             let plane = |planes: &[[f32; WIDTH]; 3]| Vec3::from(planes.map(|axis| axis[lane]));
-            (plane(&exact.lo), plane(&exact.hi))
-        } else {
-            let plane = |codes: &[[u8; WIDTH]; 3]| {
-                Vec3::new(
-                    node.decode(0, codes[0][lane]),
-                    node.decode(1, codes[1][lane]),
-                    node.decode(2, codes[2][lane]),
-                )
-            };
-            (plane(&node.lo), plane(&node.hi))
-        };
-        BvhChild {
-            lo,
-            index: node.child[lane],
-            hi,
-            count: u32::from(node.blocks[lane]),
-        }
+            BvhChild {
+                lo: plane(&boxes.lo),
+                index: node.child[lane],
+                hi: plane(&boxes.hi),
+                count: u32::from(node.blocks[lane]),
+            }
+        })
     }
 
     /// Bytes of the GPU buffer ([`WideNodes::gpu_rows`]).

@@ -33,10 +33,27 @@ pub(crate) struct BvhBuffers {
     pub(crate) triangles: wgpu::Buffer,
 }
 
-/// One piece of a BVH ready to upload: node buffer contents and triangles.
+/// One piece of a BVH ready to upload: its nodes and triangles.
 pub(crate) struct BvhPiece {
-    pub(crate) nodes: Vec<u8>,
+    pub(crate) nodes: PieceNodes,
     pub(crate) triangles: Vec<PackedTriangle>,
+}
+
+/// The nodes of a [`BvhPiece`] in their layout.
+pub(crate) enum PieceNodes {
+    Binary(Vec<BvhNode>),
+    /// [`WideNodes::gpu_rows`].
+    Wide(Vec<[u32; 4]>),
+}
+
+impl PieceNodes {
+    /// The node buffer's contents.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            PieceNodes::Binary(nodes) => bytemuck::cast_slice(nodes),
+            PieceNodes::Wide(rows) => bytemuck::cast_slice(rows),
+        }
+    }
 }
 
 /// What a mesh holds on the GPU.
@@ -202,14 +219,14 @@ impl GpuContext {
         self.check_mesh_bytes(
             pieces
                 .iter()
-                .map(|p| p.nodes.len() + std::mem::size_of_val(&p.triangles[..]))
+                .map(|p| p.nodes.bytes().len() + std::mem::size_of_val(&p.triangles[..]))
                 .sum::<usize>() as u64,
         )?;
         let chunks = self.scoped(|| {
             pieces
                 .iter()
                 .map(|piece| BvhBuffers {
-                    nodes: self.storage("raypick bvh nodes", &piece.nodes),
+                    nodes: self.storage("raypick bvh nodes", piece.nodes.bytes()),
                     triangles: self.storage(
                         "raypick bvh triangles",
                         bytemuck::cast_slice(&piece.triangles),
@@ -260,16 +277,15 @@ impl GpuContext {
                 .into_iter()
                 .map(|chunk| BvhPiece {
                     nodes: match layout {
-                        NodeLayout::Binary => bytemuck::cast_slice(&chunk.nodes).to_vec(),
+                        NodeLayout::Binary => PieceNodes::Binary(chunk.nodes),
                         NodeLayout::Wide => {
-                            let rows = WideNodes::from_nodes(&chunk.nodes).gpu_rows();
-                            bytemuck::cast_slice(&rows).to_vec()
+                            PieceNodes::Wide(WideNodes::from_nodes(&chunk.nodes).gpu_rows())
                         }
                     },
                     triangles: chunk.triangles,
                 })
                 .collect();
-            let fits = pieces.iter().all(|p| p.nodes.len() <= bytes);
+            let fits = pieces.iter().all(|p| p.nodes.bytes().len() <= bytes);
             if fits || node_bytes >= bytes {
                 return pieces;
             }

@@ -78,11 +78,11 @@ impl GpuContext {
                 }
                 for (buffers, piece) in chunks.iter_mut().zip(pieces) {
                     // The same tree collapsed eight-wide may take more nodes.
-                    if piece.nodes.len() as u64 > buffers.nodes.size() {
-                        buffers.nodes =
-                            self.scoped(|| self.storage("raypick bvh nodes", &piece.nodes))?;
-                    } else if !piece.nodes.is_empty() {
-                        self.queue.write_buffer(&buffers.nodes, 0, &piece.nodes);
+                    let nodes = piece.nodes.bytes();
+                    if nodes.len() as u64 > buffers.nodes.size() {
+                        buffers.nodes = self.scoped(|| self.storage("raypick bvh nodes", nodes))?;
+                    } else if !nodes.is_empty() {
+                        self.queue.write_buffer(&buffers.nodes, 0, nodes);
                     }
                     if !piece.triangles.is_empty() {
                         self.queue.write_buffer(

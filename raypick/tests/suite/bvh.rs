@@ -1984,8 +1984,7 @@ fn wide_nodes_hold_every_triangle_once_and_a_full_stack_says_so() {
     let wide = WideNodes::from_bvh(&bvh);
     let mut seen = vec![0u32; bvh.triangles().len()];
     for node in 0..wide.node_count() as u32 {
-        for lane in 0..8 {
-            let child = wide.child(node, lane);
+        for child in wide.children(node) {
             for i in child.index..child.index + child.count {
                 seen[i as usize] += 1;
             }
