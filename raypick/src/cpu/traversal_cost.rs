@@ -91,12 +91,12 @@ impl Tally for Passes {
     }
 }
 
-/// Sums over warps: nodes, triangles, useful and executed lane-steps, deepest stack.
+/// Sums over warps: nodes, triangles, executed lane-steps, deepest stack (the useful
+/// lane-steps are the nodes and triangles).
 #[derive(Clone, Copy, Default)]
 struct Sums {
     nodes: u64,
     triangles: u64,
-    useful: u64,
     executed: u64,
     stack_max: usize,
 }
@@ -106,7 +106,6 @@ impl Sums {
         Sums {
             nodes: self.nodes + b.nodes,
             triangles: self.triangles + b.triangles,
-            useful: self.useful + b.useful,
             executed: self.executed + b.executed,
             stack_max: self.stack_max.max(b.stack_max),
         }
@@ -128,7 +127,6 @@ fn warp_cost(lanes: &[Passes]) -> Sums {
         sums.nodes += lanes.iter().map(|l| u64::from(at(l).0)).sum::<u64>();
         sums.triangles += lanes.iter().map(|l| u64::from(at(l).1)).sum::<u64>();
     }
-    sums.useful = sums.nodes + sums.triangles;
     sums
 }
 
@@ -165,7 +163,7 @@ fn count(layout: NodeLayout, rays: &[Ray], walk: impl Fn(&Ray, &mut Passes) + Sy
             / n
             + io,
         simt_efficiency: if sums.executed > 0 {
-            sums.useful as f64 / sums.executed as f64
+            (sums.nodes + sums.triangles) as f64 / sums.executed as f64
         } else {
             1.0
         },

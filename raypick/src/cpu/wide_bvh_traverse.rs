@@ -45,12 +45,10 @@ pub fn trace_ray(
     wide: &WideNodes,
     triangles: &[PackedTriangle],
     ray: &Ray,
-    (cull, mode): (Cull, Mode),
+    test: (Cull, Mode),
     stack: usize,
 ) -> Option<Hit> {
-    let mut closest = Closest::default();
-    let walk = traverse_tallied(wide, triangles, ray, (cull, mode), stack, &mut closest, &mut ());
-    (walk == Walk::Done).then_some(closest.0)
+    walk_with(wide, triangles, ray, test, stack, Closest::default()).map(|c| c.0)
 }
 
 /// Whether one ray (already sanitised) hits anything; `None` as for [`trace_ray`].
@@ -58,12 +56,23 @@ pub fn occluded_ray(
     wide: &WideNodes,
     triangles: &[PackedTriangle],
     ray: &Ray,
-    (cull, mode): (Cull, Mode),
+    test: (Cull, Mode),
     stack: usize,
 ) -> Option<bool> {
-    let mut any = AnyHit::default();
-    let walk = traverse_tallied(wide, triangles, ray, (cull, mode), stack, &mut any, &mut ());
-    (walk == Walk::Done).then_some(any.0)
+    walk_with(wide, triangles, ray, test, stack, AnyHit::default()).map(|any| any.0)
+}
+
+/// `collect` after the walk of one ray, or `None` when the stack would overflow.
+fn walk_with<C: Collect>(
+    wide: &WideNodes,
+    triangles: &[PackedTriangle],
+    ray: &Ray,
+    test: (Cull, Mode),
+    stack: usize,
+    mut collect: C,
+) -> Option<C> {
+    let walk = traverse_tallied(wide, triangles, ray, test, stack, &mut collect, &mut ());
+    (walk == Walk::Done).then_some(collect)
 }
 
 /// A child entered by the ray: index, triangle count, entry distance.

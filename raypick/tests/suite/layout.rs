@@ -133,6 +133,16 @@ fn literal(module: &naga::Module, name: &str) -> naga::Literal {
     }
 }
 
+/// The workgroup size of the entry point `entry`.
+fn workgroup_size(module: &naga::Module, entry: &str) -> [u32; 3] {
+    module
+        .entry_points
+        .iter()
+        .find(|e| e.name == entry)
+        .unwrap_or_else(|| panic!("entry point {entry} missing"))
+        .workgroup_size
+}
+
 #[test]
 fn shader_constants_match_rust() {
     let module = parse(&shaders::brute_force_module(), "brute_force");
@@ -158,12 +168,10 @@ fn shader_constants_match_rust() {
         assert_eq!(constant(name), query as u32, "{query:?}");
     }
     assert_eq!(constant("LIST_TRUNCATED"), raypick::types::LIST_TRUNCATED);
-    let entry = module
-        .entry_points
-        .iter()
-        .find(|e| e.name == shaders::BRUTE_FORCE_ENTRY)
-        .expect("entry point");
-    assert_eq!(entry.workgroup_size, [shaders::BRUTE_FORCE_WORKGROUP, 1, 1]);
+    assert_eq!(
+        workgroup_size(&module, shaders::BRUTE_FORCE_ENTRY),
+        [shaders::BRUTE_FORCE_WORKGROUP, 1, 1]
+    );
 }
 
 #[test]
@@ -205,13 +213,8 @@ fn wide_traversal_constants_match_rust() {
         constant("WORKGROUP_SIZE"),
         U32(shaders::BVH_TRAVERSE_WORKGROUP)
     );
-    let entry = module
-        .entry_points
-        .iter()
-        .find(|e| e.name == shaders::WIDE_BVH_TRAVERSE_ENTRY)
-        .expect("entry point");
     assert_eq!(
-        entry.workgroup_size,
+        workgroup_size(&module, shaders::WIDE_BVH_TRAVERSE_ENTRY),
         [shaders::BVH_TRAVERSE_WORKGROUP, 1, 1]
     );
 }
@@ -271,10 +274,8 @@ fn ray_query_constants_match_rust() {
         constant("WORKGROUP_SIZE"),
         U32(shaders::RAY_QUERY_WORKGROUP)
     );
-    let entry = module
-        .entry_points
-        .iter()
-        .find(|e| e.name == shaders::RAY_QUERY_ENTRY)
-        .expect("entry point");
-    assert_eq!(entry.workgroup_size, [shaders::RAY_QUERY_WORKGROUP, 1, 1]);
+    assert_eq!(
+        workgroup_size(&module, shaders::RAY_QUERY_ENTRY),
+        [shaders::RAY_QUERY_WORKGROUP, 1, 1]
+    );
 }
