@@ -2,7 +2,7 @@
 //! [`PACKET`] rays that share an origin and a direction octant (a camera's
 //! neighbouring pixels) visit the tree together.
 //!
-//! A node's boxes are fetched and decoded once for the whole packet; then each ray
+//! A node's box codes are fetched and converted once for the whole packet; then each ray
 //! that entered the node runs its own slab test with its own bound, with the same
 //! arithmetic as [`super::wide_traverse`] uses for a lone ray. A child is visited by
 //! the rays that entered it (a mask of rays), and every ray tests a leaf with the
@@ -76,10 +76,10 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     // Filled in a loop: the closure of `array::map` or `array::from_fn` is compiled
     // apart, without the caller's vector unit.
     let mut frames = [RayFrame::new(&rays[0]); PACKET];
-    let mut slabs = [Slabs::<L>::new(&rays[0], &frames[0]); PACKET];
+    let mut slabs = [Slabs::<L>::new(wide, &rays[0], &frames[0]); PACKET];
     for r in 1..PACKET {
         frames[r] = RayFrame::new(&rays[r]);
-        slabs[r] = Slabs::new(&rays[r], &frames[r]);
+        slabs[r] = Slabs::new(wide, &rays[r], &frames[r]);
     }
     // As for a lone ray: the nearest entered child of the last node is visited next
     // without a trip through the stack.

@@ -4,7 +4,9 @@
 /// three times — for AVX-512, for AVX2 and for the baseline target — with the
 /// variant picked at run time. The kernels are written on fixed-size arrays so the
 /// compiler vectorises them for whichever unit is enabled; results are bit for bit
-/// the same on every variant (no fused multiply-add, IEEE division).
+/// the same on every variant (IEEE division, and no fused multiply-add but the box
+/// tests' [`Lanes8::mul_add`](super::vector::Lanes8::mul_add), whose slack covers
+/// both roundings, so that it decides nothing).
 macro_rules! simd_dispatch {
     // A body generic over the lanes of the box tests (`body::<Lanes8>`): AVX2
     // registers in the AVX-512 and AVX2 builds, portable arrays in the baseline one.
@@ -22,20 +24,20 @@ macro_rules! simd_dispatch {
         $vis fn $name($($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx512f")]
+                #[target_feature(enable = "avx512f,fma")]
                 fn avx512($($arg: $ty),*) {
                     $wide($($arg),*)
                 }
-                #[target_feature(enable = "avx2")]
+                #[target_feature(enable = "avx2,fma")]
                 fn avx2($($arg: $ty),*) {
                     $wide($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU supports AVX-512F, checked just above.
+                if $crate::cpu::simd::has_avx512() {
+                    // SAFETY: the CPU supports AVX-512F and FMA, checked just above.
                     return unsafe { avx512($($arg),*) };
                 }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU supports AVX2, checked just above.
+                if $crate::cpu::simd::has_avx2() {
+                    // SAFETY: the CPU supports AVX2 and FMA, checked just above.
                     return unsafe { avx2($($arg),*) };
                 }
             }
@@ -46,15 +48,29 @@ macro_rules! simd_dispatch {
 
 pub(crate) use simd_dispatch;
 
+/// Whether the CPU has what the AVX-512 variant uses: AVX-512F and FMA.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn has_avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma")
+}
+
+/// Whether the CPU has what the AVX2 variant uses: AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn has_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
 /// The vector unit the CPU kernels run on here: `"avx512f"`, `"avx2"`, or
 /// `"baseline"` (the compile target's own, e.g. SSE2 on x86-64).
 pub fn simd_level() -> &'static str {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if has_avx512() {
             return "avx512f";
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if has_avx2() {
             return "avx2";
         }
     }

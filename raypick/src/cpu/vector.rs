@@ -1,8 +1,11 @@
 //! Eight `f32` lanes with the operations the wide BVH's box tests need, written
 //! once for every vector unit ([`Lanes8`]): plain arrays the compiler vectorises
-//! ([`Portable`]) or AVX2 registers ([`Avx2`], x86-64). Every operation is the
-//! scalar one lane by lane, with its rounding and its NaN rules, so the traversals
-//! give the same answers bit for bit on every unit.
+//! ([`Portable`]) or AVX2 registers with FMA ([`Avx2`], x86-64). Every operation
+//! but [`Lanes8::mul_add`] is the scalar one lane by lane, with its rounding and
+//! its NaN rules; `mul_add` rounds once or twice, as the unit does it fastest, and
+//! is only used where a slack covers either (the folded slab test of
+//! [`Slabs`](super::wide_boxes::Slabs)). So the traversals give the same answers
+//! bit for bit on every unit.
 
 /// A vector unit: how eight lanes are held and computed. Picked by
 /// [`simd_dispatch`](super::simd::simd_dispatch) for the unit the CPU has.
@@ -18,15 +21,16 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     fn splat(x: f32) -> Self::V;
     /// The lanes of `x`.
     fn load(x: &[f32; 8]) -> Self::V;
-    /// Decoded box planes: `origin + q as f32 * step` per lane (two roundings, as
-    /// written).
-    fn decode(q: &[u8; 8], origin: f32, step: f32) -> Self::V;
+    /// 8-bit box codes as `f32` (exact).
+    fn codes(q: &[u8; 8]) -> Self::V;
     /// `a + b`.
     fn add(a: Self::V, b: Self::V) -> Self::V;
     /// `a - b`.
     fn sub(a: Self::V, b: Self::V) -> Self::V;
     /// `a * b`.
     fn mul(a: Self::V, b: Self::V) -> Self::V;
+    /// `a * b + c`, rounded once (fused) or twice, whichever the unit does fastest.
+    fn mul_add(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
     /// `if a > b { a } else { b }` (so `b` when either is NaN).
     fn max(a: Self::V, b: Self::V) -> Self::V;
     /// `if a < b { a } else { b }` (so `b` when either is NaN).
@@ -57,8 +61,8 @@ unsafe impl Lanes8 for Portable {
         *x
     }
     #[inline(always)]
-    fn decode(q: &[u8; 8], origin: f32, step: f32) -> Self::V {
-        q.map(|q| origin + q as f32 * step)
+    fn codes(q: &[u8; 8]) -> Self::V {
+        q.map(f32::from)
     }
     #[inline(always)]
     fn add(a: Self::V, b: Self::V) -> Self::V {
@@ -71,6 +75,12 @@ unsafe impl Lanes8 for Portable {
     #[inline(always)]
     fn mul(a: Self::V, b: Self::V) -> Self::V {
         std::array::from_fn(|i| a[i] * b[i])
+    }
+    #[inline(always)]
+    fn mul_add(a: Self::V, b: Self::V, c: Self::V) -> Self::V {
+        // Two roundings: a fused `f32::mul_add` is a library call on units
+        // without FMA, and this unit may be one of them.
+        std::array::from_fn(|i| a[i] * b[i] + c[i])
     }
     #[inline(always)]
     fn max(a: Self::V, b: Self::V) -> Self::V {
@@ -94,8 +104,8 @@ unsafe impl Lanes8 for Portable {
     }
 }
 
-/// AVX2 registers (x86-64 only; also what the AVX-512 build of a kernel uses, on
-/// the lower 256 bits).
+/// AVX2 registers with FMA (x86-64 only; also what the AVX-512 build of a kernel
+/// uses, on the lower 256 bits).
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 pub(crate) struct Avx2;
@@ -106,8 +116,8 @@ mod avx2 {
 
     use super::{Avx2, Lanes8};
 
-    // SAFETY: chosen only by the dispatch, after it found AVX2; each intrinsic is
-    // the lane-wise scalar operation named in the trait.
+    // SAFETY: chosen only by the dispatch, after it found AVX2 and FMA; each
+    // intrinsic is the lane-wise operation named in the trait.
     unsafe impl Lanes8 for Avx2 {
         type V = __m256;
 
@@ -121,12 +131,11 @@ mod avx2 {
             unsafe { _mm256_loadu_ps(x.as_ptr()) }
         }
         #[inline(always)]
-        fn decode(q: &[u8; 8], origin: f32, step: f32) -> Self::V {
+        fn codes(q: &[u8; 8]) -> Self::V {
             // SAFETY: eight readable bytes.
             unsafe {
                 let bytes = _mm_loadl_epi64(q.as_ptr().cast());
-                let q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
-                _mm256_add_ps(_mm256_set1_ps(origin), _mm256_mul_ps(q, _mm256_set1_ps(step)))
+                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes))
             }
         }
         #[inline(always)]
@@ -140,6 +149,10 @@ mod avx2 {
         #[inline(always)]
         fn mul(a: Self::V, b: Self::V) -> Self::V {
             unsafe { _mm256_mul_ps(a, b) }
+        }
+        #[inline(always)]
+        fn mul_add(a: Self::V, b: Self::V, c: Self::V) -> Self::V {
+            unsafe { _mm256_fmadd_ps(a, b, c) }
         }
         #[inline(always)]
         fn max(a: Self::V, b: Self::V) -> Self::V {
@@ -175,19 +188,22 @@ mod tests {
     use crate::kit::Rng;
 
     /// Every operation of [`Avx2`] gives [`Portable`]'s bits, NaNs, infinities,
-    /// signed zeros and subnormals included.
+    /// signed zeros and subnormals included; `mul_add` gives the fused result on
+    /// [`Avx2`] and the twice-rounded one on [`Portable`].
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx2_lanes_match_portable_bit_for_bit() {
-        if !std::arch::is_x86_feature_detected!("avx2") {
+        if !(std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma"))
+        {
             return;
         }
-        // SAFETY: AVX2 is present (checked above).
+        // SAFETY: AVX2 and FMA are present (checked above).
         unsafe { compare_units() }
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     fn compare_units() {
         let special = [
             0.0,
@@ -214,7 +230,6 @@ mod tests {
             let a: [f32; 8] = std::array::from_fn(|_| pick());
             let b: [f32; 8] = std::array::from_fn(|_| pick());
             let q: [u8; 8] = std::array::from_fn(|i| (a[i].to_bits() >> 3) as u8);
-            let (origin, step) = (pick(), 2f32.powi((b[0].to_bits() % 60) as i32 - 30));
             let (pa, pb) = (Portable::load(&a), Portable::load(&b));
             let (va, vb) = (Avx2::load(&a), Avx2::load(&b));
             let pairs = [
@@ -225,14 +240,21 @@ mod tests {
                 (Portable::min(pa, pb), Avx2::min(va, vb)),
                 (Portable::abs(pa), Avx2::abs(va)),
                 (Portable::splat(a[3]), Avx2::splat(a[3])),
-                (
-                    Portable::decode(&q, origin, step),
-                    Avx2::decode(&q, origin, step),
-                ),
+                (Portable::codes(&q), Avx2::codes(&q)),
             ];
             for (portable, avx2) in pairs {
                 assert_eq!(bits(portable), bits(Avx2::store(avx2)), "{a:?} {b:?}");
             }
+            let c: [f32; 8] = std::array::from_fn(|_| pick());
+            let fused = std::array::from_fn(|i| a[i].mul_add(b[i], c[i]));
+            let twice = std::array::from_fn(|i| a[i] * b[i] + c[i]);
+            let (pc, vc) = (Portable::load(&c), Avx2::load(&c));
+            // Which NaN a multiply-add returns is the unit's (and the library's)
+            // choice: any NaN stands for all.
+            let value = |v: [f32; 8]| v.map(|x| if x.is_nan() { f32::NAN.to_bits() } else { x.to_bits() });
+            let fma = Avx2::store(Avx2::mul_add(va, vb, vc));
+            assert_eq!(value(fma), value(fused), "{a:?} {b:?} {c:?}");
+            assert_eq!(value(Portable::store(Portable::mul_add(pa, pb, pc))), value(twice));
             assert_eq!(Portable::le(pa, pb), Avx2::le(va, vb), "{a:?} {b:?}");
         }
     }

@@ -3,27 +3,34 @@
 //! at once ([`Slabs::enter`]), and the entered children ordered nearest first
 //! ([`nearest_first`]). Used by the lone-ray and the packet traversals alike.
 //!
-//! The arithmetic is that of every other traversal, lane by lane: plane minus
-//! origin times `1 / dir`, the largest entry and smallest exit with `tmin` and the
-//! bound, and the margin of [`overlaps`](super::intersect::overlaps). So a box that
-//! holds a triangle's padded box is entered no later and left no earlier than that
-//! box, on every vector unit ([`Lanes8`]).
+//! Two slab tests: the plain one is the arithmetic of every other traversal, lane
+//! by lane (plane minus origin times `1 / dir`, the largest entry and smallest exit
+//! with `tmin` and the bound, and the margin of
+//! [`overlaps`](super::intersect::overlaps)); the folded one, used for every ray
+//! whose distances are far from overflow, is one multiply-add per plane with a
+//! slack that makes it enter every box the plain one enters. So a box that holds a
+//! triangle's padded box is entered no later and left no earlier than that box, on
+//! every vector unit ([`Lanes8`]).
 
 use super::intersect::{BOX_MARGIN, RayFrame, lanes};
 use super::vector::Lanes8;
 use super::wide_bvh::{EMPTY, WIDTH, WideBvh, WideNode};
 use crate::types::Ray;
 
-/// A node's eight boxes, decoded: minima and maxima per axis (unused slots decode
-/// to some point; [`WideNode::occupied`] masks them).
+/// A node's eight boxes, ready for slab tests: per axis, each child's minimum and
+/// maximum as `origin + value · step`, with its 8-bit codes as the values (exact
+/// boxes: the planes themselves, origin 0 and step 1, which decode to the planes
+/// exactly). Unused slots hold some box; [`WideNode::occupied`] masks them.
 #[derive(Clone, Copy)]
 pub(super) struct Planes<L: Lanes8> {
     lo: [L::V; 3],
     hi: [L::V; 3],
+    origin: [f32; 3],
+    step: [f32; 3],
 }
 
 impl<L: Lanes8> Planes<L> {
-    /// The decoded boxes of `node` (its exact ones where it keeps them).
+    /// The boxes of `node` (its exact ones where it keeps them).
     #[inline(always)]
     pub(super) fn of(wide: &WideBvh, node: &WideNode) -> Self {
         if node.exact != EMPTY {
@@ -32,15 +39,23 @@ impl<L: Lanes8> Planes<L> {
             return Self {
                 lo: load(&exact.lo),
                 hi: load(&exact.hi),
+                origin: [0.0; 3],
+                step: [1.0; 3],
             };
         }
-        let decode = |codes: &[[u8; WIDTH]; 3]| {
-            each_axis(|axis| L::decode(&codes[axis], node.origin[axis], node.step[axis]))
-        };
+        let codes = |codes: &[[u8; WIDTH]; 3]| each_axis(|axis| L::codes(&codes[axis]));
         Self {
-            lo: decode(&node.lo),
-            hi: decode(&node.hi),
+            lo: codes(&node.lo),
+            hi: codes(&node.hi),
+            origin: node.origin,
+            step: node.step,
         }
+    }
+
+    /// The planes `values` on `axis`, decoded as [`WideNode::decode`] does.
+    #[inline(always)]
+    fn decode(&self, axis: usize, values: L::V) -> L::V {
+        L::add(L::splat(self.origin[axis]), L::mul(values, L::splat(self.step[axis])))
     }
 }
 
@@ -52,18 +67,38 @@ fn each_axis<T>(f: impl Fn(usize) -> T) -> [T; 3] {
     [f(0), f(1), f(2)]
 }
 
-/// One ray, ready for slab tests against wide nodes: its values in every lane.
+/// Relative slack of the folded slab distances ([`Slabs::enter`]), on the bound
+/// `(reach + |origin|) · |1 / dir|` of every distance of the ray: above
+/// [`BOX_MARGIN`] plus the rounding of both tests (eleven units of 2^-24 at most).
+const FOLDED_SLACK: f32 = 1.25e-5;
+
+/// Largest distance bound for which the folded test is used: far from overflow,
+/// so that every distance and slack it computes is finite.
+const FOLDED_LIMIT: f32 = 1e30;
+
+/// One ray, ready for slab tests against wide nodes.
 #[derive(Clone, Copy)]
 pub(super) struct Slabs<L: Lanes8> {
+    /// The ray origin, in every lane.
     origin: [L::V; 3],
-    /// `1 / dir` of the scaled direction.
+    /// `1 / dir` of the scaled direction, in every lane and as a number.
     inv: [L::V; 3],
+    inv_dir: [f32; 3],
+    /// `-origin / dir`, less the slack (for near planes) and plus it (for far ones):
+    /// the folded test's offsets.
+    near_offset: [f32; 3],
+    far_offset: [f32; 3],
     /// Which scaled direction components are negative: those axes enter at the box
     /// maximum. From the scaled direction, whose tiny components may have become
     /// -0.0 (whose `1 / dir` is the positive `BIG`).
     negative: [bool; 3],
     /// `tmin` in units of the scaled direction.
     tmin: L::V,
+    /// The same, less its margin: the folded test's earliest entry.
+    padded_tmin: L::V,
+    /// Whether the folded test applies: every distance of the ray is finite and
+    /// far from overflow.
+    folded: bool,
     /// Frame units to the caller's (`t_scale`) and back.
     t_scale: f32,
     to_frame: f32,
@@ -71,16 +106,33 @@ pub(super) struct Slabs<L: Lanes8> {
 }
 
 impl<L: Lanes8> Slabs<L> {
-    /// The slabs of `ray`, whose frame is `frame`.
+    /// The slabs of `ray`, whose frame is `frame`, for the nodes of `wide`.
     #[inline(always)]
-    pub(super) fn new(ray: &Ray, frame: &RayFrame) -> Self {
+    pub(super) fn new(wide: &WideBvh, ray: &Ray, frame: &RayFrame) -> Self {
         // Box distances in units of the scaled direction, as in `bvh_traverse`.
         let to_frame = 1.0 / frame.t_scale;
+        let tmin = ray.tmin * to_frame;
+        let reach = |axis: usize| {
+            (wide.reach[axis] + ray.origin[axis].abs()) * frame.inv_dir[axis].abs()
+        };
+        let bounds = each_axis(reach);
+        let folded = bounds.iter().all(|&b| b <= FOLDED_LIMIT);
+        let offset = |axis: usize, sign: f32| {
+            // Underflow loses at most a few 2^-149 per operation: MIN_POSITIVE
+            // covers them.
+            let slack = FOLDED_SLACK * bounds[axis] + f32::MIN_POSITIVE;
+            -(ray.origin[axis] * frame.inv_dir[axis]) + sign * slack
+        };
         Self {
             origin: each_axis(|axis| L::splat(ray.origin[axis])),
             inv: each_axis(|axis| L::splat(frame.inv_dir[axis])),
+            inv_dir: frame.inv_dir,
+            near_offset: each_axis(|axis| offset(axis, -1.0)),
+            far_offset: each_axis(|axis| offset(axis, 1.0)),
             negative: frame.dir.map(|d| d < 0.0),
-            tmin: L::splat(ray.tmin * to_frame),
+            tmin: L::splat(tmin),
+            padded_tmin: L::splat(tmin - tmin.abs() * BOX_MARGIN),
+            folded,
             t_scale: frame.t_scale,
             to_frame,
             tmax: ray.tmax,
@@ -90,19 +142,68 @@ impl<L: Lanes8> Slabs<L> {
     /// The children among `occupied` (bit per lane) whose `planes` the ray enters
     /// before `bound` (in the caller's units), as a lane mask, and every lane's entry
     /// distance (in the caller's units).
+    ///
+    /// Every child that the plain test ([`Slabs::enter_plain`], the arithmetic of
+    /// every other traversal) enters is entered, so the answers are the same; the
+    /// folded test ([`Slabs::enter_folded`]) takes fewer, shorter dependent steps
+    /// and is used whenever the ray's distances are far from overflow.
     #[inline(always)]
     pub(super) fn enter(&self, planes: &Planes<L>, bound: f32, occupied: u32) -> (u32, [f32; WIDTH]) {
         let limit = if bound < self.tmax { bound } else { self.tmax } * self.to_frame;
-        let slab = |axis: usize| {
-            let (near, far) = if self.negative[axis] {
-                (planes.hi[axis], planes.lo[axis])
-            } else {
-                (planes.lo[axis], planes.hi[axis])
-            };
-            let distance = |plane| L::mul(L::sub(plane, self.origin[axis]), self.inv[axis]);
-            (distance(near), distance(far))
+        let (entered, near) = if self.folded {
+            self.enter_folded(planes, limit)
+        } else {
+            self.enter_plain(planes, limit)
         };
-        let ((nx, fx), (ny, fy), (nz, fz)) = (slab(0), slab(1), slab(2));
+        (entered & occupied, L::store(L::mul(near, L::splat(self.t_scale))))
+    }
+
+    /// The near and far plane values of every lane on `axis`.
+    #[inline(always)]
+    fn near_far(&self, planes: &Planes<L>, axis: usize) -> (L::V, L::V) {
+        if self.negative[axis] {
+            (planes.hi[axis], planes.lo[axis])
+        } else {
+            (planes.lo[axis], planes.hi[axis])
+        }
+    }
+
+    /// The plain distances to the near and far planes of every lane on `axis`:
+    /// decoded plane minus origin times `1 / dir`.
+    #[inline(always)]
+    fn plain_slab(&self, planes: &Planes<L>, axis: usize) -> (L::V, L::V) {
+        let (near, far) = self.near_far(planes, axis);
+        let origin = self.origin[axis];
+        let inv = self.inv[axis];
+        (
+            L::mul(L::sub(planes.decode(axis, near), origin), inv),
+            L::mul(L::sub(planes.decode(axis, far), origin), inv),
+        )
+    }
+
+    /// The folded, padded distances to the near and far planes of every lane on
+    /// `axis` ([`Slabs::enter_folded`]).
+    #[inline(always)]
+    fn folded_slab(&self, planes: &Planes<L>, axis: usize) -> (L::V, L::V) {
+        let (near, far) = self.near_far(planes, axis);
+        let inv = self.inv_dir[axis];
+        let scale = L::splat(planes.step[axis] * inv);
+        let start = planes.origin[axis] * inv;
+        (
+            L::mul_add(near, scale, L::splat(start + self.near_offset[axis])),
+            L::mul_add(far, scale, L::splat(start + self.far_offset[axis])),
+        )
+    }
+
+    /// The plain slab test up to `limit` (frame units): decoded plane minus origin
+    /// times `1 / dir`, the largest entry and the smallest exit, padded by the
+    /// relative margin of [`overlaps`](super::intersect::overlaps). Entered lanes
+    /// and their entries.
+    #[inline(always)]
+    pub(super) fn enter_plain(&self, planes: &Planes<L>, limit: f32) -> (u32, L::V) {
+        let (nx, fx) = self.plain_slab(planes, 0);
+        let (ny, fy) = self.plain_slab(planes, 1);
+        let (nz, fz) = self.plain_slab(planes, 2);
         let near = L::max(L::max(nx, ny), L::max(nz, self.tmin));
         let far = L::min(L::min(fx, fy), L::min(fz, L::splat(limit)));
         // `overlaps(near, far)`, lane by lane.
@@ -111,10 +212,37 @@ impl<L: Lanes8> Slabs<L> {
             L::sub(near, L::mul(L::abs(near), margin)),
             L::add(far, L::mul(L::abs(far), margin)),
         );
-        (
-            entered & occupied,
-            L::store(L::mul(near, L::splat(self.t_scale))),
-        )
+        (entered, near)
+    }
+
+    /// The folded slab test up to `limit` (frame units): the decode and the
+    /// distance in one multiply-add per plane, `value · (step / dir) + (origin /
+    /// dir - ray origin / dir ∓ slack)`, already padded. Entered lanes and their
+    /// (padded) entries.
+    ///
+    /// Why it enters whatever [`Slabs::enter_plain`] enters: the plain test pads
+    /// its largest entry `n` to `n - |n|·m` and its smallest exit `f` to `f + |f|·m`
+    /// (`m` = [`BOX_MARGIN`]). Both paddings are monotone, so padding each axis's
+    /// distance before the largest entry and smallest exit are taken gives the
+    /// same interval. Every distance of the ray, and each term of it, is at most
+    /// `B = (reach + |origin|) · |1 / dir|` in size ([`WideBvh::reach`] bounds
+    /// `|origin| + 255 · step` of every node and every exact plane). So the plain
+    /// distance pads by at most `m·B` and rounds (decode, subtraction, product,
+    /// padding) by at most `6·2^-24·B`, and the folded one (the node's factor and
+    /// offset, the multiply-add, fused or not) by at most `5·2^-24·B` plus a trace
+    /// of the slack. The slack, [`FOLDED_SLACK`]`·B`, exceeds their sum, so every
+    /// folded entry is no later and every folded exit no earlier than the plain
+    /// test's padded one. The padded `tmin` and limit are padded as the plain test
+    /// pads them.
+    #[inline(always)]
+    pub(super) fn enter_folded(&self, planes: &Planes<L>, limit: f32) -> (u32, L::V) {
+        let (nx, fx) = self.folded_slab(planes, 0);
+        let (ny, fy) = self.folded_slab(planes, 1);
+        let (nz, fz) = self.folded_slab(planes, 2);
+        let padded_limit = limit + limit.abs() * BOX_MARGIN;
+        let near = L::max(L::max(nx, ny), L::max(nz, self.padded_tmin));
+        let far = L::min(L::min(fx, fy), L::min(fz, L::splat(padded_limit)));
+        (L::le(near, far), near)
     }
 }
 
@@ -142,4 +270,114 @@ pub(super) fn nearest_first(
         count += 1;
     }
     count
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec3;
+
+    use super::*;
+    use crate::bvh::Bvh;
+    use crate::cpu::vector::Portable;
+    use crate::kit::{self, Rng, fixtures};
+    use crate::prepare::is_valid_ray;
+
+    /// Rays for the folded test: random ones, adversarial ones, and rays that graze
+    /// child boxes (aimed at a decoded corner, or just past one, from afar and from
+    /// near), some with a direction component a millionth of the others.
+    fn grazing_rays(wide: &WideBvh, mesh: &raypick_testkit::raypick::Mesh, rng: &mut Rng) -> Vec<Ray> {
+        let bounds = mesh.bounds().expect("a finite mesh");
+        let mut rays = kit::rays(fixtures::random_rays(300, rng, bounds));
+        rays.extend(kit::rays(fixtures::adversarial_rays(mesh, rng, 200)));
+        let diag = (bounds.1 - bounds.0).length();
+        for node in wide.nodes.iter().step_by(wide.nodes.len() / 50 + 1) {
+            let boxes = wide.boxes(node);
+            for lane in (0..WIDTH).filter(|&lane| node.occupied & (1 << lane) != 0) {
+                let corner = Vec3::from(std::array::from_fn(|axis| {
+                    if rng.chance(0.5) { boxes.lo[axis][lane] } else { boxes.hi[axis][lane] }
+                }));
+                let mut dir = rng.unit_vector();
+                dir[rng.below(3)] *= if rng.chance(0.3) { 1e-6 } else { 1.0 };
+                let dir = dir.normalize();
+                let back = if rng.chance(0.5) { diag } else { diag * 1e-4 };
+                // Sideways by up to a few box margins of the distance: some of
+                // these rays enter the box only through the plain test's margin.
+                let aside = dir.any_orthonormal_vector() * back * rng.range(-4e-5, 4e-5);
+                rays.push(Ray::new(corner + aside - dir * back, dir));
+            }
+        }
+        rays
+    }
+
+    /// For every node and ray, the lanes the plain test enters and their entries.
+    fn check_units<L: Lanes8>(wide: &WideBvh, rays: &[Ray]) -> usize {
+        let mut folded_rays = 0;
+        for ray in rays.iter().filter(|ray| is_valid_ray(ray)) {
+            let frame = RayFrame::new(ray);
+            let slabs = Slabs::<L>::new(wide, ray, &frame);
+            if !slabs.folded {
+                continue;
+            }
+            folded_rays += 1;
+            for node in &wide.nodes {
+                let planes = Planes::<L>::of(wide, node);
+                for limit in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
+                    let limit = limit * slabs.to_frame;
+                    let (plain, plain_near) = slabs.enter_plain(&planes, limit);
+                    let (folded, folded_near) = slabs.enter_folded(&planes, limit);
+                    let plain = plain & node.occupied as u32;
+                    assert_eq!(plain & !folded, 0, "{ray:?} limit {limit} node {node:?}");
+                    let (plain_near, folded_near) = (L::store(plain_near), L::store(folded_near));
+                    for lane in lanes(plain) {
+                        assert!(folded_near[lane] <= plain_near[lane], "{ray:?} node {node:?}");
+                    }
+                }
+            }
+        }
+        folded_rays
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn check_avx2(wide: &WideBvh, rays: &[Ray]) -> usize {
+        check_units::<crate::cpu::vector::Avx2>(wide, rays)
+    }
+
+    /// The folded slab test enters every child the plain test enters, no later,
+    /// on meshes from tiny to huge and far from the origin, with both vector units.
+    #[test]
+    fn folded_test_enters_what_the_plain_test_enters() {
+        let mut rng = Rng::new(29);
+        for (centre, size) in [(0.0, 1.0), (1e6, 10.0), (-3e4, 1e4), (1e-15, 1e-15), (1e20, 1e17)] {
+            let bounds = (Vec3::splat(centre - size), Vec3::splat(centre + size));
+            let soup = fixtures::soup(2000, &mut rng, bounds);
+            let wide = WideBvh::from_bvh(&Bvh::build(&kit::mesh(soup.clone())));
+            let rays = grazing_rays(&wide, &soup, &mut rng);
+            let folded = check_units::<Portable>(&wide, &rays);
+            assert!(folded * 2 > rays.len(), "{folded} of {} rays folded", rays.len());
+            #[cfg(target_arch = "x86_64")]
+            if crate::cpu::simd::has_avx2() {
+                // SAFETY: AVX2 and FMA are present (checked just above).
+                assert_eq!(unsafe { check_avx2(&wide, &rays) }, folded);
+            }
+        }
+    }
+
+    /// Rays whose distances could overflow (a zero direction component against a
+    /// mesh away from the origin), and meshes with infinite planes, take the plain
+    /// test.
+    #[test]
+    fn overflowing_distances_take_the_plain_test() {
+        let mut rng = Rng::new(30);
+        let bounds = (Vec3::splat(1.0), Vec3::splat(2.0));
+        let mesh = kit::mesh(fixtures::soup(100, &mut rng, bounds));
+        let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
+        let slabs = |ray: Ray| Slabs::<Portable>::new(&wide, &ray, &RayFrame::new(&ray)).folded;
+        assert!(slabs(Ray::new(Vec3::ZERO, Vec3::new(1.0, 0.5, 0.25))));
+        assert!(!slabs(Ray::new(Vec3::ZERO, Vec3::new(1.0, 0.5, 0.0))));
+        let mut unbounded = wide.clone();
+        unbounded.reach[1] = f32::INFINITY;
+        let ray = Ray::new(Vec3::ZERO, Vec3::new(1.0, 0.5, 0.25));
+        assert!(!Slabs::<Portable>::new(&unbounded, &ray, &RayFrame::new(&ray)).folded);
+    }
 }

@@ -185,6 +185,10 @@ pub struct WideBvh {
     pub(crate) mesh_triangles: usize,
     /// The binary tree it was collapsed from, kept only by [`WideBvh::refittable`].
     pub(crate) binary: Option<std::sync::Arc<Bvh>>,
+    /// Per axis, a bound on the size of every plane a ray's slab test can meet and
+    /// of the terms that decode it ([`plane_reach`]); infinite or NaN when some
+    /// plane is.
+    pub(crate) reach: [f32; 3],
 }
 
 impl WideBvh {
@@ -202,6 +206,7 @@ impl WideBvh {
         };
         let tree = collapse.tree(bvh.triangles().len());
         WideBvh {
+            reach: plane_reach(&tree.nodes, &tree.exact),
             nodes: tree.nodes,
             exact: tree.exact,
             blocks: tree.blocks,
@@ -265,6 +270,34 @@ pub(super) fn decoded_boxes(node: &WideNode, exact: &[ExactBoxes]) -> ExactBoxes
         }
     }
     boxes
+}
+
+/// Per axis, a bound on the size of every plane the slab tests of `nodes` use and
+/// of each term that decodes it: `|origin| + 255 · step` of every quantized node
+/// with children, and every used slot's exact planes. A NaN makes the axis's reach NaN for good,
+/// so that it never claims a finite bound it does not have.
+pub(super) fn plane_reach(nodes: &[WideNode], exact: &[ExactBoxes]) -> [f32; 3] {
+    let mut reach = [0.0f32; 3];
+    let mut widen = |axis: usize, size: f32| {
+        let current = &mut reach[axis];
+        if !current.is_nan() && (size.is_nan() || size > *current) {
+            *current = size;
+        }
+    };
+    for node in nodes.iter().filter(|node| node.occupied != 0) {
+        for axis in 0..3 {
+            if node.exact == EMPTY {
+                widen(axis, node.origin[axis].abs() + 255.0 * node.step[axis]);
+                continue;
+            }
+            let boxes = &exact[node.exact as usize];
+            for lane in (0..WIDTH).filter(|&lane| node.occupied & (1u8 << lane) != 0) {
+                widen(axis, boxes.lo[axis][lane].abs());
+                widen(axis, boxes.hi[axis][lane].abs());
+            }
+        }
+    }
+    reach
 }
 
 /// The wide nodes, exact boxes and leaf blocks of a collapsed tree, in the order of

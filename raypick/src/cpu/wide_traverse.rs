@@ -3,9 +3,10 @@
 //! leaves tested eight triangles at a time with the brute-force arithmetic.
 //!
 //! Same answers as [`super::bvh_traverse`] (the mirror of the WGSL traversal) and as
-//! brute force: the boxes hold the binary BVH's (padded), the box margin is the same
-//! ([`BOX_MARGIN`](super::intersect::BOX_MARGIN)), and a hit replaces the best one
-//! when nearer or equally near with a lower triangle id.
+//! brute force: the boxes hold the binary BVH's (padded), the box test enters every
+//! box that test would with its margin
+//! ([`BOX_MARGIN`](super::intersect::BOX_MARGIN); module `wide_boxes`), and a hit
+//! replaces the best one when nearer or equally near with a lower triangle id.
 //!
 //! Generic over what is kept ([`Collect`]), like [`super::bvh_traverse`]: the
 //! nearest hit ([`trace_rays`]), any hit ([`occluded_rays`]) or the sorted list of
@@ -59,7 +60,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
         return;
     }
     let frame = RayFrame::new(ray);
-    let slabs = Slabs::<L>::new(ray, &frame);
+    let slabs = Slabs::<L>::new(wide, ray, &frame);
     let mut depth = 0;
     // The child to visit next: the nearest entered child of the last node, taken
     // without a trip through the stack (no nearer hit can have been found since its
