@@ -9,6 +9,7 @@
 use super::intersect::SoaTriangles;
 use crate::bvh::Bvh;
 use crate::types::{BvhChild, BvhNode, PackedTriangle};
+use rayon::prelude::*;
 
 /// Children per wide node and triangles per leaf block.
 pub const WIDTH: usize = 8;
@@ -300,12 +301,19 @@ pub(super) fn plane_reach(nodes: &[WideNode], exact: &[ExactBoxes]) -> [f32; 3] 
     reach
 }
 
+/// Leaf blocks packed per parallel task, at the least: enough to outweigh a task's
+/// cost.
+const BLOCKS_PER_TASK: usize = 1024;
+
 /// The wide nodes, exact boxes and leaf blocks of a collapsed tree, in the order of
 /// [`WideBvh`]: a node before its subtrees, subtrees and leaf blocks in lane order.
 pub(super) struct Tree {
     pub(super) nodes: Vec<WideNode>,
     pub(super) exact: Vec<ExactBoxes>,
     pub(super) blocks: Vec<LeafBlock>,
+    /// While the nodes are collapsed, each leaf block's triangles (first, count) in
+    /// the binary tree's order: the blocks are packed afterwards, in parallel.
+    block_triangles: Vec<(u32, u32)>,
 }
 
 /// Where the leaves of a collapsed tree go.
@@ -330,9 +338,18 @@ pub(super) struct Collapse<'a> {
 impl Collapse<'_> {
     /// The collapsed tree of a BVH of `triangles` triangles.
     pub(super) fn tree(&self, triangles: usize) -> Tree {
-        let mut tree = Tree::with_capacity(triangles);
+        let mut tree = Tree::with_capacity(triangles, matches!(self.leaves, Leaves::Blocks { .. }));
         if !self.nodes.is_empty() {
             self.collapse(&mut tree, self.children(0));
+        }
+        if let Leaves::Blocks { triangles, .. } = &self.leaves {
+            // Packing reads every triangle and writes every block: memory-bound
+            // work that two threads share well, unlike the walk over the nodes.
+            tree.block_triangles
+                .par_iter()
+                .with_min_len(BLOCKS_PER_TASK)
+                .map(|&(first, count)| leaf_block(&triangles[first as usize..][..count as usize]))
+                .collect_into_vec(&mut tree.blocks);
         }
         tree
     }
@@ -406,18 +423,18 @@ impl Collapse<'_> {
     }
 
     /// Makes a leaf slot `node`'s child `lane`: its triangles as leaf blocks of
-    /// `tree`, or its triangle range as it is.
+    /// `tree` (packed by [`Collapse::tree`]), or its triangle range as it is.
     fn leaf(&self, tree: &mut Tree, slot: &BvhChild, node: &mut WideNode, lane: usize) {
-        let Leaves::Blocks { triangles, .. } = &self.leaves else {
+        if let Leaves::Ranges = self.leaves {
             node.child[lane] = slot.index;
             node.blocks[lane] = slot.count as u8; // leaves hold at most 255
             return;
-        };
-        let first = slot.index as usize;
-        let triangles = &triangles[first..first + slot.count as usize];
-        node.child[lane] = tree.blocks.len() as u32;
-        node.blocks[lane] = triangles.len().div_ceil(WIDTH) as u8;
-        tree.blocks.extend(triangles.chunks(WIDTH).map(leaf_block));
+        }
+        let (first, end) = (slot.index, slot.index + slot.count);
+        node.child[lane] = tree.block_triangles.len() as u32;
+        node.blocks[lane] = slot.count.div_ceil(WIDTH as u32) as u8;
+        let starts = (first..end).step_by(WIDTH);
+        tree.block_triangles.extend(starts.map(|start| (start, (end - start).min(WIDTH as u32))));
     }
 }
 
@@ -458,13 +475,15 @@ impl Slots {
 
 impl Tree {
     /// An empty tree with room for `triangles` triangles in typical leaves (some
-    /// five triangles to a block, seven blocks to a node), so that it seldom grows.
-    fn with_capacity(triangles: usize) -> Self {
-        let blocks = triangles / 5 + 1;
+    /// five triangles to a block, seven blocks to a node), so that it seldom grows;
+    /// room for leaf blocks only when it will have them.
+    fn with_capacity(triangles: usize, blocks: bool) -> Self {
+        let expected = triangles / 5 + 1;
         Self {
-            nodes: Vec::with_capacity(blocks / 7 + 1),
+            nodes: Vec::with_capacity(expected / 7 + 1),
             exact: Vec::new(),
-            blocks: Vec::with_capacity(blocks),
+            blocks: Vec::new(),
+            block_triangles: Vec::with_capacity(if blocks { expected } else { 0 }),
         }
     }
 
