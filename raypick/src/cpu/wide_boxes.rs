@@ -200,7 +200,7 @@ impl<L: Lanes8> Slabs<L> {
     /// relative margin of [`overlaps`](super::intersect::overlaps). Entered lanes
     /// and their entries.
     #[inline(always)]
-    pub(super) fn enter_plain(&self, planes: &Planes<L>, limit: f32) -> (u32, L::V) {
+    fn enter_plain(&self, planes: &Planes<L>, limit: f32) -> (u32, L::V) {
         let (nx, fx) = self.plain_slab(planes, 0);
         let (ny, fy) = self.plain_slab(planes, 1);
         let (nz, fz) = self.plain_slab(planes, 2);
@@ -235,7 +235,7 @@ impl<L: Lanes8> Slabs<L> {
     /// test's padded one. The padded `tmin` and limit are padded as the plain test
     /// pads them.
     #[inline(always)]
-    pub(super) fn enter_folded(&self, planes: &Planes<L>, limit: f32) -> (u32, L::V) {
+    fn enter_folded(&self, planes: &Planes<L>, limit: f32) -> (u32, L::V) {
         let (nx, fx) = self.folded_slab(planes, 0);
         let (ny, fy) = self.folded_slab(planes, 1);
         let (nz, fz) = self.folded_slab(planes, 2);
@@ -283,8 +283,9 @@ mod tests {
     use crate::prepare::is_valid_ray;
 
     /// Rays for the folded test: random ones, adversarial ones, and rays that graze
-    /// child boxes (aimed at a decoded corner, or just past one, from afar and from
-    /// near), some with a direction component a millionth of the others.
+    /// child boxes (aimed at a decoded corner from afar or from near, moved
+    /// sideways by up to a few box margins), some with a direction component a
+    /// millionth of the others.
     fn grazing_rays(wide: &WideBvh, mesh: &raypick_testkit::raypick::Mesh, rng: &mut Rng) -> Vec<Ray> {
         let bounds = mesh.bounds().expect("a finite mesh");
         let mut rays = kit::rays(fixtures::random_rays(300, rng, bounds));
@@ -309,7 +310,9 @@ mod tests {
         rays
     }
 
-    /// For every node and ray, the lanes the plain test enters and their entries.
+    /// Asserts that for every ray the folded test applies to, at every node and
+    /// for two bounds, it enters each lane the plain test enters, no later; returns
+    /// how many rays it applied to.
     fn check_units<L: Lanes8>(wide: &WideBvh, rays: &[Ray]) -> usize {
         let mut folded_rays = 0;
         for ray in rays.iter().filter(|ray| is_valid_ray(ray)) {
