@@ -5,9 +5,9 @@
 //! farther one pushed with its entry distance so it is skipped on pop once a nearer
 //! hit is known. Box tests are conservative (padded boxes, a relative margin on the
 //! slab distances) so no hit that brute force finds is ever culled; triangles are
-//! tested with the same [`intersect`](super::intersect::intersect) as brute force, and a hit replaces the best one
-//! when it is nearer or equally near with a lower triangle id — so the answer is
-//! brute force's, bit for bit.
+//! tested with the same [`intersect`](super::intersect::intersect) as brute force,
+//! and a hit replaces the best one when it is nearer or equally near with a lower
+//! triangle id — so the answer is brute force's, bit for bit.
 //!
 //! The shader shapes its loops for SIMD drivers (nodes in an inner loop, a node's
 //! leaf children in one loop after it; see its header) but does the same work in the

@@ -79,10 +79,9 @@ const FOLDED_LIMIT: f32 = 1e30;
 /// One ray, ready for slab tests against wide nodes.
 #[derive(Clone, Copy)]
 pub(super) struct Slabs<L: Lanes8> {
-    /// The ray origin, in every lane.
-    origin: [L::V; 3],
-    /// `1 / dir` of the scaled direction, in every lane and as a number.
-    inv: [L::V; 3],
+    /// The ray origin.
+    origin: [f32; 3],
+    /// `1 / dir` of the scaled direction.
     inv_dir: [f32; 3],
     /// `-origin / dir`, less the slack (for near planes) and plus it (for far ones):
     /// the folded test's offsets.
@@ -93,8 +92,8 @@ pub(super) struct Slabs<L: Lanes8> {
     /// -0.0 (whose `1 / dir` is the positive `BIG`).
     negative: [bool; 3],
     /// `tmin` in units of the scaled direction.
-    tmin: L::V,
-    /// The same, less its margin: the folded test's earliest entry.
+    tmin: f32,
+    /// The same, less its margin: the folded test's earliest entry, in every lane.
     padded_tmin: L::V,
     /// Whether the folded test applies: every distance of the ray is finite and
     /// far from overflow.
@@ -124,13 +123,12 @@ impl<L: Lanes8> Slabs<L> {
             -(ray.origin[axis] * frame.inv_dir[axis]) + sign * slack
         };
         Self {
-            origin: each_axis(|axis| L::splat(ray.origin[axis])),
-            inv: each_axis(|axis| L::splat(frame.inv_dir[axis])),
+            origin: ray.origin.into(),
             inv_dir: frame.inv_dir,
             near_offset: each_axis(|axis| offset(axis, -1.0)),
             far_offset: each_axis(|axis| offset(axis, 1.0)),
             negative: frame.dir.map(|d| d < 0.0),
-            tmin: L::splat(tmin),
+            tmin,
             padded_tmin: L::splat(tmin - tmin.abs() * BOX_MARGIN),
             folded,
             t_scale: frame.t_scale,
@@ -173,8 +171,8 @@ impl<L: Lanes8> Slabs<L> {
     #[inline(always)]
     fn plain_slab(&self, planes: &Planes<L>, axis: usize) -> (L::V, L::V) {
         let (near, far) = self.near_far(planes, axis);
-        let origin = self.origin[axis];
-        let inv = self.inv[axis];
+        let origin = L::splat(self.origin[axis]);
+        let inv = L::splat(self.inv_dir[axis]);
         (
             L::mul(L::sub(planes.decode(axis, near), origin), inv),
             L::mul(L::sub(planes.decode(axis, far), origin), inv),
@@ -204,7 +202,7 @@ impl<L: Lanes8> Slabs<L> {
         let (nx, fx) = self.plain_slab(planes, 0);
         let (ny, fy) = self.plain_slab(planes, 1);
         let (nz, fz) = self.plain_slab(planes, 2);
-        let near = L::max(L::max(nx, ny), L::max(nz, self.tmin));
+        let near = L::max(L::max(nx, ny), L::max(nz, L::splat(self.tmin)));
         let far = L::min(L::min(fx, fy), L::min(fz, L::splat(limit)));
         // `overlaps(near, far)`, lane by lane.
         let margin = L::splat(BOX_MARGIN);

@@ -275,8 +275,8 @@ pub(super) fn decoded_boxes(node: &WideNode, exact: &[ExactBoxes]) -> ExactBoxes
 
 /// Per axis, a bound on the size of every plane the slab tests of `nodes` use and
 /// of each term that decodes it: `|origin| + 255 · step` of every quantized node
-/// with children, and every used slot's exact planes. A NaN makes the axis's reach NaN for good,
-/// so that it never claims a finite bound it does not have.
+/// with children, and every used slot's exact planes. A NaN makes the axis's reach
+/// NaN for good, so that it never claims a finite bound it does not have.
 pub(super) fn plane_reach(nodes: &[WideNode], exact: &[ExactBoxes]) -> [f32; 3] {
     let mut reach = [0.0f32; 3];
     let mut widen = |axis: usize, size: f32| {
@@ -336,9 +336,10 @@ pub(super) struct Collapse<'a> {
 }
 
 impl Collapse<'_> {
-    /// The collapsed tree of a BVH of `triangles` triangles.
+    /// The collapsed tree, its buffers sized for `triangles` triangles in leaf
+    /// blocks (0 for [`Leaves::Ranges`], which makes none).
     pub(super) fn tree(&self, triangles: usize) -> Tree {
-        let mut tree = Tree::with_capacity(triangles, matches!(self.leaves, Leaves::Blocks { .. }));
+        let mut tree = Tree::with_capacity(triangles);
         if !self.nodes.is_empty() {
             self.collapse(&mut tree, self.children(0));
         }
@@ -475,15 +476,14 @@ impl Slots {
 
 impl Tree {
     /// An empty tree with room for `triangles` triangles in typical leaves (some
-    /// five triangles to a block, seven blocks to a node), so that it seldom grows;
-    /// room for leaf blocks only when it will have them.
-    fn with_capacity(triangles: usize, blocks: bool) -> Self {
-        let expected = triangles / 5 + 1;
+    /// five triangles to a block, seven blocks to a node), so that it seldom grows.
+    fn with_capacity(triangles: usize) -> Self {
+        let blocks = triangles / 5 + 1;
         Self {
-            nodes: Vec::with_capacity(expected / 7 + 1),
+            nodes: Vec::with_capacity(blocks / 7 + 1),
             exact: Vec::new(),
             blocks: Vec::new(),
-            block_triangles: Vec::with_capacity(if blocks { expected } else { 0 }),
+            block_triangles: Vec::with_capacity(blocks),
         }
     }
 

@@ -12,8 +12,9 @@
 //! ([`Walk::StackFull`]) is finished by the binary traversal instead.
 //!
 //! Box tests are as conservative as the binary traversal's (quantized boxes hold
-//! the binary ones) and triangles use the same [`intersect`](super::intersect::intersect), so the answers are
-//! the binary traversal's and brute force's, bit for bit.
+//! the binary ones) and triangles use the same
+//! [`intersect`](super::intersect::intersect), so the answers are the binary
+//! traversal's and brute force's, bit for bit.
 
 use super::bvh_traverse::Tally;
 use super::bvh_walk::{RayBoxes, pop_pending};

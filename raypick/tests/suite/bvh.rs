@@ -1973,12 +1973,32 @@ fn the_wide_twin_finds_the_binary_traversals_hits() {
     }
 }
 
+/// How many of `rays` (sanitised) overflow a stack of `stack` entries in the wide
+/// twin's nearest-hit walk (watertight, no culling).
+fn stack_overflows(
+    wide: &WideNodes,
+    triangles: &[raypick::types::PackedTriangle],
+    rays: &[Ray],
+    stack: usize,
+) -> usize {
+    use raypick::cpu::wide_bvh_traverse::{Walk, traverse_tallied};
+    let test = (Cull::None, Mode::Watertight);
+    rays.iter()
+        .filter(|ray| {
+            let ray = raypick::prepare::sanitize_ray(ray);
+            let mut closest = raypick::cpu::query::Closest::default();
+            let walk = traverse_tallied(wide, triangles, &ray, test, stack, &mut closest, &mut ());
+            walk == Walk::StackFull
+        })
+        .count()
+}
+
 /// Every triangle of the binary tree sits in exactly one leaf of the wide nodes,
 /// and a stack too small for a ray's pending children ends its walk as
 /// [`Walk::StackFull`] instead of dropping any.
 #[test]
 fn wide_nodes_hold_every_triangle_once_and_a_full_stack_says_so() {
-    use raypick::cpu::wide_bvh_traverse::{self as twin, Walk};
+    use raypick::cpu::wide_bvh_traverse as twin;
     let mesh = fixtures::builtin_scene(20_000);
     let bvh = Bvh::build(&mesh);
     let wide = WideNodes::from_bvh(&bvh);
@@ -1993,24 +2013,7 @@ fn wide_nodes_hold_every_triangle_once_and_a_full_stack_says_so() {
     assert!(seen.iter().all(|&n| n == 1), "triangles not held once");
     let bounds = mesh.bounds().unwrap();
     let rays = fixtures::RaySet::Random.generate(bounds, 2_000);
-    let test = (Cull::None, Mode::Watertight);
-    let full = |stack| {
-        rays.iter()
-            .filter(|ray| {
-                let mut closest = raypick::cpu::query::Closest::default();
-                let walk = twin::traverse_tallied(
-                    &wide,
-                    bvh.triangles(),
-                    ray,
-                    test,
-                    stack,
-                    &mut closest,
-                    &mut (),
-                );
-                walk == Walk::StackFull
-            })
-            .count()
-    };
+    let full = |stack| stack_overflows(&wide, bvh.triangles(), &rays, stack);
     assert_eq!(full(twin::STACK_ENTRIES), 0);
     assert!(full(2) > 100, "{} rays overflow two entries", full(2));
 }
@@ -2021,7 +2024,6 @@ fn wide_nodes_hold_every_triangle_once_and_a_full_stack_says_so() {
 #[test]
 fn gpu_node_layouts_give_brute_forces_hits_for_every_query() {
     use raypick::NodeLayout;
-    use raypick::cpu::wide_bvh_traverse::{self as twin, Walk};
     let Some(gpu) = gpu() else { return };
     let small_stack = GpuContext::with_options(GpuOptions {
         max_traversal_stack: Some(2),
@@ -2034,24 +2036,7 @@ fn gpu_node_layouts_give_brute_forces_hits_for_every_query() {
         let rays = layout_rays(&mesh, &mut rng, 3_000);
         let bvh = Arc::new(Bvh::build(&mesh));
         let wide = WideNodes::from_bvh(&bvh);
-        let overflowing = rays
-            .iter()
-            .filter(|ray| {
-                let ray = raypick::prepare::sanitize_ray(ray);
-                let mut closest = raypick::cpu::query::Closest::default();
-                let test = (Cull::None, Mode::Watertight);
-                let walk = twin::traverse_tallied(
-                    &wide,
-                    bvh.triangles(),
-                    &ray,
-                    test,
-                    2,
-                    &mut closest,
-                    &mut (),
-                );
-                walk == Walk::StackFull
-            })
-            .count();
+        let overflowing = stack_overflows(&wide, bvh.triangles(), &rays, 2);
         eprintln!(
             "{name}: {overflowing} of {} rays overflow two stack entries",
             rays.len()
