@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use glam::{Mat4, Quat, Vec3};
-use raypick::TraceOptions;
+use raypick::cpu::instance_ray_query::InstanceDriverBoxes;
 use raypick::gpu::GpuContext;
 use raypick::instances::{Blas, Instance, InstanceScene};
+use raypick::{Accel, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
 
 fn ms(d: Duration) -> String {
@@ -145,19 +146,35 @@ fn main() -> Result<(), raypick::Error> {
             None
         }
     };
-    let uploaded = match &gpu {
-        Some(gpu) => {
-            let start = Instant::now();
-            let uploaded = gpu.upload_instances(scene.clone())?;
+    // The GPU scene in each structure the device has: raypick's BVHs, and the
+    // driver's where it has ray queries.
+    let mut uploaded = Vec::new();
+    if let Some(gpu) = &gpu {
+        let mut accels = vec![Accel::Bvh];
+        if gpu.has_ray_queries() {
+            accels.push(Accel::RayQuery);
+            let boxes = InstanceDriverBoxes::new(&scene);
             println!(
-                "GPU upload ({}): {}",
+                "ray-query structures: {} (paddings {:?}); origins within {:.1} of the world origin traced on the GPU (scene box {wlo} .. {whi})",
+                boxes.structures.len(),
+                boxes
+                    .structures
+                    .iter()
+                    .map(|s| s.padding)
+                    .collect::<Vec<_>>(),
+                boxes.far_limit(&scene)
+            );
+        }
+        for accel in accels {
+            let start = Instant::now();
+            uploaded.push((accel, gpu.upload_instances_with(scene.clone(), accel)?));
+            println!(
+                "GPU upload, {accel} ({}): {}",
                 gpu.adapter().name,
                 ms(start.elapsed())
             );
-            Some(uploaded)
         }
-        None => None,
-    };
+    }
     if let Some(gpu) = &gpu {
         let mut moving = gpu.upload_instances(scene.clone())?;
         let one_ray = &camera[..1];
@@ -176,40 +193,33 @@ fn main() -> Result<(), raypick::Error> {
             ms(with_moves.saturating_sub(idle) / moves.len() as u32)
         );
     }
-    println!(
-        "{:<12} {:>12} {:>14} {:>14} {:>8}",
-        "rays", "count", "CPU Mrays/s", "GPU Mrays/s", "hits"
-    );
+    let mut header = format!("{:<12} {:>12} {:>14}", "rays", "count", "CPU Mrays/s");
+    for (accel, _) in &uploaded {
+        header += &format!(" {:>22}", format!("GPU {accel} Mrays/s"));
+    }
+    println!("{header} {:>8}", "hits");
     for (name, rays) in [("camera", &camera), ("incoherent", &incoherent)] {
         let (cpu_time, cpu_hits) = best(3, || scene.trace(rays, &options));
         let hits = cpu_hits.iter().filter(|h| h.is_hit()).count();
         let rate = |d: Duration| rays.len() as f64 / d.as_secs_f64() / 1e6;
-        let gpu_rate = match (&gpu, &uploaded) {
-            (Some(gpu), Some(uploaded)) => {
-                let (gpu_time, gpu_hits) =
-                    best(3, || gpu.trace_instances(uploaded, rays, &options));
-                let gpu_hits = gpu_hits?;
-                let same = gpu_hits
-                    .iter()
-                    .zip(&cpu_hits)
-                    .filter(|(a, b)| a == b)
-                    .count();
-                assert_eq!(same, rays.len(), "CPU and GPU disagree");
-                format!("{:.2}", rate(gpu_time))
-            }
-            _ => "-".into(),
-        };
-        println!(
-            "{name:<12} {:>12} {:>14.2} {:>14} {:>8}",
-            rays.len(),
-            rate(cpu_time),
-            gpu_rate,
-            hits
-        );
+        let mut row = format!("{name:<12} {:>12} {:>14.2}", rays.len(), rate(cpu_time));
+        for (accel, scene) in &uploaded {
+            let gpu = gpu.as_ref().expect("a GPU scene has its GPU");
+            let (gpu_time, gpu_hits) = best(3, || gpu.trace_instances(scene, rays, &options));
+            let same = gpu_hits?
+                .iter()
+                .zip(&cpu_hits)
+                .filter(|(a, b)| a == b)
+                .count();
+            assert_eq!(same, rays.len(), "CPU and GPU ({accel}) disagree");
+            row += &format!(" {:>22.2}", rate(gpu_time));
+        }
+        println!("{row} {hits:>8}");
     }
-    let compared = match (&gpu, &uploaded) {
-        (Some(_), Some(_)) => "GPU and CPU hits identical on every ray",
-        _ => "no GPU scene: CPU only, nothing compared",
+    let compared = if uploaded.is_empty() {
+        "no GPU scene: CPU only, nothing compared"
+    } else {
+        "GPU and CPU hits identical on every ray"
     };
     println!("CPU: {} threads; {compared}", rayon::current_num_threads());
 

@@ -1,7 +1,7 @@
 // Two-level traversal of an instance scene: one invocation per ray, nearest hit kept.
-// Mirrored by src/instances/instance_traverse.rs. Prepended with types.wgsl, the
-// intersection files and bvh_walk.wgsl (the mesh BVH walk's steps, shared with
-// bvh_traverse.wgsl).
+// Mirrored by src/cpu/instance_traverse.rs. Prepended with types.wgsl, the
+// intersection files, bvh_walk.wgsl (the mesh BVH walk's steps, shared with
+// bvh_traverse.wgsl) and instance_space.wgsl.
 //
 // One loop walks two trees. The top level (TLAS) holds one instance per leaf; its
 // nodes are handled like a mesh BVH's (both child boxes tested together, the nearer
@@ -47,37 +47,6 @@ const NONE: u32 = 0xffffffffu;
 // Top-level node n.
 fn tlas_node_at(n: u32) -> BvhNode {
     return bvh_node(tlas[n * 4u], tlas[n * 4u + 1u], tlas[n * 4u + 2u], tlas[n * 4u + 3u]);
-}
-
-// Instance i (a PackedInstance is four rows).
-fn instance_at(i: u32) -> PackedInstance {
-    let d = bitcast<vec4<u32>>(instances[i * 4u + 3u]);
-    return PackedInstance(instances[i * 4u], instances[i * 4u + 1u], instances[i * 4u + 2u], d.x, d.y, d.z, d.w);
-}
-
-// The record of a ray that ran out of loop steps.
-fn unfinished() -> InstanceHitRecord {
-    return InstanceHitRecord(params.miss_t, 0.0, 0.0, UNFINISHED, MISS, 0u, 0u, 0u);
-}
-
-fn nearer_instance(t: f32, instance: u32, prim: u32, best: InstanceHitRecord) -> bool {
-    return t < best.t || (t == best.t && (instance < best.instance || (instance == best.instance && prim < best.prim)));
-}
-
-// Whether every component is finite (no WGSL built-in says so).
-fn finite3(v: vec3<f32>) -> bool {
-    let exponent = bitcast<vec3<u32>>(v) & vec3<u32>(0x7f800000u);
-    return all(exponent != vec3<u32>(0x7f800000u));
-}
-
-// Object-space coordinate of a world point: ((r.x * x + r.y * y) + r.z * z) + r.w.
-fn transform_point(r: vec4<f32>, p: vec3<f32>, one: f32) -> f32 {
-    return (((r.x * p.x) * one + (r.y * p.y) * one) + (r.z * p.z) * one) + r.w;
-}
-
-// Object-space coordinate of a world vector: (r.x * x + r.y * y) + r.z * z.
-fn transform_vector(r: vec4<f32>, v: vec3<f32>, one: f32) -> f32 {
-    return ((r.x * v.x) * one + (r.y * v.y) * one) + (r.z * v.z) * one;
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -136,22 +105,13 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 // best t so far.
                 let index = item & ~LEAF_BIT;
                 let inst = instance_at(index);
-                let origin = vec3<f32>(
-                    transform_point(inst.inv0, ray.origin, one),
-                    transform_point(inst.inv1, ray.origin, one),
-                    transform_point(inst.inv2, ray.origin, one),
-                );
-                let dir = vec3<f32>(
-                    transform_vector(inst.inv0, ray.dir, one),
-                    transform_vector(inst.inv1, ray.dir, one),
-                    transform_vector(inst.inv2, ray.dir, one),
-                );
-                let live = finite3(origin) && finite3(dir) && any(dir != vec3<f32>(0.0));
-                if inst.node_count > 0u && live {
+                var entered = object_ray(inst, ray, one);
+                if inst.node_count > 0u && object_ray_live(entered) {
                     instance = index;
                     node_offset = inst.node_offset;
                     tri_offset = inst.tri_offset;
-                    local = Ray(origin, ray.tmin, dir, min(ray.tmax, best.t));
+                    entered.tmax = min(ray.tmax, best.t);
+                    local = entered;
                     frame = ray_frame(local);
                     boxes = ray_boxes(local, frame);
                     node_index = 0u;

@@ -6,7 +6,7 @@
 // are therefore the BVH traversal's, bit for bit.
 // The decisions are mirrored by src/cpu/ray_query.rs (the driver's traversal has no
 // twin). This file opens the module, its `enable` directive first, followed by
-// types.wgsl, the intersection files and hit_list.wgsl.
+// types.wgsl, the intersection files, hit_list.wgsl and segments.wgsl.
 //
 // - The driver takes rays with 0 <= tmin <= tmax: the part of [tmin, tmax] behind
 //   the origin is searched by a second ray query pointing the other way (BEHIND,
@@ -43,54 +43,6 @@ enable wgpu_ray_query;
 @group(0) @binding(5) var<storage, read_write> all_hits: array<Hit>;
 
 const WORKGROUP_SIZE: u32 = 64u;
-// Relative widening of segment bounds and committed distances (2^-12).
-const SEGMENT_MARGIN: f32 = 0.000244140625;
-// The largest distance given to the driver (f32::MAX).
-const MAX_T: f32 = 3.40282347e38;
-// The two segments of a ray.
-const BEHIND: u32 = 0u;
-const AHEAD: u32 = 1u;
-
-// x >= 0 widened by SEGMENT_MARGIN, at most MAX_T.
-fn grow(x: f32) -> f32 {
-    return min(x * (1.0 + SEGMENT_MARGIN), MAX_T);
-}
-
-// x >= 0 narrowed by SEGMENT_MARGIN.
-fn shrink(x: f32) -> f32 {
-    return x * (1.0 - SEGMENT_MARGIN);
-}
-
-// The distances searched on one side of the origin (units of frame.dir); live is
-// false when the interval has no part there the driver could search.
-struct Segment {
-    tmin: f32,
-    tmax: f32,
-    live: bool,
-}
-
-// Mirrors segment in src/cpu/ray_query.rs.
-fn segment(ray: Ray, frame: RayFrame, side: u32) -> Segment {
-    let to_frame = 1.0 / frame.t_scale;
-    let lo = ray.tmin * to_frame;
-    let hi = ray.tmax * to_frame;
-    var s = Segment(0.0, 0.0, false);
-    if side == BEHIND {
-        if lo < 0.0 {
-            s = Segment(shrink(max(-hi, 0.0)), grow(-lo), true);
-        }
-    } else if hi >= 0.0 {
-        s = Segment(shrink(max(lo, 0.0)), grow(hi), true);
-    }
-    s.live = s.live && s.tmin <= s.tmax;
-    return s;
-}
-
-// The distance committed ahead of the origin for a bound in the caller's units.
-// Mirrors commit_bound in src/cpu/ray_query.rs.
-fn commit_bound(bound: f32, frame: RayFrame) -> f32 {
-    return grow(bound * (1.0 / frame.t_scale));
-}
 
 // Writes a ray's result: `best`, or for QUERY_ALL the list state; UNFINISHED for a
 // ray left to the CPU.
@@ -140,15 +92,9 @@ fn ray_query_trace(@builtin(global_invocation_id) gid: vec3<u32>) {
         if listing {
             bound = list_bound(first, params.max_hits, state, params.miss_t);
         }
-        var committed = seg.tmax;
-        if side == AHEAD {
-            if bound < 0.0 {
-                break; // every hit ahead is beaten already
-            }
-            committed = min(committed, commit_bound(bound, frame));
-            if committed < seg.tmin {
-                break;
-            }
+        var committed = first_commit(seg, side, bound, frame);
+        if committed < 0.0 {
+            break; // nothing ahead can change the answer
         }
         let dir = select(frame.dir, -frame.dir, side == BEHIND);
         rayQueryInitialize(&rq, scene, RayDesc(RAY_FLAG_NONE, 0xffu, seg.tmin, committed, ray.origin, dir));
@@ -187,10 +133,10 @@ fn ray_query_trace(@builtin(global_invocation_id) gid: vec3<u32>) {
                     break;
                 }
             }
-            let limit = commit_bound(bound, frame);
-            if side == AHEAD && limit < committed && limit >= seg.tmin {
-                committed = limit;
-                rayQueryGenerateIntersection(&rq, limit);
+            let lower = lowered(seg, side, bound, frame, committed);
+            if lower < committed {
+                committed = lower;
+                rayQueryGenerateIntersection(&rq, lower);
             }
         }
         if done || unfinished {

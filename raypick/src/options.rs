@@ -90,7 +90,9 @@ pub enum Accel {
     /// about a tenth of the BVH's rate) are used only when named. The exact answers
     /// rest on the driver's box test being conservative (reporting every box a ray
     /// crosses, as Vulkan allows no less; `docs/contracts.md` §1.11). Instance scenes
-    /// do not use it.
+    /// take it too
+    /// ([`Picker::upload_instances_with`](crate::Picker::upload_instances_with)),
+    /// with rays from beyond the scene's far limit finished on the CPU.
     RayQuery,
 }
 

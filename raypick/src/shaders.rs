@@ -65,6 +65,15 @@ pub const INSTANCE_TRAVERSE_ENTRY: &str = "instance_traverse";
 /// Workgroup size of the instance traversal stage (`WORKGROUP_SIZE` in the WGSL).
 pub const INSTANCE_TRAVERSE_WORKGROUP: u32 = 64;
 
+/// What the instance stages share: instance records, rays taken into object space,
+/// the order of hits (mirrored by `src/instances/transform.rs` and
+/// `src/cpu/instance_traverse.rs`).
+pub const INSTANCE_SPACE: &str = include_str!("../shaders/instance_space.wgsl");
+
+/// The segments of a ray the ray-query stages search and the distances they
+/// commit (mirrored by `src/cpu/ray_query.rs`).
+pub const SEGMENTS: &str = include_str!("../shaders/segments.wgsl");
+
 /// The ray-query stage: hardware ray queries over one box per triangle, raypick's
 /// test on each candidate (its decisions mirrored by `src/cpu/ray_query.rs`).
 pub const RAY_QUERY: &str = include_str!("../shaders/ray_query.wgsl");
@@ -72,6 +81,15 @@ pub const RAY_QUERY: &str = include_str!("../shaders/ray_query.wgsl");
 pub const RAY_QUERY_ENTRY: &str = "ray_query_trace";
 /// Workgroup size of the ray-query stage (`WORKGROUP_SIZE` in the WGSL).
 pub const RAY_QUERY_WORKGROUP: u32 = 64;
+
+/// The instance ray-query stage: hardware ray queries over instances of per-mesh
+/// structures, raypick's transform and test on each candidate (its decisions
+/// mirrored by `src/cpu/instance_ray_query.rs`).
+pub const INSTANCE_RAY_QUERY: &str = include_str!("../shaders/instance_ray_query.wgsl");
+/// Entry point of the instance ray-query stage.
+pub const INSTANCE_RAY_QUERY_ENTRY: &str = "instance_ray_query";
+/// Workgroup size of the instance ray-query stage (`WORKGROUP_SIZE` in the WGSL).
+pub const INSTANCE_RAY_QUERY_WORKGROUP: u32 = 64;
 
 /// Entry point of the brute-force stage.
 pub const BRUTE_FORCE_ENTRY: &str = "brute_force";
@@ -124,6 +142,7 @@ pub fn instance_traverse_module() -> String {
         MOLLER_TRUMBORE,
         WATERTIGHT,
         BVH_WALK,
+        INSTANCE_SPACE,
         INSTANCE_TRAVERSE,
     ]
     .join("\n")
@@ -140,6 +159,22 @@ pub fn ray_query_module() -> String {
         MOLLER_TRUMBORE,
         WATERTIGHT,
         HIT_LIST,
+        SEGMENTS,
+    ]
+    .join("\n")
+}
+
+/// The complete WGSL module of the instance ray-query stage (its own file first,
+/// for its `enable` directive).
+pub fn instance_ray_query_module() -> String {
+    [
+        INSTANCE_RAY_QUERY,
+        TYPES,
+        INTERSECT,
+        MOLLER_TRUMBORE,
+        WATERTIGHT,
+        SEGMENTS,
+        INSTANCE_SPACE,
     ]
     .join("\n")
 }
@@ -163,6 +198,7 @@ pub fn all_modules() -> Vec<(&'static str, String)> {
         ("wide_bvh_traverse", wide_bvh_traverse_module()),
         ("instance_traverse", instance_traverse_module()),
         ("ray_query", ray_query_module()),
+        ("instance_ray_query", instance_ray_query_module()),
         ("gather", gather_module()),
         ("refit", refit_module()),
     ]

@@ -14,6 +14,9 @@ pub mod bvh_traverse;
 pub mod bvh_walk;
 pub mod gather;
 pub mod hit_list;
+// The stage's traversal runs on the CPU only in tests; the upload uses its boxes.
+#[cfg_attr(not(any(test, feature = "kernels")), allow(dead_code))]
+pub mod instance_ray_query;
 pub mod instance_traverse;
 mod instances;
 pub mod intersect;

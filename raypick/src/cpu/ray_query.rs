@@ -74,16 +74,27 @@ pub struct DriverBoxes {
     pub triangles: Vec<PackedTriangle>,
     /// Origins with a coordinate beyond this magnitude are far ([`is_far`]).
     pub far_limit: f32,
+    /// The mesh's magnitude: the largest coordinate magnitude or extent of its
+    /// hittable triangles' padded boxes (0 for none).
+    pub magnitude: f32,
 }
 
 impl DriverBoxes {
-    /// The boxes of `packed` (a mesh's packed triangles; degenerate ones are left out).
+    /// The boxes of `packed` (a mesh's packed triangles; degenerate ones are left out),
+    /// widened by [`DRIVER_PADDING`].
     pub fn new(packed: &[PackedTriangle]) -> Self {
+        Self::with_padding(packed, DRIVER_PADDING)
+    }
+
+    /// The boxes of `packed` widened by `padding` of the mesh's magnitude (at least
+    /// [`DRIVER_PADDING`]: the instance stage pads more, see
+    /// [`super::instance_ray_query`]).
+    pub fn with_padding(packed: &[PackedTriangle], padding: f32) -> Self {
         let triangles: Vec<PackedTriangle> =
             packed.iter().filter(|t| is_hittable(t)).copied().collect();
         let padded: Vec<(Vec3, Vec3)> = triangles.iter().map(triangle_box).collect();
         let magnitude = mesh_magnitude(&padded);
-        let pad = Vec3::splat(magnitude * DRIVER_PADDING);
+        let pad = Vec3::splat(magnitude * padding.max(DRIVER_PADDING));
         let boxes = padded
             .iter()
             .map(|&(lo, hi)| [clamp_finite(lo - pad), clamp_finite(hi + pad)])
@@ -92,8 +103,20 @@ impl DriverBoxes {
             boxes,
             triangles,
             far_limit: magnitude * FAR_FACTOR,
+            magnitude,
         }
     }
+}
+
+/// A mesh's magnitude as [`DriverBoxes`] measures it: the largest coordinate
+/// magnitude or extent of its hittable triangles' padded boxes (0 for none).
+pub fn magnitude(packed: &[PackedTriangle]) -> f32 {
+    let padded: Vec<(Vec3, Vec3)> = packed
+        .iter()
+        .filter(|t| is_hittable(t))
+        .map(triangle_box)
+        .collect();
+    mesh_magnitude(&padded)
 }
 
 /// The largest coordinate magnitude or extent of the union of `boxes` (0 for none).
@@ -164,6 +187,33 @@ impl Segment {
     }
 }
 
+impl Segment {
+    /// The distance first committed to the driver for this segment when the bound
+    /// of what can still change the answer is `bound` (units of the caller's
+    /// direction), or `None` when nothing in the segment can: ahead of the origin,
+    /// the segment's `tmax` lowered to the widened bound ([`commit_bound`]).
+    #[inline]
+    pub fn first_commit(&self, bound: f32, frame: &RayFrame) -> Option<f32> {
+        if self.direction == Direction::Behind {
+            return Some(self.tmax);
+        }
+        if bound < 0.0 {
+            return None; // every hit ahead is beaten already
+        }
+        let committed = self.tmax.min(commit_bound(bound, frame));
+        (committed >= self.tmin).then_some(committed)
+    }
+
+    /// The distance to commit once the bound has become `bound`, when it lowers
+    /// `committed` (ahead of the origin only: nothing is committed behind it).
+    #[inline]
+    pub fn lowered(&self, bound: f32, frame: &RayFrame, committed: f32) -> Option<f32> {
+        let limit = commit_bound(bound, frame);
+        (self.direction == Direction::Ahead && limit < committed && limit >= self.tmin)
+            .then_some(limit)
+    }
+}
+
 /// `x >= 0` widened by [`SEGMENT_MARGIN`], at most [`MAX_T`].
 #[inline]
 fn grow(x: f32) -> f32 {
@@ -211,10 +261,13 @@ pub fn commit_bound(bound: f32, frame: &RayFrame) -> f32 {
 /// once, every box the segment's ray crosses within `[tmin, committed]`, where the
 /// committed distance starts at `tmax` and only shrinks.
 pub trait BoxSearch {
+    /// What the driver reports of a candidate: the box's index in
+    /// [`DriverBoxes::boxes`] for a mesh, `(instance, box)` for an instance scene.
+    type Candidate;
     /// Starts a search along `origin + t * dir`, `t` in `[tmin, tmax]`.
     fn start(&mut self, origin: Vec3, dir: Vec3, tmin: f32, tmax: f32);
-    /// The next candidate box (its index in [`DriverBoxes::boxes`]), `None` when done.
-    fn proceed(&mut self) -> Option<u32>;
+    /// The next candidate, `None` when done.
+    fn proceed(&mut self) -> Option<Self::Candidate>;
     /// Lowers the committed distance to `t` (`tmin <= t <=` the committed distance).
     fn commit(&mut self, t: f32);
 }
@@ -225,7 +278,7 @@ pub trait BoxSearch {
 /// ([`is_far`]), which the caller finishes with the BVH.
 pub fn traverse(
     boxes: &DriverBoxes,
-    search: &mut impl BoxSearch,
+    search: &mut impl BoxSearch<Candidate = u32>,
     ray: &Ray,
     (cull, mode): (Cull, Mode),
     collect: &mut impl Collect,
@@ -238,17 +291,9 @@ pub fn traverse(
         return true;
     }
     for segment in segments(ray, &frame).into_iter().flatten() {
-        let ahead = segment.direction == Direction::Ahead;
-        let mut committed = segment.tmax;
-        if ahead {
-            if collect.bound() < 0.0 {
-                return true; // every hit ahead is beaten already
-            }
-            committed = committed.min(commit_bound(collect.bound(), &frame));
-            if committed < segment.tmin {
-                return true;
-            }
-        }
+        let Some(mut committed) = segment.first_commit(collect.bound(), &frame) else {
+            return true;
+        };
         search.start(ray.origin, segment.dir(&frame), segment.tmin, committed);
         while let Some(index) = search.proceed() {
             let tri = &boxes.triangles[index as usize];
@@ -265,10 +310,9 @@ pub fn traverse(
             if collect.offer_repeated(hit) {
                 return true;
             }
-            let bound = commit_bound(collect.bound(), &frame);
-            if ahead && bound < committed && bound >= segment.tmin {
-                committed = bound;
-                search.commit(bound);
+            if let Some(lower) = segment.lowered(collect.bound(), &frame, committed) {
+                committed = lower;
+                search.commit(lower);
             }
         }
     }
@@ -333,6 +377,8 @@ impl<'a> ExactBoxSearch<'a> {
 
 #[cfg(any(test, feature = "kernels"))]
 impl BoxSearch for ExactBoxSearch<'_> {
+    type Candidate = u32;
+
     fn start(&mut self, origin: Vec3, dir: Vec3, tmin: f32, tmax: f32) {
         self.origin = origin.as_dvec3();
         self.inv_dir = dir.as_dvec3().recip();

@@ -1,28 +1,38 @@
-//! Instance scenes on the GPU: every mesh BVH concatenated into one node and one
-//! triangle buffer (each instance knows its mesh's offsets), the TLAS and the
-//! instance records in two more, traced by `shaders/instance_traverse.wgsl`.
+//! Instance scenes on the GPU, in one of two forms:
 //!
-//! Each of the four buffers must fit one storage binding
-//! ([`GpuContext::max_binding_bytes`]); a scene that does not is refused with
-//! [`InstanceError::TooLarge`] (it is not split: split the scene into several, or
-//! trace it on the CPU). Ray batches of any size are split into dispatches. Moving
-//! an instance refits the CPU copy of the TLAS; before the next trace, the changed
-//! instance records and TLAS nodes (the moved instances' paths to the root) are
-//! written in runs of consecutive entries.
+//! - **raypick's BVHs** ([`Accel::Bvh`]): every mesh BVH concatenated into one node
+//!   and one triangle buffer (each instance knows its mesh's offsets), the TLAS and
+//!   the instance records in two more, traced by `shaders/instance_traverse.wgsl`.
+//!   Moving an instance refits the CPU copy of the TLAS; before the next trace, the
+//!   changed instance records and TLAS nodes (the moved instances' paths to the
+//!   root) are written in runs of consecutive entries.
+//! - **the driver's structures** ([`Accel::RayQuery`]): one bottom-level structure
+//!   per mesh and padding ([`InstanceDriverBoxes`]), one driver instance per scene
+//!   instance, traced by `shaders/instance_ray_query.wgsl`. Moving an instance
+//!   changes its driver instance; the top-level structure is rebuilt before the next
+//!   trace, and the far limit recomputed.
+//!
+//! Each buffer must fit one storage binding ([`GpuContext::max_binding_bytes`]); a
+//! scene that does not is refused with [`InstanceError::TooLarge`] (it is not
+//! split: split the scene into several, or trace it on the CPU). Ray batches of any
+//! size are split into dispatches.
 
 use std::sync::Mutex;
 
 use rayon::prelude::*;
 use wgpu::util::DeviceExt;
 
+use crate::Accel;
+use crate::cpu::instance_ray_query::InstanceDriverBoxes;
 use crate::cpu::instance_traverse;
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
+use crate::gpu::ray_query::row_major;
 use crate::gpu::readback::{Wait, map_read};
 use crate::instances::{InstanceError, InstanceHit, InstanceScene};
 use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
-use crate::shaders::{INSTANCE_TRAVERSE_WORKGROUP, UNFINISHED};
+use crate::shaders::{INSTANCE_RAY_QUERY_WORKGROUP, INSTANCE_TRAVERSE_WORKGROUP, UNFINISHED};
 use crate::types::{
     BvhNode, InstanceHitRecord, PackedInstance, PackedTriangle, Ray, TraverseParams,
 };
@@ -30,6 +40,10 @@ use crate::types::{
 const RECORD_BYTES: u64 = std::mem::size_of::<InstanceHitRecord>() as u64;
 const NODE_BYTES: u64 = std::mem::size_of::<BvhNode>() as u64;
 const INSTANCE_BYTES: u64 = std::mem::size_of::<PackedInstance>() as u64;
+/// Why an instance scene cannot be prepared with [`Accel::Brute`].
+pub(crate) const NO_BRUTE_INSTANCES: &str =
+    "instance scenes are traced with Accel::Bvh or Accel::RayQuery, not by brute force";
+const TRIANGLE_BYTES: u64 = std::mem::size_of::<PackedTriangle>() as u64;
 
 /// Per-batch buffers, reused while large enough.
 #[derive(Debug)]
@@ -85,23 +99,87 @@ impl Scratch {
 #[derive(Debug)]
 pub struct GpuInstanceScene {
     scene: InstanceScene,
-    tlas: wgpu::Buffer,
+    /// The instance records ([`PackedInstance`]).
     instances: wgpu::Buffer,
-    nodes: wgpu::Buffer,
-    triangles: wgpu::Buffer,
-    /// Per mesh: first node and first triangle in the shared buffers.
-    offsets: Vec<(u32, u32)>,
+    structures: Structures,
     pub(crate) context_id: u64,
     scratch: Mutex<Option<Scratch>>,
     dirty: Mutex<Dirty>,
 }
 
-/// TLAS nodes and instance records changed on the CPU since the last upload.
-#[derive(Debug, Default)]
+/// How the instances' triangles are found.
+#[derive(Debug)]
+enum Structures {
+    /// raypick's BVHs ([`Accel::Bvh`]).
+    Bvh {
+        /// The TLAS nodes.
+        tlas: wgpu::Buffer,
+        /// Every mesh BVH's nodes.
+        nodes: wgpu::Buffer,
+        /// Every mesh BVH's triangles.
+        triangles: wgpu::Buffer,
+        /// Per mesh: first node and first triangle in the shared buffers.
+        offsets: Vec<(u32, u32)>,
+    },
+    /// The driver's structures ([`Accel::RayQuery`]).
+    RayQuery(Box<DriverScene>),
+}
+
+/// An instance scene in the driver's acceleration structures.
+#[derive(Debug)]
+struct DriverScene {
+    /// One driver instance per scene instance that can be hit (custom data: its
+    /// index).
+    tlas: wgpu::Tlas,
+    /// Per structure of `boxes`: the driver's bottom-level structure.
+    blases: Vec<wgpu::Blas>,
+    /// Every structure's triangles in box order, one after the other.
+    triangles: wgpu::Buffer,
+    /// Per structure: its first triangle in `triangles`, and its triangle count.
+    offsets: Vec<(u32, u32)>,
+    /// The structures as built (their boxes and triangles dropped once uploaded:
+    /// the far limit needs only their paddings and magnitudes).
+    boxes: InstanceDriverBoxes,
+}
+
+impl DriverScene {
+    /// The driver instance of scene instance `index`, `None` when it has nothing to
+    /// hit.
+    fn instance(&self, scene: &InstanceScene, index: usize) -> Option<wgpu::TlasInstance> {
+        let structure = self.boxes.of_instance[index]? as usize;
+        let transform = scene.instance(index)?.transform;
+        Some(wgpu::TlasInstance::new(
+            &self.blases[structure],
+            row_major(&transform),
+            index as u32,
+            0xff,
+        ))
+    }
+}
+
+/// What changed on the CPU since the last upload: TLAS nodes and instance records,
+/// and for the driver's structures, the top-level structure and the far limit.
+#[derive(Debug)]
 struct Dirty {
     nodes: Vec<u32>,
     instances: Vec<u32>,
     all_nodes: bool,
+    /// The driver's top-level structure needs a rebuild.
+    driver_tlas: bool,
+    /// The far limit of the driver's structures for the transforms of the moment.
+    far_limit: f32,
+}
+
+impl Dirty {
+    fn new(far_limit: f32) -> Self {
+        Self {
+            nodes: Vec::new(),
+            instances: Vec::new(),
+            all_nodes: false,
+            driver_tlas: false,
+            far_limit,
+        }
+    }
 }
 
 /// Sorts `indices` and returns them as runs `(first, end)` of consecutive values.
@@ -127,12 +205,30 @@ impl GpuInstanceScene {
     /// TLAS is refitted now; the instance record and the changed TLAS nodes are
     /// written to the GPU before the next trace (several moves, one upload of the
     /// changed runs). No mesh data is uploaded.
+    ///
+    /// With [`Accel::RayQuery`] the instance's driver instance changes now and the
+    /// top-level structure is rebuilt before the next trace; the instance keeps its
+    /// bottom-level structure, and rays from beyond the far limit its new place
+    /// allows are finished on the CPU.
     pub fn set_transform(&mut self, index: usize, transform: glam::Mat4) -> Result<()> {
         let changed = self.scene.set_transform_nodes(index, transform)?;
         let dirty = self.dirty.get_mut().unwrap_or_else(|e| e.into_inner());
         dirty.nodes.extend(changed);
         dirty.instances.push(index as u32);
+        if let Structures::RayQuery(driver) = &mut self.structures {
+            driver.tlas[index] = driver.instance(&self.scene, index);
+            dirty.driver_tlas = true;
+        }
         Ok(())
+    }
+
+    /// The acceleration structure the scene was uploaded with: [`Accel::Bvh`] or
+    /// [`Accel::RayQuery`].
+    pub fn accel(&self) -> Accel {
+        match self.structures {
+            Structures::Bvh { .. } => Accel::Bvh,
+            Structures::RayQuery(_) => Accel::RayQuery,
+        }
     }
 
     /// Rebuilds the TLAS (see [`InstanceScene::rebuild_tlas`]); it is written to the
@@ -146,19 +242,35 @@ impl GpuInstanceScene {
     }
 
     /// Writes what changed since the last trace: runs of consecutive TLAS nodes and
-    /// instance records.
-    fn flush(&self, gpu: &GpuContext) {
+    /// instance records, or the driver's top-level structure. Returns the far limit
+    /// of the driver's structures (`+inf` for raypick's BVHs, which have none).
+    fn flush(&self, gpu: &GpuContext) -> f32 {
         let mut dirty = self.dirty.lock().unwrap_or_else(|e| e.into_inner());
-        let nodes = self.scene.tlas_nodes();
-        if dirty.all_nodes {
-            dirty.nodes = (0..nodes.len() as u32).collect();
-        }
-        for (first, end) in runs(&mut dirty.nodes) {
-            gpu.queue.write_buffer(
-                &self.tlas,
-                first as u64 * NODE_BYTES,
-                bytemuck::cast_slice(&nodes[first as usize..end as usize]),
-            );
+        match &self.structures {
+            Structures::Bvh { tlas, .. } => {
+                let nodes = self.scene.tlas_nodes();
+                if dirty.all_nodes {
+                    dirty.nodes = (0..nodes.len() as u32).collect();
+                }
+                for (first, end) in runs(&mut dirty.nodes) {
+                    gpu.queue.write_buffer(
+                        tlas,
+                        first as u64 * NODE_BYTES,
+                        bytemuck::cast_slice(&nodes[first as usize..end as usize]),
+                    );
+                }
+            }
+            Structures::RayQuery(driver) => {
+                if dirty.driver_tlas {
+                    let mut encoder = gpu.device.create_command_encoder(&Default::default());
+                    encoder.build_acceleration_structures(
+                        std::iter::empty(),
+                        std::iter::once(&driver.tlas),
+                    );
+                    gpu.queue.submit([encoder.finish()]);
+                    dirty.far_limit = driver.boxes.far_limit(&self.scene);
+                }
+            }
         }
         for (first, end) in runs(&mut dirty.instances) {
             let records: Vec<PackedInstance> =
@@ -169,7 +281,8 @@ impl GpuInstanceScene {
                 bytemuck::cast_slice(&records),
             );
         }
-        *dirty = Dirty::default();
+        *dirty = Dirty::new(dirty.far_limit);
+        dirty.far_limit
     }
 
     /// [`Error::WrongBackend`] unless the scene was uploaded to `gpu`.
@@ -182,11 +295,17 @@ impl GpuInstanceScene {
 
     /// The record the shader reads for instance `index`.
     fn record(&self, index: usize) -> PackedInstance {
-        record(&self.scene, &self.offsets, index)
+        match &self.structures {
+            Structures::Bvh { offsets, .. } => record(&self.scene, offsets, index),
+            Structures::RayQuery(driver) => {
+                driver_record(&self.scene, &driver.boxes, &driver.offsets, index)
+            }
+        }
     }
 }
 
-/// The record the shader reads for instance `index`, its mesh's BVH at `offsets`.
+/// The record `shaders/instance_traverse.wgsl` reads for instance `index`, its
+/// mesh's BVH at `offsets`.
 fn record(scene: &InstanceScene, offsets: &[(u32, u32)], index: usize) -> PackedInstance {
     let placed = &scene.placed()[index];
     let (node_offset, tri_offset) = offsets[placed.instance.mesh];
@@ -202,6 +321,28 @@ fn record(scene: &InstanceScene, offsets: &[(u32, u32)], index: usize) -> Packed
     }
 }
 
+/// The record `shaders/instance_ray_query.wgsl` reads for instance `index`: its
+/// structure's first triangle and triangle count (in the node fields' place:
+/// `node_offset` is 0).
+fn driver_record(
+    scene: &InstanceScene,
+    boxes: &InstanceDriverBoxes,
+    offsets: &[(u32, u32)],
+    index: usize,
+) -> PackedInstance {
+    let [inv0, inv1, inv2] = scene.placed()[index].placement.inverse_rows;
+    let (tri_offset, node_count) = boxes.of_instance[index].map_or((0, 0), |s| offsets[s as usize]);
+    PackedInstance {
+        inv0,
+        inv1,
+        inv2,
+        node_offset: 0,
+        tri_offset,
+        node_count,
+        _pad0: 0,
+    }
+}
+
 /// Checks that a buffer of `bytes` fits one binding.
 fn fits(what: &'static str, bytes: u64, limit: u64) -> Result<()> {
     if bytes > limit {
@@ -211,11 +352,47 @@ fn fits(what: &'static str, bytes: u64, limit: u64) -> Result<()> {
 }
 
 impl GpuContext {
-    /// Uploads an instance scene: every mesh BVH once, the instances and the TLAS.
+    /// Uploads an instance scene with the device's default acceleration structure
+    /// ([`GpuContext::default_accel`]): the driver's structures on a hardware GPU
+    /// with ray queries, when the scene is within their limits (instance count,
+    /// triangles per mesh), else raypick's BVHs. Fails with
+    /// [`InstanceError::TooLarge`] when a buffer exceeds one storage binding.
+    pub fn upload_instances(&self, scene: InstanceScene) -> Result<GpuInstanceScene> {
+        let accel = match self.default_accel() {
+            Accel::RayQuery if self.ray_query_limits(&scene).is_ok() => Accel::RayQuery,
+            _ => Accel::Bvh,
+        };
+        self.upload_instances_with(scene, accel)
+    }
+
+    /// Uploads an instance scene for the given acceleration structure:
+    ///
+    /// - [`Accel::Bvh`]: every mesh BVH once, the instances and the TLAS.
+    /// - [`Accel::RayQuery`]: the driver's structures (see
+    ///   `docs/contracts.md` §1.11); fails with
+    ///   [`Error::NoRayQueries`] unless [`GpuContext::has_ray_queries`], and for a
+    ///   scene beyond the driver's limits (more instances than a top-level
+    ///   structure holds or than 2^24, more triangles in a mesh than a bottom-level
+    ///   one).
+    /// - [`Accel::Brute`] fails with [`Error::Unsupported`].
+    ///
     /// Fails with [`InstanceError::TooLarge`] when a buffer exceeds one storage
     /// binding.
-    pub fn upload_instances(&self, scene: InstanceScene) -> Result<GpuInstanceScene> {
+    pub fn upload_instances_with(
+        &self,
+        scene: InstanceScene,
+        accel: Accel,
+    ) -> Result<GpuInstanceScene> {
         self.errors.check()?;
+        match accel {
+            Accel::Bvh => self.upload_instance_bvhs(scene),
+            Accel::RayQuery => self.upload_driver_instances(scene),
+            Accel::Brute => Err(Error::Unsupported(NO_BRUTE_INSTANCES.into())),
+        }
+    }
+
+    /// Uploads every mesh BVH once, the instances and the TLAS.
+    fn upload_instance_bvhs(&self, scene: InstanceScene) -> Result<GpuInstanceScene> {
         let mut offsets = Vec::with_capacity(scene.meshes().len());
         let (mut node_count, mut tri_count) = (0u64, 0u64);
         for blas in scene.meshes() {
@@ -224,9 +401,8 @@ impl GpuContext {
             tri_count += blas.bvh().triangles().len() as u64;
         }
         let limit = self.max_binding_bytes();
-        let tri_bytes = std::mem::size_of::<PackedTriangle>() as u64;
         fits("mesh BVH nodes", node_count * NODE_BYTES, limit)?;
-        fits("mesh triangles", tri_count * tri_bytes, limit)?;
+        fits("mesh triangles", tri_count * TRIANGLE_BYTES, limit)?;
         fits("instances", scene.len() as u64 * INSTANCE_BYTES, limit)?;
         fits(
             "TLAS nodes",
@@ -258,14 +434,126 @@ impl GpuContext {
         })?;
         Ok(GpuInstanceScene {
             scene,
-            tlas,
             instances,
-            nodes,
-            triangles,
-            offsets,
+            structures: Structures::Bvh {
+                tlas,
+                nodes,
+                triangles,
+                offsets,
+            },
             context_id: self.id,
             scratch: Mutex::new(None),
-            dirty: Mutex::default(),
+            dirty: Mutex::new(Dirty::new(f32::INFINITY)),
+        })
+    }
+
+    /// [`Error::NoRayQueries`] unless the device has ray queries and `scene` is
+    /// within the driver's limits on instances.
+    fn ray_query_limits(&self, scene: &InstanceScene) -> Result<()> {
+        let device = || {
+            format!(
+                "the GPU {} ({})",
+                self.adapter().name,
+                self.adapter().backend
+            )
+        };
+        if !self.has_ray_queries() {
+            return Err(Error::NoRayQueries(device()));
+        }
+        // Custom data holds the instance index in 24 bits.
+        let most = (self.device.limits().max_tlas_instance_count as usize).min(1 << 24);
+        if scene.len() > most {
+            return Err(Error::NoRayQueries(format!(
+                "{} for a scene of {} instances (at most {most})",
+                device(),
+                scene.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Uploads the scene as the driver's structures: one bottom-level structure per
+    /// mesh and padding, one driver instance per instance that can be hit.
+    fn upload_driver_instances(&self, scene: InstanceScene) -> Result<GpuInstanceScene> {
+        self.ray_query_limits(&scene)?;
+        let mut boxes = InstanceDriverBoxes::new(&scene);
+        let most = self.device.limits().max_blas_primitive_count as usize;
+        if let Some(s) = boxes
+            .structures
+            .iter()
+            .find(|s| s.boxes.triangles.len() > most)
+        {
+            return Err(Error::NoRayQueries(format!(
+                "the GPU {} for an instanced mesh of {} triangles (at most {most})",
+                self.adapter().name,
+                s.boxes.triangles.len()
+            )));
+        }
+        let total: u64 = boxes
+            .structures
+            .iter()
+            .map(|s| s.boxes.triangles.len() as u64)
+            .sum();
+        let limit = self.max_binding_bytes();
+        fits("ray-query triangles", total * TRIANGLE_BYTES, limit)?;
+        fits("instances", scene.len() as u64 * INSTANCE_BYTES, limit)?;
+        let mut offsets = Vec::with_capacity(boxes.structures.len());
+        let mut triangles = Vec::with_capacity(total as usize);
+        for s in &boxes.structures {
+            offsets.push((triangles.len() as u32, s.boxes.triangles.len() as u32));
+            triangles.extend_from_slice(&s.boxes.triangles);
+        }
+        let records: Vec<PackedInstance> = (0..scene.len())
+            .map(|i| driver_record(&scene, &boxes, &offsets, i))
+            .collect();
+        let driver = self.scoped(|| {
+            let mut encoder = self.device.create_command_encoder(&Default::default());
+            let blases = boxes
+                .structures
+                .iter()
+                .map(|s| self.box_blas(&mut encoder, &s.boxes.boxes))
+                .collect();
+            let driver = DriverScene {
+                tlas: self.driver_tlas(scene.len().max(1) as u32),
+                blases,
+                triangles: self.instance_storage(
+                    "raypick ray-query triangles",
+                    bytemuck::cast_slice(&triangles),
+                ),
+                offsets,
+                boxes: InstanceDriverBoxes::default(),
+            };
+            (driver, encoder)
+        })?;
+        let (mut driver, encoder) = driver;
+        for s in &mut boxes.structures {
+            s.boxes.boxes = Vec::new();
+            s.boxes.triangles = Vec::new();
+        }
+        driver.boxes = boxes;
+        for i in 0..scene.len() {
+            let instance = driver.instance(&scene, i);
+            driver.tlas[i] = instance;
+        }
+        let far_limit = driver.boxes.far_limit(&scene);
+        let instances = self.scoped(|| {
+            let mut encoder = encoder;
+            if !driver.blases.is_empty() {
+                encoder.build_acceleration_structures(
+                    std::iter::empty(),
+                    std::iter::once(&driver.tlas),
+                );
+            }
+            self.queue.submit([encoder.finish()]);
+            self.instance_storage("raypick instances", bytemuck::cast_slice(&records))
+        })?;
+        Ok(GpuInstanceScene {
+            scene,
+            instances,
+            structures: Structures::RayQuery(Box::new(driver)),
+            context_id: self.id,
+            scratch: Mutex::new(None),
+            dirty: Mutex::new(Dirty::new(far_limit)),
         })
     }
 
@@ -279,13 +567,25 @@ impl GpuContext {
     ) -> Result<Vec<InstanceHit>> {
         scene.check(self)?;
         self.errors.check()?;
-        scene.flush(self);
+        let far_limit = scene.flush(self);
         let sanitized: Vec<Ray> = rays.iter().map(sanitize_ray).collect();
         let mut records = vec![InstanceHitRecord::MISS; rays.len()];
         if !scene.scene.tlas_nodes().is_empty() && !rays.is_empty() {
+            let (pipeline, workgroup) = match scene.structures {
+                Structures::Bvh { .. } => (
+                    self.pipelines
+                        .instance_traverse(&self.device, options.mode)?,
+                    INSTANCE_TRAVERSE_WORKGROUP,
+                ),
+                Structures::RayQuery(_) => (
+                    self.pipelines
+                        .instance_ray_query(&self.device, options.mode)?,
+                    INSTANCE_RAY_QUERY_WORKGROUP,
+                ),
+            };
             let per_dispatch = self
                 .max_rays_per_dispatch()
-                .min(65_535 * INSTANCE_TRAVERSE_WORKGROUP as usize);
+                .min(65_535 * workgroup as usize);
             let mut scratch = scene.scratch.lock().unwrap_or_else(|e| e.into_inner());
             let capacity = rays.len().min(per_dispatch);
             if scratch.as_ref().is_none_or(|s| s.capacity < capacity) {
@@ -293,14 +593,19 @@ impl GpuContext {
                 *scratch = Some(self.scoped(|| Scratch::new(&self.device, capacity))?);
             }
             let scratch = scratch.as_ref().expect("scratch was just created");
-            let pipeline = self
-                .pipelines
-                .instance_traverse(&self.device, options.mode)?;
+            let params = TraverseParams {
+                far_limit,
+                ..self.traverse_params(0, options)
+            };
             for (rays, records) in sanitized
                 .chunks(per_dispatch)
                 .zip(records.chunks_mut(per_dispatch))
             {
-                self.dispatch_instances(pipeline, scene, scratch, rays, options);
+                let params = TraverseParams {
+                    ray_count: rays.len() as u32,
+                    ..params
+                };
+                self.dispatch_instances((pipeline, workgroup), scene, scratch, rays, &params);
                 let bytes = rays.len() as u64 * RECORD_BYTES;
                 let slice = scratch.staging.slice(..bytes);
                 // A failed readback on a lost device is device loss.
@@ -331,42 +636,57 @@ impl GpuContext {
             .collect())
     }
 
-    /// One dispatch over `rays` (at most one dispatch's worth), hits copied to the
-    /// staging buffer.
+    /// One dispatch of `pipeline` (workgroups of `workgroup`) over `rays` (at most
+    /// one dispatch's worth), hits copied to the staging buffer.
     fn dispatch_instances(
         &self,
-        pipeline: &wgpu::ComputePipeline,
+        (pipeline, workgroup): (&wgpu::ComputePipeline, u32),
         scene: &GpuInstanceScene,
         scratch: &Scratch,
         rays: &[Ray],
-        options: &TraceOptions,
+        params: &TraverseParams,
     ) {
-        let params = self.traverse_params(rays.len(), options);
         self.queue
-            .write_buffer(&scratch.params, 0, bytemuck::bytes_of(&params));
+            .write_buffer(&scratch.params, 0, bytemuck::bytes_of(params));
         self.queue
             .write_buffer(&scratch.rays, 0, bytemuck::cast_slice(rays));
         let layout = pipeline.get_bind_group_layout(0);
-        let buffers = [
-            &scratch.params,
-            &scene.tlas,
-            &scene.instances,
-            &scene.nodes,
-            &scene.triangles,
-            &scratch.rays,
-            &scratch.hits,
-        ];
-        let bind_group = self.bind_group(&layout, &buffers);
+        let bind_group = match &scene.structures {
+            Structures::Bvh {
+                tlas,
+                nodes,
+                triangles,
+                ..
+            } => self.bind_group(
+                &layout,
+                &[
+                    &scratch.params,
+                    tlas,
+                    &scene.instances,
+                    nodes,
+                    triangles,
+                    &scratch.rays,
+                    &scratch.hits,
+                ],
+            ),
+            Structures::RayQuery(driver) => self.bind_resources(
+                &layout,
+                [
+                    scratch.params.as_entire_binding(),
+                    driver.tlas.as_binding(),
+                    scene.instances.as_entire_binding(),
+                    driver.triangles.as_entire_binding(),
+                    scratch.rays.as_entire_binding(),
+                    scratch.hits.as_entire_binding(),
+                ],
+            ),
+        };
         let mut encoder = self.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
-            pass.dispatch_workgroups(
-                (rays.len() as u32).div_ceil(INSTANCE_TRAVERSE_WORKGROUP),
-                1,
-                1,
-            );
+            pass.dispatch_workgroups((rays.len() as u32).div_ceil(workgroup), 1, 1);
         }
         let bytes = rays.len() as u64 * RECORD_BYTES;
         encoder.copy_buffer_to_buffer(&scratch.hits, 0, &scratch.staging, 0, bytes);

@@ -29,6 +29,7 @@ pub use context::{
 pub(crate) use gather::CpuCopy;
 pub use gather::MeshBuffers;
 pub use instances::GpuInstanceScene;
+pub(crate) use instances::NO_BRUTE_INSTANCES;
 pub(crate) use mesh::Content as MeshContent;
 pub use mesh::GpuMesh;
 pub use timing::GpuTimes;

@@ -28,6 +28,9 @@ pub(crate) struct Pipelines {
     /// `shaders/ray_query.wgsl`, compiled on first use (see
     /// [`Pipelines::ray_query`]; only a device with ray queries can).
     ray_query: OnceLock<Stage>,
+    /// `shaders/instance_ray_query.wgsl` (closest hit only), compiled on first use
+    /// (see [`Pipelines::instance_ray_query`]).
+    instance_ray_query: OnceLock<Stage>,
     /// `shaders/gather.wgsl`.
     pub(crate) gather: wgpu::ComputePipeline,
     /// `shaders/refit.wgsl`.
@@ -62,6 +65,7 @@ impl Pipelines {
             bvh_traverse: Default::default(),
             instance_traverse: Default::default(),
             ray_query: Default::default(),
+            instance_ray_query: Default::default(),
             gather: pipeline(
                 device,
                 "gather",
@@ -137,6 +141,28 @@ impl Pipelines {
             (shaders::ray_query_module(), shaders::RAY_QUERY_ENTRY)
         })?
         .pipeline(device, query, mode)
+    }
+
+    /// The instance ray-query pipeline of `mode`, compiled the first time an
+    /// instance scene uploaded with [`Accel::RayQuery`](crate::Accel::RayQuery) is
+    /// traced.
+    pub(crate) fn instance_ray_query(
+        &self,
+        device: &wgpu::Device,
+        mode: Mode,
+    ) -> Result<&wgpu::ComputePipeline> {
+        Stage::on_first_use(
+            &self.instance_ray_query,
+            device,
+            "instance_ray_query",
+            || {
+                (
+                    shaders::instance_ray_query_module(),
+                    shaders::INSTANCE_RAY_QUERY_ENTRY,
+                )
+            },
+        )?
+        .pipeline(device, Query::Closest, mode)
     }
 }
 

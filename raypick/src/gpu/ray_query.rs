@@ -119,6 +119,33 @@ impl GpuContext {
         boxes: &[[glam::Vec3; 2]],
         triangles: &[PackedTriangle],
     ) -> RayQueryChunk {
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        let blas = self.box_blas(&mut encoder, boxes);
+        let mut tlas = self.driver_tlas(1);
+        tlas[0] = Some(wgpu::TlasInstance::new(
+            &blas,
+            row_major(&glam::Mat4::IDENTITY),
+            0,
+            0xff,
+        ));
+        encoder.build_acceleration_structures(std::iter::empty(), std::iter::once(&tlas));
+        self.queue.submit([encoder.finish()]);
+        RayQueryChunk {
+            tlas,
+            triangles: self.storage(
+                "raypick ray-query triangles",
+                bytemuck::cast_slice(triangles),
+            ),
+        }
+    }
+
+    /// A bottom-level structure over `boxes` (procedural AABB geometry), its build
+    /// recorded in `encoder`.
+    pub(crate) fn box_blas(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        boxes: &[[glam::Vec3; 2]],
+    ) -> wgpu::Blas {
         let input = self.filled(
             "raypick ray-query boxes",
             bytemuck::cast_slice(boxes),
@@ -128,7 +155,7 @@ impl GpuContext {
             primitive_count: boxes.len() as u32,
             // Opaque: no any-hit stage; every box still comes to the shader as a
             // candidate (procedural geometry). No duplicate reports where the driver
-            // honours it (the stage copes with them anyway).
+            // honours it (the stages cope with them anyway).
             flags: wgpu::AccelerationStructureGeometryFlags::OPAQUE
                 | wgpu::AccelerationStructureGeometryFlags::NO_DUPLICATE_ANY_HIT_INVOCATION,
         };
@@ -142,15 +169,6 @@ impl GpuContext {
                 descriptors: vec![size.clone()],
             },
         );
-        let mut tlas = self.device.create_tlas(&wgpu::CreateTlasDescriptor {
-            label: Some("raypick ray-query scene"),
-            flags: wgpu::AccelerationStructureFlags::PREFER_FAST_TRACE,
-            update_mode: wgpu::AccelerationStructureUpdateMode::Build,
-            max_instances: 1,
-        });
-        const IDENTITY: [f32; 12] = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0];
-        tlas[0] = Some(wgpu::TlasInstance::new(&blas, IDENTITY, 0, 0xff));
-        let mut encoder = self.device.create_command_encoder(&Default::default());
         encoder.build_acceleration_structures(
             std::iter::once(&wgpu::BlasBuildEntry {
                 blas: &blas,
@@ -161,16 +179,19 @@ impl GpuContext {
                     primitive_offset: 0,
                 }]),
             }),
-            std::iter::once(&tlas),
+            std::iter::empty(),
         );
-        self.queue.submit([encoder.finish()]);
-        RayQueryChunk {
-            tlas,
-            triangles: self.storage(
-                "raypick ray-query triangles",
-                bytemuck::cast_slice(triangles),
-            ),
-        }
+        blas
+    }
+
+    /// An empty top-level structure for `max_instances` instances.
+    pub(crate) fn driver_tlas(&self, max_instances: u32) -> wgpu::Tlas {
+        self.device.create_tlas(&wgpu::CreateTlasDescriptor {
+            label: Some("raypick ray-query scene"),
+            flags: wgpu::AccelerationStructureFlags::PREFER_FAST_TRACE,
+            update_mode: wgpu::AccelerationStructureUpdateMode::Build,
+            max_instances,
+        })
     }
 
     /// The ray-query stage over the ray batch in `scratch`: one dispatch per chunk.
@@ -213,4 +234,10 @@ impl GpuContext {
         );
         Ok(())
     }
+}
+
+/// An affine transform as the driver takes it: three rows of four, row major.
+pub(crate) fn row_major(transform: &glam::Mat4) -> [f32; 12] {
+    let rows = [0, 1, 2].map(|i| transform.row(i).to_array());
+    std::array::from_fn(|k| rows[k / 4][k % 4])
 }

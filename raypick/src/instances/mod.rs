@@ -6,8 +6,9 @@
 //! BVH over the instances' world boxes (the TLAS, module `tlas`) finds the
 //! instances a ray can reach. Moving an instance ([`InstanceScene::set_transform`])
 //! refits the TLAS along one root path; no BLAS is touched. Both levels are
-//! raypick's own BVHs on either backend: hardware ray queries
-//! ([`crate::Accel::RayQuery`]) apply to single meshes, not to instance scenes.
+//! raypick's own BVHs on either backend, or on a GPU with hardware ray queries
+//! ([`crate::Accel::RayQuery`]) the driver's structures, with raypick's own
+//! transform and test on every candidate (`docs/contracts.md` §1.11).
 //!
 //! ## What a hit means
 //!
@@ -51,6 +52,7 @@
 //! | stage | shader | CPU |
 //! | --- | --- | --- |
 //! | two-level traversal | `shaders/instance_traverse.wgsl` | `cpu::instance_traverse` (twin) |
+//! | hardware ray queries | `shaders/instance_ray_query.wgsl` | `cpu::instance_ray_query` (its decisions) |
 //!
 //! The CPU backend runs the mirror's
 //! top-level loop with the 8-wide CPU BVH below it; the GPU backend

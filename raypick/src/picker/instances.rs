@@ -5,6 +5,7 @@
 use glam::{DVec3, Mat4};
 
 use super::{Backend, Picker};
+use crate::Accel;
 use crate::error::Result;
 use crate::gpu::GpuInstanceScene;
 use crate::instances::{InstanceHit, InstanceScene};
@@ -41,6 +42,15 @@ impl PickInstances {
         }
     }
 
+    /// The acceleration structure the scene was prepared with: [`Accel::Bvh`] on the
+    /// CPU, the GPU scene's otherwise ([`GpuInstanceScene::accel`]).
+    pub fn accel(&self) -> Accel {
+        match &self.content {
+            Content::Cpu(_) => Accel::Bvh,
+            Content::Gpu(scene) => scene.accel(),
+        }
+    }
+
     /// The GPU context id of a scene on the GPU, `None` for a CPU scene.
     fn gpu_context(&self) -> Option<u64> {
         match &self.content {
@@ -71,11 +81,39 @@ impl Picker {
     /// # Ok::<(), raypick::Error>(())
     /// ```
     pub fn upload_instances(&self, scene: InstanceScene) -> Result<PickInstances> {
+        self.prepare_instances(scene, None)
+    }
+
+    /// Prepares an instance scene with the given acceleration structure
+    /// ([`GpuContext::upload_instances_with`](crate::gpu::GpuContext::upload_instances_with)).
+    /// [`Accel::RayQuery`] needs the GPU's hardware ray queries: on the CPU it fails
+    /// with [`Error::NoRayQueries`](crate::Error::NoRayQueries), and [`Accel::Brute`]
+    /// fails everywhere with [`Error::Unsupported`](crate::Error::Unsupported);
+    /// [`Accel::Bvh`] gives the same answers everywhere. A scene already uploaded
+    /// with ray queries keeps being traced after a fallback, from its host copy.
+    pub fn upload_instances_with(
+        &self,
+        scene: InstanceScene,
+        accel: Accel,
+    ) -> Result<PickInstances> {
+        self.prepare_instances(scene, Some(accel))
+    }
+
+    /// Prepares `scene` with `accel`, or the GPU's default for instance scenes.
+    fn prepare_instances(
+        &self,
+        scene: InstanceScene,
+        accel: Option<Accel>,
+    ) -> Result<PickInstances> {
+        let upload = |gpu: &crate::gpu::GpuContext, scene| match accel {
+            Some(accel) => gpu.upload_instances_with(scene, accel),
+            None => gpu.upload_instances(scene),
+        };
         let content = match self.live_gpu() {
             None => Content::Cpu(scene),
-            Some(gpu) if !self.auto => Content::Gpu(Box::new(gpu.upload_instances(scene)?)),
+            Some(gpu) if !self.auto => Content::Gpu(Box::new(upload(gpu, scene)?)),
             // Kept until the upload succeeds: the CPU traces it after a fallback.
-            Some(gpu) => match gpu.upload_instances(scene.clone()) {
+            Some(gpu) => match upload(gpu, scene.clone()) {
                 Ok(uploaded) => Content::Gpu(Box::new(uploaded)),
                 Err(e) if self.falls_back_on(&e) => {
                     self.fall_back(&e);
@@ -84,6 +122,19 @@ impl Picker {
                 Err(e) => return Err(e),
             },
         };
+        if let Content::Cpu(_) = content {
+            match accel {
+                Some(Accel::RayQuery) => {
+                    return Err(crate::Error::NoRayQueries("the CPU backend".into()));
+                }
+                Some(Accel::Brute) => {
+                    return Err(crate::Error::Unsupported(
+                        crate::gpu::NO_BRUTE_INSTANCES.into(),
+                    ));
+                }
+                _ => {}
+            }
+        }
         Ok(PickInstances { content })
     }
 

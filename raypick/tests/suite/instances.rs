@@ -13,10 +13,10 @@ use raypick::prepare::{pack_mesh, sanitize_ray};
 use raypick::{Cull, Error, Hit, Mesh, Mode, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
 
-const CULLS: [Cull; 3] = [Cull::None, Cull::Back, Cull::Front];
-const MODES: [Mode; 2] = [Mode::Watertight, Mode::Fast];
+pub(crate) const CULLS: [Cull; 3] = [Cull::None, Cull::Back, Cull::Front];
+pub(crate) const MODES: [Mode; 2] = [Mode::Watertight, Mode::Fast];
 
-fn options(cull: Cull, mode: Mode) -> TraceOptions {
+pub(crate) fn options(cull: Cull, mode: Mode) -> TraceOptions {
     TraceOptions::default().with_cull(cull).with_mode(mode)
 }
 
@@ -33,7 +33,7 @@ fn transformed_f64(mesh: &Mesh, transform: Mat4) -> Mesh {
 
 /// A random rotation, non-uniform scale (0.5 .. 2 per axis, mirrored on one axis
 /// with probability `mirror`) and translation inside `(lo, hi)`.
-fn random_transform(rng: &mut Rng, mirror: f32, (lo, hi): (Vec3, Vec3)) -> Mat4 {
+pub(crate) fn random_transform(rng: &mut Rng, mirror: f32, (lo, hi): (Vec3, Vec3)) -> Mat4 {
     let axis = rng.unit_vector();
     let rotation = Quat::from_axis_angle(axis, rng.range(0.0, std::f32::consts::TAU));
     let mut scale = Vec3::new(
@@ -78,7 +78,7 @@ fn edge_distance(mesh: &Mesh, hit: &Hit) -> f64 {
 
 /// Meshes of the mixed scenes: an icosphere, the cube, a random soup and a grid
 /// (shared vertices, closed meshes, slivers, a flat one).
-fn meshes(rng: &mut Rng) -> Vec<Mesh> {
+pub(crate) fn meshes(rng: &mut Rng) -> Vec<Mesh> {
     vec![
         fixtures::icosphere(3, 1.0, Vec3::ZERO),
         fixtures::cube(),
@@ -89,7 +89,7 @@ fn meshes(rng: &mut Rng) -> Vec<Mesh> {
 
 /// `count` instances of the meshes with random transforms in a 6-unit box; the last
 /// one is a copy of the first (with its own id), so hits on them tie on `t`.
-fn random_instances(rng: &mut Rng, meshes: usize, count: usize) -> Vec<Instance> {
+pub(crate) fn random_instances(rng: &mut Rng, meshes: usize, count: usize) -> Vec<Instance> {
     let place = (Vec3::splat(-3.0), Vec3::splat(3.0));
     let mut instances: Vec<Instance> = (0..count - 1)
         .map(|i| {
@@ -108,7 +108,7 @@ fn random_instances(rng: &mut Rng, meshes: usize, count: usize) -> Vec<Instance>
 }
 
 /// Random rays and camera rays over the scene's box.
-fn scene_rays(rng: &mut Rng, n: usize) -> Vec<Ray> {
+pub(crate) fn scene_rays(rng: &mut Rng, n: usize) -> Vec<Ray> {
     let bounds = (Vec3::splat(-4.0), Vec3::splat(4.0));
     let mut rays = fixtures::random_rays(n, rng, bounds);
     rays.extend(fixtures::camera_rays(bounds, 48, 32));

@@ -18,7 +18,7 @@ fn parse(source: &str, name: &str) -> naga::Module {
 /// stage, nothing for the others.
 fn capabilities(name: &str) -> naga::valid::Capabilities {
     match name {
-        "ray_query" => naga::valid::Capabilities::RAY_QUERY,
+        "ray_query" | "instance_ray_query" => naga::valid::Capabilities::RAY_QUERY,
         _ => naga::valid::Capabilities::empty(),
     }
 }
@@ -262,20 +262,30 @@ fn gather_and_refit_constants_match_rust() {
 
 #[test]
 fn ray_query_constants_match_rust() {
-    let module = parse(&shaders::ray_query_module(), "ray_query");
-    let constant = |name: &str| literal(&module, name);
     use naga::Literal::{F32, U32};
     use raypick::cpu::ray_query::SEGMENT_MARGIN;
-    assert_eq!(constant("UNFINISHED"), U32(shaders::UNFINISHED));
-    assert_eq!(constant("SEGMENT_MARGIN"), F32(SEGMENT_MARGIN));
-    assert_eq!(constant("MAX_T"), F32(f32::MAX));
-    assert_eq!(constant("BIG"), F32(raypick::cpu::intersect::BIG));
-    assert_eq!(
-        constant("WORKGROUP_SIZE"),
-        U32(shaders::RAY_QUERY_WORKGROUP)
-    );
-    assert_eq!(
-        workgroup_size(&module, shaders::RAY_QUERY_ENTRY),
-        [shaders::RAY_QUERY_WORKGROUP, 1, 1]
-    );
+    let stages = [
+        (
+            "ray_query",
+            shaders::ray_query_module(),
+            shaders::RAY_QUERY_ENTRY,
+            shaders::RAY_QUERY_WORKGROUP,
+        ),
+        (
+            "instance_ray_query",
+            shaders::instance_ray_query_module(),
+            shaders::INSTANCE_RAY_QUERY_ENTRY,
+            shaders::INSTANCE_RAY_QUERY_WORKGROUP,
+        ),
+    ];
+    for (name, source, entry, workgroup) in stages {
+        let module = parse(&source, name);
+        let constant = |name: &str| literal(&module, name);
+        assert_eq!(constant("UNFINISHED"), U32(shaders::UNFINISHED));
+        assert_eq!(constant("SEGMENT_MARGIN"), F32(SEGMENT_MARGIN));
+        assert_eq!(constant("MAX_T"), F32(f32::MAX));
+        assert_eq!(constant("BIG"), F32(raypick::cpu::intersect::BIG));
+        assert_eq!(constant("WORKGROUP_SIZE"), U32(workgroup), "{name}");
+        assert_eq!(workgroup_size(&module, entry), [workgroup, 1, 1], "{name}");
+    }
 }

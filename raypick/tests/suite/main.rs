@@ -15,6 +15,7 @@ mod contract;
 mod far_from_origin;
 mod files;
 mod gpu_batches;
+mod instance_ray_query;
 mod instances;
 mod layout;
 mod parity;
