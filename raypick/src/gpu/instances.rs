@@ -355,7 +355,7 @@ impl GpuContext {
     /// Uploads an instance scene with the device's default acceleration structure
     /// ([`GpuContext::default_accel`]): the driver's structures on a hardware GPU
     /// with ray queries, when the scene is within their limits (instance count,
-    /// triangles per mesh), else raypick's BVHs. Fails with
+    /// triangles per mesh), else raypick's BVHs (the same answers). Fails with
     /// [`InstanceError::TooLarge`] when a buffer exceeds one storage binding.
     pub fn upload_instances(&self, scene: InstanceScene) -> Result<GpuInstanceScene> {
         let accel = match self.default_accel() {
@@ -448,7 +448,8 @@ impl GpuContext {
     }
 
     /// [`Error::NoRayQueries`] unless the device has ray queries and `scene` is
-    /// within the driver's limits on instances.
+    /// within the driver's limits (instances per top-level structure, triangles per
+    /// bottom-level one).
     fn ray_query_limits(&self, scene: &InstanceScene) -> Result<()> {
         let device = || {
             format!(
@@ -469,6 +470,19 @@ impl GpuContext {
                 scene.len()
             )));
         }
+        let most = self.device.limits().max_blas_primitive_count as usize;
+        let largest = scene
+            .meshes()
+            .iter()
+            .map(|blas| blas.bvh().triangles().len())
+            .max()
+            .unwrap_or(0);
+        if largest > most {
+            return Err(Error::NoRayQueries(format!(
+                "{} for an instanced mesh of {largest} triangles (at most {most})",
+                device()
+            )));
+        }
         Ok(())
     }
 
@@ -477,18 +491,6 @@ impl GpuContext {
     fn upload_driver_instances(&self, scene: InstanceScene) -> Result<GpuInstanceScene> {
         self.ray_query_limits(&scene)?;
         let mut boxes = InstanceDriverBoxes::new(&scene);
-        let most = self.device.limits().max_blas_primitive_count as usize;
-        if let Some(s) = boxes
-            .structures
-            .iter()
-            .find(|s| s.boxes.triangles.len() > most)
-        {
-            return Err(Error::NoRayQueries(format!(
-                "the GPU {} for an instanced mesh of {} triangles (at most {most})",
-                self.adapter().name,
-                s.boxes.triangles.len()
-            )));
-        }
         let total: u64 = boxes
             .structures
             .iter()
