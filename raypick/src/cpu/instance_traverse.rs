@@ -34,15 +34,33 @@ pub fn nearer(t: f32, instance: u32, prim: u32, best: &InstanceHitRecord) -> boo
             && (instance < best.instance || (instance == best.instance && prim < best.prim)))
 }
 
+/// What the top-level walk ([`traverse`]) does at each instance leaf it reaches.
+///
+/// Closures are visitors too. The CPU backend's vector code uses a type of its own
+/// with an `#[inline(always)]` method instead: a closure's body is compiled apart
+/// from the function that builds it, without that function's target features, so
+/// vector intrinsics in it would become calls.
+pub trait InstanceVisit {
+    /// Visits instance `index`, updating `best` with any nearer hit it holds.
+    fn visit(&mut self, index: u32, best: &mut InstanceHitRecord);
+}
+
+impl<F: FnMut(u32, &mut InstanceHitRecord)> InstanceVisit for F {
+    #[inline(always)]
+    fn visit(&mut self, index: u32, best: &mut InstanceHitRecord) {
+        self(index, best)
+    }
+}
+
 /// Walks the TLAS `nodes` for a (sanitised, live) world ray, calling
-/// `visit(instance, best)` for each instance leaf the ray reaches, nearest first,
-/// skipping those that cannot hold a hit nearer than `best`.
+/// `visitor.visit(instance, best)` for each instance leaf the ray reaches, nearest
+/// first, skipping those that cannot hold a hit nearer than `best`.
 #[inline(always)]
 pub fn traverse(
     nodes: &[BvhNode],
     ray: &Ray,
     best: &mut InstanceHitRecord,
-    mut visit: impl FnMut(u32, &mut InstanceHitRecord),
+    mut visitor: impl InstanceVisit,
 ) {
     if nodes.is_empty() {
         return;
@@ -60,7 +78,7 @@ pub fn traverse(
             },
         };
         if item & LEAF_BIT != 0 {
-            visit(item & !LEAF_BIT, best);
+            visitor.visit(item & !LEAF_BIT, best);
             continue;
         }
         let limit = best.t.min(ray.tmax);
@@ -131,7 +149,7 @@ pub fn trace_ray(scene: &InstanceScene, ray: &Ray, cull: Cull, mode: Mode) -> In
     if ray.dir == glam::Vec3::ZERO {
         return best; // an invalid ray
     }
-    traverse(scene.tlas_nodes(), ray, &mut best, |index, best| {
+    traverse(scene.tlas_nodes(), ray, &mut best, |index: u32, best: &mut InstanceHitRecord| {
         if let Some(local) = instance_ray(scene, index, ray, best) {
             let bvh = scene.blas_of(index as usize).bvh();
             merge(

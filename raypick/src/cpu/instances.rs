@@ -1,7 +1,9 @@
-//! Instance scenes on the CPU backend: rays in parallel on the backend's pool, the
-//! mirror's top-level loop ([`traverse`]) with the CPU's 8-wide mesh BVH below it.
+//! Instance scenes on the CPU backend: rays in parallel on the backend's pool
+//! (incoherent batches in the order of where they enter the scene's box, as for a
+//! mesh), the mirror's top-level loop ([`traverse`]) with the CPU's 8-wide mesh BVH
+//! below it.
 
-use super::instance_traverse::{instance_ray, merge, traverse};
+use super::instance_traverse::{InstanceVisit, instance_ray, merge, traverse};
 use crate::options::{Cull, Mode};
 use crate::cpu::CpuBackend;
 use crate::cpu::simd::simd_dispatch;
@@ -12,9 +14,33 @@ use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
 use crate::types::{InstanceHitRecord, Ray};
 
+/// Enters an instance with the wide mesh BVH (a visitor type, not a closure, so
+/// that the mesh traversal's vector code is compiled with the caller's target
+/// features: see [`InstanceVisit`]).
+struct EnterWide<'a, L> {
+    scene: &'a InstanceScene,
+    ray: &'a Ray,
+    cull: Cull,
+    mode: Mode,
+    /// The mesh traversal's scratch space (one per task, not one per instance).
+    stack: &'a mut RayStack,
+    lanes: std::marker::PhantomData<L>,
+}
+
+impl<L: Lanes8> InstanceVisit for EnterWide<'_, L> {
+    #[inline(always)]
+    fn visit(&mut self, index: u32, best: &mut InstanceHitRecord) {
+        if let Some(local) = instance_ray(self.scene, index, self.ray, best) {
+            let wide = self.scene.blas_of(index as usize).wide();
+            let hit =
+                wide_traverse::trace_one::<L>(wide, &local, self.cull, self.mode, self.stack);
+            merge(index, &hit, best);
+        }
+    }
+}
+
 /// Nearest hit of one world ray: the two-level traversal with the wide mesh BVH,
-/// `stack` the mesh traversal's scratch space (one per task, not one per instance
-/// entered).
+/// `stack` the mesh traversal's scratch space.
 #[inline(always)]
 fn trace_ray<L: Lanes8>(
     scene: &InstanceScene,
@@ -26,13 +52,15 @@ fn trace_ray<L: Lanes8>(
     let ray = sanitize_ray(ray);
     let mut best = InstanceHitRecord::MISS;
     if ray.dir != glam::Vec3::ZERO {
-        traverse(scene.tlas_nodes(), &ray, &mut best, |index, best| {
-            if let Some(local) = instance_ray(scene, index, &ray, best) {
-                let wide = scene.blas_of(index as usize).wide();
-                let hit = wide_traverse::trace_one::<L>(wide, &local, cull, mode, stack);
-                merge(index, &hit, best);
-            }
-        });
+        let enter = EnterWide::<L> {
+            scene,
+            ray: &ray,
+            cull,
+            mode,
+            stack,
+            lanes: std::marker::PhantomData,
+        };
+        traverse(scene.tlas_nodes(), &ray, &mut best, enter);
     }
     scene.finish(&ray, &best)
 }
@@ -68,8 +96,10 @@ impl CpuBackend {
     ) -> Vec<InstanceHit> {
         let (cull, mode) = (options.cull, options.mode);
         let mut hits = vec![InstanceHit::MISS; rays.len()];
-        // In the caller's order: no box orders rays across instances yet.
-        self.in_tracing_order(|| None, rays, &mut hits, 1, InstanceHit::MISS, |rays, hits| {
+        // Incoherent batches in the order of where the rays enter the scene's box,
+        // as for a mesh.
+        let bounds = || scene.world_bounds();
+        self.in_tracing_order(bounds, rays, &mut hits, 1, InstanceHit::MISS, |rays, hits| {
             trace_task(scene, rays, hits, cull, mode)
         });
         hits

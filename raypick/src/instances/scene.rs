@@ -168,6 +168,17 @@ impl InstanceScene {
         self.tlas.depth
     }
 
+    /// The world box of every instance that can be hit (the TLAS root's), `None`
+    /// when none can.
+    pub(crate) fn world_bounds(&self) -> Option<(Vec3, Vec3)> {
+        let root = self.tlas.nodes.first()?;
+        root.children
+            .iter()
+            .filter(|c| !c.is_empty())
+            .map(|c| (c.lo, c.hi))
+            .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)))
+    }
+
     /// World box of instance `index` (conservative), or `None` if it can never be hit.
     pub fn world_box(&self, index: usize) -> Option<(Vec3, Vec3)> {
         let placed = self.placed.get(index)?;
