@@ -1,7 +1,8 @@
 // Two-level traversal of an instance scene: one invocation per ray, nearest hit kept.
 // Mirrored by src/cpu/instance_traverse.rs. Prepended with types.wgsl, the
-// intersection files, bvh_walk.wgsl (the mesh BVH walk's steps, shared with
-// bvh_traverse.wgsl) and instance_space.wgsl.
+// intersection files, bvh_walk.wgsl (the walk's steps shared with bvh_traverse.wgsl:
+// the top level's node visit, the stacks), wide_walk.wgsl (the eight-wide walk
+// shared with wide_bvh_traverse.wgsl) and instance_space.wgsl.
 //
 // One loop walks two trees. The top level (TLAS) holds one instance per leaf; its
 // nodes are handled like a mesh BVH's (both child boxes tested together, the nearer
@@ -11,10 +12,11 @@
 // space by the rows of the inverse transform (origin as a point, direction as a
 // vector, not renormalised, so t means the same in both spaces; every product
 // multiplied by `one` so it is rounded on its own, as on the CPU) and walks the
-// instance's mesh BVH, whose nodes and triangles sit in the shared arrays at the
-// instance's offsets, with a stack of its own, the way bvh_traverse.wgsl walks one;
-// when that stack runs empty, the top level goes on. Both stacks hold MAX_DEPTH
-// entries (both trees are depth-bounded).
+// instance's mesh BVH, eight-wide nodes (WideBvhNode) whose rows and triangles sit
+// in the shared arrays at the instance's offsets, with a stack of its own, the way
+// wide_bvh_traverse.wgsl walks one; when that stack runs empty, the top level goes
+// on. The top-level stack holds MAX_DEPTH entries (the tree is depth-bounded), the
+// mesh stack params.max_stack: a ray that would push beyond is reported UNFINISHED.
 //
 // A hit replaces the best one when nearer, or as near with a lower instance index,
 // or the same instance and a lower triangle id: the answer of a naive loop over all
@@ -25,12 +27,13 @@
 // The loops are shaped for drivers that run invocations as SIMD lanes under a mask,
 // like bvh_traverse.wgsl's (see its header): one loop takes top-level items until a
 // lane enters an instance or has none left, one visits mesh nodes until a lane has
-// leaf children to test or its mesh is done, and one tests those leaves. MODE (a
+// leaf children to test or its mesh is done, and one tests those leaves' triangles. MODE (a
 // pipeline constant) selects the triangle test.
 
 @group(0) @binding(0) var<uniform> params: TraverseParams;
-// BvhNode, PackedInstance and PackedTriangle, read as rows of 16 bytes (tlas_node_at,
-// instance_at, node_at, triangle_at).
+// BvhNode (the top level), PackedInstance, WideBvhNode and its exact boxes (every
+// mesh's, one after the other), and PackedTriangle, read as rows of 16 bytes
+// (tlas_node_at, instance_at, wide_node_at, triangle_at).
 @group(0) @binding(1) var<storage, read> tlas: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> instances: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> nodes: array<vec4<f32>>;
@@ -81,8 +84,15 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var frame = world;
     var boxes = world_boxes;
     var node_index = EMPTY_CHILD;
+    // The mesh stack's entries (the top level's tree is depth-bounded).
+    let capacity = min(params.max_stack, MAX_DEPTH);
+    // The last mesh node visited, its children's entry distances, and its entered
+    // leaves not yet tested (bit per lane).
+    var node = WideRows();
+    var entry: array<f32, WIDTH>;
+    var leaves = 0u;
     var steps = 0u;
-    var finished = false; // nothing left to visit, or out of steps
+    var finished = false; // nothing left to visit, out of steps, or out of stack
     loop {
         // Top level: take items until this lane enters an instance, or none is left.
         loop {
@@ -135,7 +145,6 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         // Bottom level: visit the mesh's nodes until one has leaf children to test,
         // or the mesh is done (back to the top level).
-        var visit = NO_VISIT;
         loop {
             node_index = take_next(node_index, &blas_stack, &blas_depth, best.t);
             if node_index == EMPTY_CHILD {
@@ -147,19 +156,25 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 finished = true;
                 break;
             }
-            visit = visit_node(node_at(node_offset + node_index), boxes, min(best.t, local.tmax), best.t, one);
-            node_index = visit.next;
-            if visit.push {
-                blas_stack[blas_depth] = visit.pending;
-                blas_depth += 1u;
+            node = wide_node_at(node_offset + node_index);
+            let visit = visit_wide(node, boxes, min(best.t, local.tmax), one, &entry, &leaves, &blas_stack, &blas_depth, capacity);
+            if visit.overflow {
+                best = unfinished();
+                finished = true;
+                break;
             }
-            if visit.count_a + visit.count_b > 0u {
+            node_index = visit.next;
+            if leaves != 0u {
                 break;
             }
         }
-        let total = visit.count_a + visit.count_b;
-        for (var j = 0u; j < total; j++) {
-            let i = leaf_triangle(visit, j, best.t);
+        if finished {
+            break;
+        }
+        // The leaves' triangles, nearest leaf first (none when the mesh is done).
+        var walk = LeafWalk(0u, 0u, 0u);
+        loop {
+            let i = next_triangle(&walk, node, &entry, &leaves, best.t);
             if i == EMPTY_CHILD {
                 break;
             }
@@ -169,9 +184,6 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
             if cand.accepted && nearer_instance(cand.t, instance, tri.id, best) {
                 best = InstanceHitRecord(cand.t, cand.u, cand.v, tri.id, instance, 0u, 0u, 0u);
             }
-        }
-        if finished {
-            break;
         }
     }
     hits[ray_index] = best;

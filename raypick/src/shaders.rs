@@ -25,6 +25,10 @@ pub const BVH_WALK: &str = include_str!("../shaders/bvh_walk.wgsl");
 /// `src/cpu/query.rs`).
 pub const QUERY: &str = include_str!("../shaders/query.wgsl");
 
+/// The steps of an eight-wide BVH walk shared by the eight-wide BVH and instance
+/// traversal stages (mirrored by `src/cpu/wide_bvh_traverse.rs`).
+pub const WIDE_WALK: &str = include_str!("../shaders/wide_walk.wgsl");
+
 /// The BVH traversal stage over binary nodes (mirrored by `src/cpu/bvh_traverse.rs`).
 pub const BVH_TRAVERSE: &str = include_str!("../shaders/bvh_traverse.wgsl");
 
@@ -111,16 +115,16 @@ pub fn brute_force_module() -> String {
 
 /// The complete WGSL module of the BVH traversal stage over binary nodes.
 pub fn bvh_traverse_module() -> String {
-    mesh_traverse_module(BVH_TRAVERSE)
+    mesh_traverse_module(&[BVH_TRAVERSE])
 }
 
 /// The complete WGSL module of the BVH traversal stage over eight-wide nodes.
 pub fn wide_bvh_traverse_module() -> String {
-    mesh_traverse_module(WIDE_BVH_TRAVERSE)
+    mesh_traverse_module(&[WIDE_WALK, WIDE_BVH_TRAVERSE])
 }
 
-/// A mesh BVH traversal stage (`stage`) with the files it shares.
-fn mesh_traverse_module(stage: &str) -> String {
+/// A mesh BVH traversal stage (`stage`, its files) with the files it shares.
+fn mesh_traverse_module(stage: &[&str]) -> String {
     [
         TYPES,
         INTERSECT,
@@ -129,8 +133,11 @@ fn mesh_traverse_module(stage: &str) -> String {
         HIT_LIST,
         QUERY,
         BVH_WALK,
-        stage,
     ]
+    .iter()
+    .chain(stage)
+    .copied()
+    .collect::<Vec<_>>()
     .join("\n")
 }
 
@@ -142,6 +149,7 @@ pub fn instance_traverse_module() -> String {
         MOLLER_TRUMBORE,
         WATERTIGHT,
         BVH_WALK,
+        WIDE_WALK,
         INSTANCE_SPACE,
         INSTANCE_TRAVERSE,
     ]

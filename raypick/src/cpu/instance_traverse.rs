@@ -4,9 +4,12 @@
 //! child boxes of a node tested together, the nearer child taken next, the farther
 //! pushed with its entry distance on a fixed stack of [`MAX_DEPTH`] entries and
 //! skipped on pop once a nearer hit is known. A TLAS leaf is one instance: the ray
-//! is taken into its object space ([`crate::instances::object_ray`]) and its mesh BVH is traversed
-//! (the BVH stage's own traversal, with the same box tests and triangle test),
-//! limited to the best `t` so far. A hit replaces the best one when it is nearer,
+//! is taken into its object space ([`crate::instances::object_ray`]) and its mesh
+//! BVH is traversed in the GPU's eight-wide layout, as the eight-wide BVH stage walks
+//! it ([`crate::cpu::wide_bvh_traverse`], with the same box tests and triangle
+//! test), limited to the best `t` so far; a ray whose mesh walk would overflow that
+//! stage's stack takes the binary traversal there ([`crate::cpu::bvh_traverse`]),
+//! with the same answers. A hit replaces the best one when it is nearer,
 //! or equally near with a lower instance index, or the same instance and a lower
 //! triangle id: the answer of a naive loop over every instance and triangle, bit
 //! for bit, whatever the visiting order.
@@ -17,6 +20,7 @@
 use crate::options::{Cull, Mode};
 use crate::bvh::MAX_DEPTH;
 use crate::cpu::bvh_traverse;
+use crate::cpu::wide_bvh_traverse::{self, STACK_ENTRIES};
 use crate::cpu::bvh_walk::{RayBoxes, pop_pending};
 use crate::cpu::intersect::RayFrame;
 use crate::instances::InstanceScene;
@@ -151,12 +155,17 @@ pub fn trace_ray(scene: &InstanceScene, ray: &Ray, cull: Cull, mode: Mode) -> In
     }
     traverse(scene.tlas_nodes(), ray, &mut best, |index: u32, best: &mut InstanceHitRecord| {
         if let Some(local) = instance_ray(scene, index, ray, best) {
-            let bvh = scene.blas_of(index as usize).bvh();
-            merge(
-                index,
-                &bvh_traverse::trace_ray(bvh, &local, cull, mode),
-                best,
-            );
+            let blas = scene.blas_of(index as usize);
+            let (bvh, test) = (blas.bvh(), (cull, mode));
+            let hit = wide_bvh_traverse::trace_ray(
+                blas.gpu_wide(),
+                bvh.triangles(),
+                &local,
+                test,
+                STACK_ENTRIES,
+            )
+            .unwrap_or_else(|| bvh_traverse::trace_ray(bvh, &local, cull, mode));
+            merge(index, &hit, best);
         }
     });
     best

@@ -88,7 +88,14 @@ impl WideNodes {
     /// The node buffer the GPU reads: a [`WideBvhNode`] per node, then the exact
     /// boxes ([`EXACT_ROWS`] rows each), as 16-byte rows.
     pub fn gpu_rows(&self) -> Vec<[u32; 4]> {
-        let first_exact = self.nodes.len() * NODE_ROWS;
+        self.gpu_rows_at(0)
+    }
+
+    /// [`WideNodes::gpu_rows`] for a buffer where they start at row `first_row` (the
+    /// exact boxes' row indices count from the buffer's start; child indices stay
+    /// the tree's own).
+    pub fn gpu_rows_at(&self, first_row: usize) -> Vec<[u32; 4]> {
+        let first_exact = first_row + self.nodes.len() * NODE_ROWS;
         let mut rows = Vec::with_capacity(self.gpu_bytes() / 16);
         for node in &self.nodes {
             let exact = match node.exact {

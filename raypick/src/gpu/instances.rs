@@ -1,7 +1,8 @@
 //! Instance scenes on the GPU, in one of two forms:
 //!
-//! - **raypick's BVHs** ([`Accel::Bvh`]): every mesh BVH concatenated into one node
-//!   and one triangle buffer (each instance knows its mesh's offsets), the TLAS and
+//! - **raypick's BVHs** ([`Accel::Bvh`]): every mesh BVH, in the GPU's eight-wide
+//!   layout, concatenated into one node and one triangle buffer (each instance knows
+//!   its mesh's offsets), the TLAS and
 //!   the instance records in two more, traced by `shaders/instance_traverse.wgsl`.
 //!   Moving an instance refits the CPU copy of the TLAS; before the next trace, the
 //!   changed instance records and TLAS nodes (the moved instances' paths to the
@@ -25,6 +26,7 @@ use wgpu::util::DeviceExt;
 use crate::Accel;
 use crate::cpu::instance_ray_query::InstanceDriverBoxes;
 use crate::cpu::instance_traverse;
+use crate::cpu::wide_nodes::NODE_ROWS;
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::gpu::ray_query::row_major;
@@ -114,12 +116,12 @@ enum Structures {
     Bvh {
         /// The TLAS nodes.
         tlas: wgpu::Buffer,
-        /// Every mesh BVH's nodes.
+        /// Every mesh BVH's eight-wide nodes and their exact boxes.
         nodes: wgpu::Buffer,
         /// Every mesh BVH's triangles.
         triangles: wgpu::Buffer,
-        /// Per mesh: first node and first triangle in the shared buffers.
-        offsets: Vec<(u32, u32)>,
+        /// Per mesh: where its BVH sits in `nodes` and `triangles`.
+        meshes: Vec<MeshAt>,
     },
     /// The driver's structures ([`Accel::RayQuery`]).
     RayQuery(Box<DriverScene>),
@@ -296,7 +298,7 @@ impl GpuInstanceScene {
     /// The record the shader reads for instance `index`.
     fn record(&self, index: usize) -> PackedInstance {
         match &self.structures {
-            Structures::Bvh { offsets, .. } => record(&self.scene, offsets, index),
+            Structures::Bvh { meshes, .. } => record(&self.scene, meshes, index),
             Structures::RayQuery(driver) => {
                 driver_record(&self.scene, &driver.boxes, &driver.offsets, index)
             }
@@ -304,19 +306,30 @@ impl GpuInstanceScene {
     }
 }
 
+/// Where a mesh's BVH sits in the shared buffers of raypick's BVHs.
+#[derive(Clone, Copy, Debug)]
+struct MeshAt {
+    /// Its first eight-wide node.
+    node: u32,
+    /// Its first triangle.
+    triangle: u32,
+    /// Its eight-wide nodes.
+    nodes: u32,
+}
+
 /// The record `shaders/instance_traverse.wgsl` reads for instance `index`, its
-/// mesh's BVH at `offsets`.
-fn record(scene: &InstanceScene, offsets: &[(u32, u32)], index: usize) -> PackedInstance {
+/// mesh's BVH where `meshes` says.
+fn record(scene: &InstanceScene, meshes: &[MeshAt], index: usize) -> PackedInstance {
     let placed = &scene.placed()[index];
-    let (node_offset, tri_offset) = offsets[placed.instance.mesh];
+    let at = meshes[placed.instance.mesh];
     let [inv0, inv1, inv2] = placed.placement.inverse_rows;
     PackedInstance {
         inv0,
         inv1,
         inv2,
-        node_offset,
-        tri_offset,
-        node_count: scene.meshes()[placed.instance.mesh].bvh().nodes().len() as u32,
+        node_offset: at.node,
+        tri_offset: at.triangle,
+        node_count: at.nodes,
         _pad0: 0,
     }
 }
@@ -391,17 +404,27 @@ impl GpuContext {
         }
     }
 
-    /// Uploads every mesh BVH once, the instances and the TLAS.
+    /// Uploads every mesh BVH once (the GPU's eight-wide nodes), the instances and
+    /// the TLAS.
     fn upload_instance_bvhs(&self, scene: InstanceScene) -> Result<GpuInstanceScene> {
-        let mut offsets = Vec::with_capacity(scene.meshes().len());
-        let (mut node_count, mut tri_count) = (0u64, 0u64);
+        // Each mesh's rows start at a whole node, so that its nodes are indexed from
+        // its first one; its exact boxes' rows count from the buffer's start.
+        let mut meshes = Vec::with_capacity(scene.meshes().len());
+        let mut rows: Vec<[u32; 4]> = Vec::new();
+        let mut tri_count = 0u64;
         for blas in scene.meshes() {
-            offsets.push((node_count as u32, tri_count as u32));
-            node_count += blas.bvh().nodes().len() as u64;
+            let wide = blas.gpu_wide();
+            meshes.push(MeshAt {
+                node: (rows.len() / NODE_ROWS) as u32,
+                triangle: tri_count as u32,
+                nodes: wide.node_count() as u32,
+            });
+            rows.extend(wide.gpu_rows_at(rows.len()));
+            rows.resize(rows.len().next_multiple_of(NODE_ROWS), [0; 4]);
             tri_count += blas.bvh().triangles().len() as u64;
         }
         let limit = self.max_binding_bytes();
-        fits("mesh BVH nodes", node_count * NODE_BYTES, limit)?;
+        fits("mesh BVH nodes", rows.len() as u64 * 16, limit)?;
         fits("mesh triangles", tri_count * TRIANGLE_BYTES, limit)?;
         fits("instances", scene.len() as u64 * INSTANCE_BYTES, limit)?;
         fits(
@@ -409,17 +432,15 @@ impl GpuContext {
             scene.tlas_nodes().len() as u64 * NODE_BYTES,
             limit,
         )?;
-        if node_count >= u32::MAX as u64 || tri_count >= u32::MAX as u64 {
+        if rows.len() as u64 >= u32::MAX as u64 || tri_count >= u32::MAX as u64 {
             fits("mesh BVH nodes", u64::MAX, limit)?;
         }
-        let mut nodes = Vec::with_capacity(node_count as usize);
         let mut triangles = Vec::with_capacity(tri_count as usize);
         for blas in scene.meshes() {
-            nodes.extend_from_slice(blas.bvh().nodes());
             triangles.extend_from_slice(blas.bvh().triangles());
         }
         let records: Vec<PackedInstance> = (0..scene.len())
-            .map(|i| record(&scene, &offsets, i))
+            .map(|i| record(&scene, &meshes, i))
             .collect();
         let (tlas, instances, nodes, triangles) = self.scoped(|| {
             (
@@ -428,7 +449,7 @@ impl GpuContext {
                     bytemuck::cast_slice(scene.tlas_nodes()),
                 ),
                 self.instance_storage("raypick instances", bytemuck::cast_slice(&records)),
-                self.instance_storage("raypick mesh BVH nodes", bytemuck::cast_slice(&nodes)),
+                self.instance_storage("raypick mesh BVH nodes", bytemuck::cast_slice(&rows)),
                 self.instance_storage("raypick mesh triangles", bytemuck::cast_slice(&triangles)),
             )
         })?;
@@ -439,7 +460,7 @@ impl GpuContext {
                 tlas,
                 nodes,
                 triangles,
-                offsets,
+                meshes,
             },
             context_id: self.id,
             scratch: Mutex::new(None),

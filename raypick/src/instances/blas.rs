@@ -1,19 +1,27 @@
 //! Bottom-level structures: one BVH per mesh, built once and shared by every
 //! instance of the mesh.
 
+use std::sync::OnceLock;
+
 use glam::{DVec3, Vec3};
 
 use crate::Mesh;
 use crate::bvh::Bvh;
 use crate::cpu::wide_bvh::WideBvh;
+use crate::cpu::wide_nodes::WideNodes;
 use crate::types::PackedTriangle;
 
-/// A mesh's BVH in both layouts: the binary one the GPU and the traversal mirror
-/// read, and the CPU's 8-wide one (same boxes, same triangles, same answers).
+/// A mesh's BVH in its layouts: the binary one (built first, and what a ray the
+/// GPU leaves unfinished is finished with), the CPU's 8-wide one, and the GPU's
+/// eight-wide nodes, made when first needed (same boxes, same triangles, same
+/// answers).
 #[derive(Debug)]
 pub struct Blas {
     bvh: Bvh,
     wide: WideBvh,
+    /// The GPU's eight-wide layout of `bvh`, made the first time a scene of the mesh
+    /// is uploaded to a GPU or traced by the traversal mirror.
+    gpu_wide: OnceLock<WideNodes>,
     /// Position in `bvh.triangles()` of each triangle id (`u32::MAX`: degenerate).
     slots: Vec<u32>,
 }
@@ -34,6 +42,7 @@ impl Blas {
         }
         Self {
             wide: WideBvh::from_bvh(&bvh),
+            gpu_wide: OnceLock::new(),
             bvh,
             slots,
         }
@@ -47,6 +56,12 @@ impl Blas {
     /// The CPU's wide BVH.
     pub(crate) fn wide(&self) -> &WideBvh {
         &self.wide
+    }
+
+    /// The GPU's eight-wide nodes of the BVH (same boxes, same triangles), made on
+    /// first use.
+    pub(crate) fn gpu_wide(&self) -> &WideNodes {
+        self.gpu_wide.get_or_init(|| WideNodes::from_bvh(&self.bvh))
     }
 
     /// Triangles of the mesh (degenerate ones included).

@@ -667,6 +667,25 @@ fn gpu_finishes_long_rays_on_the_cpu_and_refuses_oversized_scenes_through_a_pick
         ),
         "{refused:?}"
     );
+    // A mesh stack of two entries: rays whose walk would push more are finished on
+    // the CPU.
+    let shallow = raypick::gpu::GpuContext::with_options(raypick::gpu::GpuOptions {
+        max_traversal_stack: Some(2),
+        ..Default::default()
+    })
+    .expect("a third context on the same adapter");
+    let deep = InstanceScene::from_meshes(
+        &[fixtures::icosphere(3, 1.0, Vec3::ZERO)],
+        random_instances(&mut rng, 1, 6),
+    )
+    .expect("valid");
+    let on_shallow = shallow.upload_instances(deep.clone()).expect("upload");
+    assert_eq!(
+        shallow
+            .trace_instances(&on_shallow, &rays, &options)
+            .expect("trace"),
+        deep.trace(&rays, &options)
+    );
     // A scene of another context is refused.
     let other = crate::support::gpu().expect("adapter");
     assert!(matches!(
