@@ -1,9 +1,10 @@
-// The steps of a mesh BVH walk that the BVH and instance traversals share
-// (bvh_traverse.wgsl, instance_traverse.wgsl): reading nodes and triangles, popping
-// the stack, visiting a node, and indexing the triangles of its leaf children. The
-// walk is src/cpu/bvh_traverse.rs's `traverse`, cut at the points where the
-// traversals' loops meet. A stage that includes this file declares `nodes` and
-// `triangles` as arrays of 16-byte rows (array<vec4<f32>>).
+// The steps of a BVH walk that the traversal stages share: reading nodes and
+// triangles, popping the stack and counting loop steps (every traversal: the BVH
+// ones, and the instance one for its top level and meshes), visiting a binary node
+// and indexing the triangles of its leaf children (bvh_traverse.wgsl). The walk is
+// src/cpu/bvh_traverse.rs's `traverse`, cut at the points where the traversals'
+// loops meet. A stage that includes this file declares `nodes` and `triangles` as
+// arrays of 16-byte rows (array<vec4<f32>>).
 
 // Entries of a traversal stack (the builder bounds every tree's depth).
 const MAX_DEPTH: u32 = 64u;

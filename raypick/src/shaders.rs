@@ -17,8 +17,9 @@ pub const HIT_LIST: &str = include_str!("../shaders/hit_list.wgsl");
 /// The brute-force stage (mirrored by `src/cpu/brute_force.rs`).
 pub const BRUTE_FORCE: &str = include_str!("../shaders/brute_force.wgsl");
 
-/// The steps of a mesh BVH walk shared by the BVH and instance traversal stages
-/// (mirrored by `src/cpu/bvh_traverse.rs`).
+/// The steps of a BVH walk shared by the traversal stages: the stack and step
+/// count of every one, the binary node visit of the BVH stage (mirrored by
+/// `src/cpu/bvh_traverse.rs`).
 pub const BVH_WALK: &str = include_str!("../shaders/bvh_walk.wgsl");
 
 /// What the BVH traversals keep of the hits they find (mirrored by
