@@ -30,8 +30,9 @@ use crate::instances::{
 };
 
 /// Rays aimed at vertices and edge points of random instances (world points in
-/// f32), from random origins within a few instance sizes, some with intervals
-/// reaching behind the origin.
+/// f32), from random origins within a few instance sizes: some with intervals
+/// reaching behind the origin, directions from 2^-60 to 2^60 long or along an axis,
+/// and a few invalid ones.
 fn aimed_rays(scene: &InstanceScene, meshes: &[Mesh], rng: &mut Rng, n: usize) -> Vec<Ray> {
     let live: Vec<usize> = (0..scene.len())
         .filter(|&i| scene.world_box(i).is_some())
@@ -53,9 +54,19 @@ fn aimed_rays(scene: &InstanceScene, meshes: &[Mesh], rng: &mut Rng, n: usize) -
             let size = (hi - lo).max_element();
             let origin = rng.point_in_box(lo - size * 2.0, hi + size * 2.0);
             let dir = target - origin;
-            match k % 4 {
+            match k % 8 {
                 0 => Ray::with_interval(origin, dir, f32::NEG_INFINITY, f32::INFINITY),
                 1 => Ray::with_interval(origin - dir * 2.0, dir, -4.0, 4.0),
+                // Directions from 2^-60 to 2^60 long.
+                2 => Ray::new(origin, dir * 2f32.powi(rng.below(121) as i32 - 60)),
+                // Along an axis (two zero components), onto the target.
+                3 => {
+                    let axis = Vec3::AXES[rng.below(3)] * if rng.chance(0.5) { 1.0 } else { -1.0 };
+                    Ray::new(target - axis * size * 3.0, axis)
+                }
+                // Invalid: a zero direction, a NaN origin (misses, never errors).
+                4 if k % 16 == 4 => Ray::new(origin, Vec3::ZERO),
+                4 => Ray::new(Vec3::new(f32::NAN, origin.y, origin.z), dir),
                 _ => Ray::new(origin, dir),
             }
         })
