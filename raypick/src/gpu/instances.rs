@@ -19,6 +19,7 @@
 //! size are split into dispatches.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use rayon::prelude::*;
 use wgpu::util::DeviceExt;
@@ -142,6 +143,9 @@ struct DriverScene {
     /// The structures as built (their boxes and triangles dropped once uploaded:
     /// the far limit needs only their paddings and magnitudes).
     boxes: InstanceDriverBoxes,
+    /// The far limit for the transforms of the moment (f32 bits), recomputed when
+    /// the top-level structure is rebuilt after moves.
+    far_limit: AtomicU32,
 }
 
 impl DriverScene {
@@ -160,28 +164,13 @@ impl DriverScene {
 }
 
 /// What changed on the CPU since the last upload: TLAS nodes and instance records,
-/// and for the driver's structures, the top-level structure and the far limit.
-#[derive(Debug)]
+/// and whether the driver's top-level structure needs a rebuild.
+#[derive(Debug, Default)]
 struct Dirty {
     nodes: Vec<u32>,
     instances: Vec<u32>,
     all_nodes: bool,
-    /// The driver's top-level structure needs a rebuild.
     driver_tlas: bool,
-    /// The far limit of the driver's structures for the transforms of the moment.
-    far_limit: f32,
-}
-
-impl Dirty {
-    fn new(far_limit: f32) -> Self {
-        Self {
-            nodes: Vec::new(),
-            instances: Vec::new(),
-            all_nodes: false,
-            driver_tlas: false,
-            far_limit,
-        }
-    }
 }
 
 /// Sorts `indices` and returns them as runs `(first, end)` of consecutive values.
@@ -270,7 +259,10 @@ impl GpuInstanceScene {
                         std::iter::once(&driver.tlas),
                     );
                     gpu.queue.submit([encoder.finish()]);
-                    dirty.far_limit = driver.boxes.far_limit(&self.scene);
+                    let far_limit = driver.boxes.far_limit(&self.scene);
+                    driver
+                        .far_limit
+                        .store(far_limit.to_bits(), Ordering::Relaxed);
                 }
             }
         }
@@ -283,8 +275,13 @@ impl GpuInstanceScene {
                 bytemuck::cast_slice(&records),
             );
         }
-        *dirty = Dirty::new(dirty.far_limit);
-        dirty.far_limit
+        *dirty = Dirty::default();
+        match &self.structures {
+            Structures::Bvh { .. } => f32::INFINITY,
+            Structures::RayQuery(driver) => {
+                f32::from_bits(driver.far_limit.load(Ordering::Relaxed))
+            }
+        }
     }
 
     /// [`Error::WrongBackend`] unless the scene was uploaded to `gpu`.
@@ -464,7 +461,7 @@ impl GpuContext {
             },
             context_id: self.id,
             scratch: Mutex::new(None),
-            dirty: Mutex::new(Dirty::new(f32::INFINITY)),
+            dirty: Mutex::default(),
         })
     }
 
@@ -545,6 +542,7 @@ impl GpuContext {
                 ),
                 offsets,
                 boxes: InstanceDriverBoxes::default(),
+                far_limit: AtomicU32::default(),
             };
             (driver, encoder)
         })?;
@@ -558,7 +556,7 @@ impl GpuContext {
             let instance = driver.instance(&scene, i);
             driver.tlas[i] = instance;
         }
-        let far_limit = driver.boxes.far_limit(&scene);
+        driver.far_limit = AtomicU32::new(driver.boxes.far_limit(&scene).to_bits());
         let instances = self.scoped(|| {
             let mut encoder = encoder;
             if !driver.blases.is_empty() {
@@ -576,7 +574,7 @@ impl GpuContext {
             structures: Structures::RayQuery(Box::new(driver)),
             context_id: self.id,
             scratch: Mutex::new(None),
-            dirty: Mutex::new(Dirty::new(far_limit)),
+            dirty: Mutex::default(),
         })
     }
 
