@@ -524,13 +524,10 @@ impl Scene {
                 Rays::F32(r) => self.picker.occluded(&flat.uploaded, r, &options)?,
                 Rays::F64(r) => self.picker.occluded(&flat.uploaded, r, &options)?,
             },
-            Prepared::Instanced(scene) => {
-                let hits = match rays {
-                    Rays::F32(r) => self.picker.trace_instances(scene, r, &options)?,
-                    Rays::F64(r) => self.picker.trace_instances(scene, r, &options)?,
-                };
-                hits.iter().map(|h| h.is_hit()).collect()
-            }
+            Prepared::Instanced(scene) => match rays {
+                Rays::F32(r) => self.picker.occluded_instances(scene, r, &options)?,
+                Rays::F64(r) => self.picker.occluded_instances(scene, r, &options)?,
+            },
         })
     }
 

@@ -17,6 +17,8 @@
 //   origin first; a hit is offered only in the segment of its sign. Ahead of the
 //   origin the nearest hit's t is committed, widened, so the driver skips boxes
 //   entered beyond it (t means the same in world and object space).
+// - QUERY (a pipeline constant) is QUERY_CLOSEST or QUERY_ANY: with QUERY_ANY the
+//   first accepted hit ends the ray's queries.
 // - Rays whose origin lies beyond params.far_limit (where the boxes' padding no
 //   longer covers the difference between the driver's object-space ray and
 //   raypick's), and rays that take more than max_steps candidates, are reported
@@ -58,6 +60,7 @@ fn instance_ray_query(@builtin(global_invocation_id) gid: vec3<u32>) {
     var rq: ray_query;
     var steps = 0u;
     var out_of_steps = false;
+    var found_any = false; // QUERY_ANY found a hit
     for (var side = BEHIND; side <= AHEAD; side++) {
         let seg = segment(ray, frame, side);
         if !seg.live {
@@ -97,13 +100,18 @@ fn instance_ray_query(@builtin(global_invocation_id) gid: vec3<u32>) {
                 continue;
             }
             best = InstanceHitRecord(c.t, c.u, c.v, tri.id, index, 0u, 0u, 0u);
+            if QUERY == QUERY_ANY {
+                found_any = true; // any hit will do
+                rayQueryTerminate(&rq);
+                break;
+            }
             let lower = lowered(seg, side, best.t, frame, committed);
             if lower < committed {
                 committed = lower;
                 rayQueryGenerateIntersection(&rq, lower);
             }
         }
-        if out_of_steps {
+        if out_of_steps || found_any {
             break;
         }
     }

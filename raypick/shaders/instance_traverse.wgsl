@@ -27,8 +27,9 @@
 // The loops are shaped for drivers that run invocations as SIMD lanes under a mask,
 // like bvh_traverse.wgsl's (see its header): one loop takes top-level items until a
 // lane enters an instance or has none left, one visits mesh nodes until a lane has
-// leaf children to test or its mesh is done, and one tests those leaves' triangles. MODE (a
-// pipeline constant) selects the triangle test.
+// leaf children to test or its mesh is done, and one tests those leaves' triangles.
+// MODE (a pipeline constant) selects the triangle test, QUERY the nearest hit or
+// any hit (QUERY_ANY: the first accepted hit ends the walk).
 
 @group(0) @binding(0) var<uniform> params: TraverseParams;
 // BvhNode (the top level), PackedInstance, WideBvhNode and its exact boxes (every
@@ -183,7 +184,14 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
             let cand = intersect(local, frame, tri, params.cull, params.miss_t, one, MODE);
             if cand.accepted && nearer_instance(cand.t, instance, tri.id, best) {
                 best = InstanceHitRecord(cand.t, cand.u, cand.v, tri.id, instance, 0u, 0u, 0u);
+                if QUERY == QUERY_ANY {
+                    finished = true; // any hit will do
+                    break;
+                }
             }
+        }
+        if finished {
+            break;
         }
     }
     hits[ray_index] = best;

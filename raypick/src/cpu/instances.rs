@@ -12,7 +12,7 @@ use crate::cpu::wide_traverse::{self, RayStack};
 use crate::instances::{InstanceHit, InstanceScene};
 use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
-use crate::types::{InstanceHitRecord, Ray};
+use crate::types::{InstanceHitRecord, MISS, Ray};
 
 /// Enters an instance with the wide mesh BVH (a visitor type, not a closure, so
 /// that the mesh traversal's vector code is compiled with the caller's target
@@ -22,6 +22,8 @@ struct EnterWide<'a, L> {
     ray: &'a Ray,
     cull: Cull,
     mode: Mode,
+    /// Any hit will do: the first ends the walk.
+    any: bool,
     /// The mesh traversal's scratch space (one per task, not one per instance).
     stack: &'a mut RayStack,
     lanes: std::marker::PhantomData<L>,
@@ -30,39 +32,54 @@ struct EnterWide<'a, L> {
 impl<L: Lanes8> InstanceVisit for EnterWide<'_, L> {
     #[inline(always)]
     fn visit(&mut self, index: u32, best: &mut InstanceHitRecord) {
-        if let Some(local) = instance_ray(self.scene, index, self.ray, best) {
-            let wide = self.scene.blas_of(index as usize).wide();
-            let hit =
-                wide_traverse::trace_one::<L>(wide, &local, self.cull, self.mode, self.stack);
+        if best.t == f32::NEG_INFINITY {
+            return; // any hit will do, and one was found
+        }
+        let Some(local) = instance_ray(self.scene, index, self.ray, best) else {
+            return;
+        };
+        let wide = self.scene.blas_of(index as usize).wide();
+        let (cull, mode) = (self.cull, self.mode);
+        if !self.any {
+            let hit = wide_traverse::trace_one::<L>(wide, &local, cull, mode, self.stack);
             merge(index, &hit, best);
+        } else if wide_traverse::occluded_one::<L>(wide, &local, cull, mode, self.stack) {
+            // Nothing is nearer than -inf: the top-level walk enters nothing more.
+            *best = InstanceHitRecord {
+                t: f32::NEG_INFINITY,
+                prim: 0,
+                instance: index,
+                ..InstanceHitRecord::MISS
+            };
         }
     }
 }
 
-/// Nearest hit of one world ray: the two-level traversal with the wide mesh BVH,
-/// `stack` the mesh traversal's scratch space.
+/// The walk of one world ray: the nearest hit, or with `any` a record whose `prim`
+/// is not `MISS` as soon as one hit is found; `stack` is the mesh traversal's
+/// scratch space.
 #[inline(always)]
-fn trace_ray<L: Lanes8>(
+fn walk_ray<L: Lanes8>(
     scene: &InstanceScene,
     ray: &Ray,
-    cull: Cull,
-    mode: Mode,
+    (cull, mode): (Cull, Mode),
+    any: bool,
     stack: &mut RayStack,
-) -> InstanceHit {
-    let ray = sanitize_ray(ray);
+) -> InstanceHitRecord {
     let mut best = InstanceHitRecord::MISS;
     if ray.dir != glam::Vec3::ZERO {
         let enter = EnterWide::<L> {
             scene,
-            ray: &ray,
+            ray,
             cull,
             mode,
+            any,
             stack,
             lanes: std::marker::PhantomData,
         };
-        traverse(scene.tlas_nodes(), &ray, &mut best, enter);
+        traverse(scene.tlas_nodes(), ray, &mut best, enter);
     }
-    scene.finish(&ray, &best)
+    best
 }
 
 #[inline(always)]
@@ -75,7 +92,25 @@ fn trace_task_by<L: Lanes8>(
 ) {
     let mut stack = RayStack::take();
     for (ray, hit) in rays.iter().zip(hits) {
-        *hit = trace_ray::<L>(scene, ray, cull, mode, &mut stack);
+        let ray = sanitize_ray(ray);
+        let best = walk_ray::<L>(scene, &ray, (cull, mode), false, &mut stack);
+        *hit = scene.finish(&ray, &best);
+    }
+    stack.keep();
+}
+
+#[inline(always)]
+fn occluded_task_by<L: Lanes8>(
+    scene: &InstanceScene,
+    rays: &[Ray],
+    occluded: &mut [bool],
+    cull: Cull,
+    mode: Mode,
+) {
+    let mut stack = RayStack::take();
+    for (ray, out) in rays.iter().zip(occluded) {
+        let ray = sanitize_ray(ray);
+        *out = walk_ray::<L>(scene, &ray, (cull, mode), true, &mut stack).prim != MISS;
     }
     stack.keep();
 }
@@ -84,6 +119,12 @@ simd_dispatch! {
     /// Traces one task's rays into `hits`, the top level and the meshes with the
     /// widest vector unit the CPU has.
     fn trace_task(scene: &InstanceScene, rays: &[Ray], hits: &mut [InstanceHit], cull: Cull, mode: Mode) => trace_task_by::<Lanes8>
+}
+
+simd_dispatch! {
+    /// Writes whether each of one task's rays hits anything, each stopping at its
+    /// first hit.
+    fn occluded_task(scene: &InstanceScene, rays: &[Ray], occluded: &mut [bool], cull: Cull, mode: Mode) => occluded_task_by::<Lanes8>
 }
 
 impl CpuBackend {
@@ -104,6 +145,23 @@ impl CpuBackend {
         });
         hits
     }
+
+    /// Whether each ray hits anything in an instance scene: `true` exactly when
+    /// [`CpuBackend::trace_instances`] gives it a hit; each ray stops at its first.
+    pub fn occluded_instances(
+        &self,
+        scene: &InstanceScene,
+        rays: &[Ray],
+        options: &TraceOptions,
+    ) -> Vec<bool> {
+        let (cull, mode) = (options.cull, options.mode);
+        let mut occluded = vec![false; rays.len()];
+        let bounds = || scene.world_bounds();
+        self.in_tracing_order(bounds, rays, &mut occluded, 1, false, |rays, out| {
+            occluded_task(scene, rays, out, cull, mode)
+        });
+        occluded
+    }
 }
 
 impl InstanceScene {
@@ -111,6 +169,12 @@ impl InstanceScene {
     /// as [`crate::gpu::GpuContext::trace_instances`].
     pub fn trace(&self, rays: &[Ray], options: &TraceOptions) -> Vec<InstanceHit> {
         CpuBackend::new().trace_instances(self, rays, options)
+    }
+
+    /// Whether each ray hits anything, on the CPU (rayon's global pool): `true`
+    /// exactly when [`InstanceScene::trace`] gives it a hit.
+    pub fn occluded(&self, rays: &[Ray], options: &TraceOptions) -> Vec<bool> {
+        CpuBackend::new().occluded_instances(self, rays, options)
     }
 
     /// Traces `rays` with the traversal mirror of the shader

@@ -197,6 +197,28 @@ pub(crate) fn trace_one<L: Lanes8>(
     }
 }
 
+/// Whether one ray hits anything (false for an invalid one), stopping at its first
+/// accepted hit, with `stack` as scratch; inlined like [`trace_one`].
+#[inline(always)]
+pub(crate) fn occluded_one<L: Lanes8>(
+    wide: &WideBvh,
+    ray: &Ray,
+    cull: Cull,
+    mode: Mode,
+    stack: &mut RayStack,
+) -> bool {
+    let mut any = AnyHit::default();
+    if !is_valid_ray(ray) {
+        return false;
+    }
+    if mode == Mode::Watertight {
+        traverse::<L, true>(wide, ray, cull, &mut any, &mut stack.0);
+    } else {
+        traverse::<L, false>(wide, ray, cull, &mut any, &mut stack.0);
+    }
+    any.0
+}
+
 #[inline(always)]
 fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,

@@ -37,7 +37,7 @@ use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
 use crate::shaders::{INSTANCE_RAY_QUERY_WORKGROUP, INSTANCE_TRAVERSE_WORKGROUP, UNFINISHED};
 use crate::types::{
-    BvhNode, InstanceHitRecord, PackedInstance, PackedTriangle, Ray, TraverseParams,
+    BvhNode, InstanceHitRecord, MISS, PackedInstance, PackedTriangle, Query, Ray, TraverseParams,
 };
 
 const RECORD_BYTES: u64 = std::mem::size_of::<InstanceHitRecord>() as u64;
@@ -586,6 +586,55 @@ impl GpuContext {
         rays: &[Ray],
         options: &TraceOptions,
     ) -> Result<Vec<InstanceHit>> {
+        let (sanitized, records) = self.walk_instances(scene, rays, options, Query::Closest)?;
+        let (cull, mode) = (options.cull, options.mode);
+        Ok(sanitized
+            .par_iter()
+            .zip(records.par_iter())
+            .map(|(ray, record)| {
+                let record = if record.prim == UNFINISHED {
+                    instance_traverse::trace_ray(&scene.scene, ray, cull, mode)
+                } else {
+                    *record
+                };
+                scene.scene.finish(ray, &record)
+            })
+            .collect())
+    }
+
+    /// Whether each ray hits anything in an uploaded instance scene (blocking):
+    /// `true` exactly when [`GpuContext::trace_instances`] gives it a hit; each ray
+    /// stops at its first hit.
+    pub fn occluded_instances(
+        &self,
+        scene: &GpuInstanceScene,
+        rays: &[Ray],
+        options: &TraceOptions,
+    ) -> Result<Vec<bool>> {
+        let (sanitized, records) = self.walk_instances(scene, rays, options, Query::Any)?;
+        let (cull, mode) = (options.cull, options.mode);
+        Ok(sanitized
+            .par_iter()
+            .zip(records.par_iter())
+            .map(|(ray, record)| match record.prim {
+                UNFINISHED => {
+                    instance_traverse::trace_ray(&scene.scene, ray, cull, mode).prim != MISS
+                }
+                prim => prim != MISS,
+            })
+            .collect())
+    }
+
+    /// Runs the scene's stage for `query` (nearest or any hit) over `rays`: the
+    /// sanitised rays and the records the GPU wrote (`UNFINISHED` for rays left to
+    /// the CPU).
+    fn walk_instances(
+        &self,
+        scene: &GpuInstanceScene,
+        rays: &[Ray],
+        options: &TraceOptions,
+        query: Query,
+    ) -> Result<(Vec<Ray>, Vec<InstanceHitRecord>)> {
         scene.check(self)?;
         self.errors.check()?;
         let far_limit = scene.flush(self);
@@ -595,12 +644,12 @@ impl GpuContext {
             let (pipeline, workgroup) = match scene.structures {
                 Structures::Bvh { .. } => (
                     self.pipelines
-                        .instance_traverse(&self.device, options.mode)?,
+                        .instance_traverse(&self.device, query, options.mode)?,
                     INSTANCE_TRAVERSE_WORKGROUP,
                 ),
                 Structures::RayQuery(_) => (
                     self.pipelines
-                        .instance_ray_query(&self.device, options.mode)?,
+                        .instance_ray_query(&self.device, query, options.mode)?,
                     INSTANCE_RAY_QUERY_WORKGROUP,
                 ),
             };
@@ -642,19 +691,7 @@ impl GpuContext {
             }
         }
         self.errors.check()?;
-        let (cull, mode) = (options.cull, options.mode);
-        Ok(sanitized
-            .par_iter()
-            .zip(records.par_iter())
-            .map(|(ray, record)| {
-                let record = if record.prim == UNFINISHED {
-                    instance_traverse::trace_ray(&scene.scene, ray, cull, mode)
-                } else {
-                    *record
-                };
-                scene.scene.finish(ray, &record)
-            })
-            .collect())
+        Ok((sanitized, records))
     }
 
     /// One dispatch of `pipeline` (workgroups of `workgroup`) over `rays` (at most

@@ -22,13 +22,13 @@ pub(crate) struct Pipelines {
     /// `shaders/bvh_traverse.wgsl`, compiled on first use (meshes read from a
     /// renderer's buffers, and meshes uploaded with binary nodes).
     bvh_traverse: OnceLock<Stage>,
-    /// `shaders/instance_traverse.wgsl` (closest hit only), compiled on first use
+    /// `shaders/instance_traverse.wgsl` (nearest or any hit), compiled on first use
     /// (see [`Pipelines::instance_traverse`]).
     instance_traverse: OnceLock<Stage>,
     /// `shaders/ray_query.wgsl`, compiled on first use (see
     /// [`Pipelines::ray_query`]; only a device with ray queries can).
     ray_query: OnceLock<Stage>,
-    /// `shaders/instance_ray_query.wgsl` (closest hit only), compiled on first use
+    /// `shaders/instance_ray_query.wgsl` (nearest or any hit), compiled on first use
     /// (see [`Pipelines::instance_ray_query`]).
     instance_ray_query: OnceLock<Stage>,
     /// `shaders/gather.wgsl`.
@@ -113,11 +113,12 @@ impl Pipelines {
         .pipeline(device, query, mode)
     }
 
-    /// The instance traversal pipeline of `mode`, compiled the first time an
+    /// The instance traversal pipeline of `query` and `mode`, compiled the first time an
     /// instance scene is traced (contexts that never trace one do not pay for it).
     pub(crate) fn instance_traverse(
         &self,
         device: &wgpu::Device,
+        query: Query,
         mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
         Stage::on_first_use(&self.instance_traverse, device, "instance_traverse", || {
@@ -126,7 +127,7 @@ impl Pipelines {
                 shaders::INSTANCE_TRAVERSE_ENTRY,
             )
         })?
-        .pipeline(device, Query::Closest, mode)
+        .pipeline(device, query, mode)
     }
 
     /// The ray-query pipeline of `query` and `mode`, compiled the first time a mesh
@@ -143,12 +144,13 @@ impl Pipelines {
         .pipeline(device, query, mode)
     }
 
-    /// The instance ray-query pipeline of `mode`, compiled the first time an
+    /// The instance ray-query pipeline of `query` and `mode`, compiled the first time an
     /// instance scene uploaded with [`Accel::RayQuery`](crate::Accel::RayQuery) is
     /// traced.
     pub(crate) fn instance_ray_query(
         &self,
         device: &wgpu::Device,
+        query: Query,
         mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
         Stage::on_first_use(
@@ -162,7 +164,7 @@ impl Pipelines {
                 )
             },
         )?
-        .pipeline(device, Query::Closest, mode)
+        .pipeline(device, query, mode)
     }
 }
 

@@ -159,6 +159,28 @@ impl Picker {
             .trace_instances(scene.scene(), &rays, options))
     }
 
+    /// Whether each ray (of either precision) hits anything in an instance scene:
+    /// `true` exactly when [`Picker::trace_instances`] gives it a hit; each ray stops
+    /// at its first hit, so shadow and visibility rays cost less than a trace.
+    pub fn occluded_instances<R: TraceRay>(
+        &self,
+        scene: &PickInstances,
+        rays: &[R],
+        options: &TraceOptions,
+    ) -> Result<Vec<bool>> {
+        let rays = R::all_to_local(rays, DVec3::ZERO);
+        if let (Some(gpu), Content::Gpu(uploaded)) = (self.live_gpu(), &scene.content) {
+            match gpu.occluded_instances(uploaded, &rays, options) {
+                Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
+                other => return other,
+            }
+        }
+        self.check_cpu_path(scene.gpu_context())?;
+        Ok(self
+            .cpu_backend()
+            .occluded_instances(scene.scene(), &rays, options))
+    }
+
     /// Moves instance `index` of a prepared scene (a TLAS refit; on the GPU, a few
     /// small buffer writes before the next trace). After a fallback to the CPU the
     /// scene continues from its host copy.

@@ -283,6 +283,11 @@ fn assert_gpu_equals_cpu(
             for ((ray, w), g) in rays.iter().zip(&want).zip(&got) {
                 assert_eq!(w, g, "{cull:?} {mode:?} {ray:?}");
             }
+            let occluded = gpu
+                .occluded_instances(uploaded, rays, &options)
+                .expect("GPU any hit");
+            let hit: Vec<bool> = want.iter().map(InstanceHit::is_hit).collect();
+            assert_eq!(occluded, hit, "{cull:?} {mode:?}");
             hits += want.iter().filter(|h| h.is_hit()).count();
         }
     }

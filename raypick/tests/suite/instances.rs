@@ -348,6 +348,49 @@ fn two_level_traversal_equals_a_naive_loop() {
 }
 
 #[test]
+fn any_hit_is_a_hit_of_the_trace() {
+    let mut rng = Rng::new(0x1257_000a);
+    let meshes = meshes(&mut rng);
+    let scene = InstanceScene::from_meshes(&meshes, random_instances(&mut rng, meshes.len(), 30))
+        .expect("valid scene");
+    let mut rays = scene_rays(&mut rng, 1500);
+    rays.push(Ray::new(Vec3::ZERO, Vec3::ZERO));
+    rays.push(Ray::new(Vec3::splat(f32::NAN), Vec3::X));
+    let picker = raypick::Picker::new(raypick::Backend::Cpu).expect("CPU picker");
+    let prepared = picker.upload_instances(scene.clone()).expect("CPU scene");
+    for cull in CULLS {
+        for mode in MODES {
+            let options = options(cull, mode);
+            let want: Vec<bool> = scene
+                .trace(&rays, &options)
+                .iter()
+                .map(InstanceHit::is_hit)
+                .collect();
+            let hits = want.iter().filter(|&&h| h).count();
+            assert!(hits > rays.len() / 10 && hits < rays.len(), "{hits} hits");
+            assert_eq!(scene.occluded(&rays, &options), want, "{cull:?} {mode:?}");
+            let picked = picker
+                .occluded_instances(&prepared, &rays, &options)
+                .expect("any hit");
+            assert_eq!(picked, want, "{cull:?} {mode:?}");
+        }
+    }
+    // One ray on the calling thread, and f64 rays.
+    let one = &rays[..1];
+    assert_eq!(scene.occluded(one, &TraceOptions::default()).len(), 1);
+    let wide: Vec<raypick::Ray64> = rays[..50]
+        .iter()
+        .map(|r| raypick::Ray64::from(*r))
+        .collect();
+    assert_eq!(
+        picker
+            .occluded_instances(&prepared, &wide, &TraceOptions::default())
+            .expect("any hit"),
+        scene.occluded(&rays[..50], &TraceOptions::default())
+    );
+}
+
+#[test]
 fn set_transform_equals_a_fresh_scene_and_keeps_the_blas() {
     let mut rng = Rng::new(0x1257_0004);
     let meshes = meshes(&mut rng);
@@ -578,6 +621,11 @@ fn gpu_matches_cpu_bit_for_bit_before_and_after_moves() {
                 for ((ray, c), g) in rays.iter().zip(&cpu).zip(&got) {
                     assert_eq!(c, g, "{cull:?} {mode:?} {ray:?}");
                 }
+                let occluded = gpu
+                    .occluded_instances(gpu_scene, &rays, &options)
+                    .expect("GPU any hit");
+                let want: Vec<bool> = cpu.iter().map(InstanceHit::is_hit).collect();
+                assert_eq!(occluded, want, "{cull:?} {mode:?}");
                 hits += cpu.iter().filter(|h| h.is_hit()).count();
             }
         }
