@@ -45,12 +45,11 @@ fn instance_ray_query(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let ray = rays[ray_index];
-    let o = abs(ray.origin);
-    if max(max(o.x, o.y), o.z) > params.far_limit {
+    if is_far(ray.origin, params.far_limit) {
         hits[ray_index] = unfinished();
         return;
     }
-    var best = InstanceHitRecord(params.miss_t, 0.0, 0.0, MISS, MISS, 0u, 0u, 0u);
+    var best = no_hit();
     if all(ray.dir == vec3<f32>(0.0)) {
         hits[ray_index] = best; // an invalid ray
         return;

@@ -10,6 +10,11 @@ fn instance_at(i: u32) -> PackedInstance {
     return PackedInstance(instances[i * 4u], instances[i * 4u + 1u], instances[i * 4u + 2u], d.x, d.y, d.z, d.w);
 }
 
+// The record of a ray that has hit nothing (yet).
+fn no_hit() -> InstanceHitRecord {
+    return InstanceHitRecord(params.miss_t, 0.0, 0.0, MISS, MISS, 0u, 0u, 0u);
+}
+
 // The record of a ray left to the CPU (out of loop steps, or too far out).
 fn unfinished() -> InstanceHitRecord {
     return InstanceHitRecord(params.miss_t, 0.0, 0.0, UNFINISHED, MISS, 0u, 0u, 0u);

@@ -60,7 +60,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let ray = rays[ray_index];
-    var best = InstanceHitRecord(params.miss_t, 0.0, 0.0, MISS, MISS, 0u, 0u, 0u);
+    var best = no_hit();
     if all(ray.dir == vec3<f32>(0.0)) {
         hits[ray_index] = best; // an invalid ray
         return;

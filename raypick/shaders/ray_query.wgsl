@@ -69,8 +69,7 @@ fn ray_query_trace(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     var best = resumed.best;
     var state = resumed.state; // the list state of QUERY_ALL
-    let o = abs(ray.origin);
-    if max(max(o.x, o.y), o.z) > params.far_limit {
+    if is_far(ray.origin, params.far_limit) {
         finish(ray_index, best, state, true);
         return;
     }

@@ -83,3 +83,10 @@ fn lowered(seg: Segment, side: u32, bound: f32, frame: RayFrame, committed: f32)
     }
     return committed;
 }
+
+// Whether an origin lies beyond `far_limit` on some axis: the ray is then left to
+// the CPU. Mirrors is_far in src/cpu/ray_query.rs.
+fn is_far(origin: vec3<f32>, far_limit: f32) -> bool {
+    let o = abs(origin);
+    return max(max(o.x, o.y), o.z) > far_limit;
+}

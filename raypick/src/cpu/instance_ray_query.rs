@@ -48,7 +48,7 @@ use glam::Vec3;
 
 use super::instance_traverse::nearer;
 use super::intersect::{RayFrame, intersect};
-use super::ray_query::{self, BoxSearch, DRIVER_PADDING, DriverBoxes, is_far, segments};
+use super::ray_query::{BoxSearch, DRIVER_PADDING, DriverBoxes, is_far, segments};
 use crate::instances::InstanceScene;
 use crate::options::{Cull, Mode};
 use crate::types::{InstanceHitRecord, Ray};
@@ -152,10 +152,12 @@ impl InstanceDriverBoxes {
     pub fn new(scene: &InstanceScene) -> Self {
         let reaches: Vec<Option<Reach>> = (0..scene.len()).map(|i| Reach::of(scene, i)).collect();
         let far = PADDED_REACH * reaches.iter().flatten().map(|r| r.world).fold(0.0, f64::max);
+        // The BVH's root box is the union of the padded triangle boxes, so this is
+        // the magnitude the structures' boxes measure.
         let mesh_magnitude: Vec<f64> = scene
             .meshes()
             .iter()
-            .map(|blas| ray_query::magnitude(blas.bvh().triangles()) as f64)
+            .map(|blas| blas.bounds().map_or(0.0, |(lo, hi)| magnitude(lo, hi)))
             .collect();
         let mut structures: Vec<Structure> = Vec::new();
         let mut chosen: std::collections::HashMap<(usize, u32), u32> = Default::default();

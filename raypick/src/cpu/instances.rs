@@ -12,7 +12,7 @@ use crate::cpu::wide_traverse::{self, RayStack};
 use crate::instances::{InstanceHit, InstanceScene};
 use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
-use crate::types::{InstanceHitRecord, MISS, Ray};
+use crate::types::{InstanceHitRecord, MISS, Query, Ray};
 
 /// Enters an instance with the wide mesh BVH (a visitor type, not a closure, so
 /// that the mesh traversal's vector code is compiled with the caller's target
@@ -22,8 +22,9 @@ struct EnterWide<'a, L> {
     ray: &'a Ray,
     cull: Cull,
     mode: Mode,
-    /// Any hit will do: the first ends the walk.
-    any: bool,
+    /// The nearest hit ([`Query::Closest`]), or any ([`Query::Any`]: the first ends
+    /// the walk).
+    query: Query,
     /// The mesh traversal's scratch space (one per task, not one per instance).
     stack: &'a mut RayStack,
     lanes: std::marker::PhantomData<L>,
@@ -40,7 +41,7 @@ impl<L: Lanes8> InstanceVisit for EnterWide<'_, L> {
         };
         let wide = self.scene.blas_of(index as usize).wide();
         let (cull, mode) = (self.cull, self.mode);
-        if !self.any {
+        if self.query != Query::Any {
             let hit = wide_traverse::trace_one::<L>(wide, &local, cull, mode, self.stack);
             merge(index, &hit, best);
         } else if wide_traverse::occluded_one::<L>(wide, &local, cull, mode, self.stack) {
@@ -55,15 +56,15 @@ impl<L: Lanes8> InstanceVisit for EnterWide<'_, L> {
     }
 }
 
-/// The walk of one world ray: the nearest hit, or with `any` a record whose `prim`
-/// is not `MISS` as soon as one hit is found; `stack` is the mesh traversal's
-/// scratch space.
+/// The walk of one world ray for `query`: the nearest hit, or for [`Query::Any`] a
+/// record whose `prim` is not `MISS` as soon as one hit is found; `stack` is the
+/// mesh traversal's scratch space.
 #[inline(always)]
 fn walk_ray<L: Lanes8>(
     scene: &InstanceScene,
     ray: &Ray,
     (cull, mode): (Cull, Mode),
-    any: bool,
+    query: Query,
     stack: &mut RayStack,
 ) -> InstanceHitRecord {
     let mut best = InstanceHitRecord::MISS;
@@ -73,13 +74,31 @@ fn walk_ray<L: Lanes8>(
             ray,
             cull,
             mode,
-            any,
+            query,
             stack,
             lanes: std::marker::PhantomData,
         };
         traverse(scene.tlas_nodes(), ray, &mut best, enter);
     }
     best
+}
+
+/// Walks one task's rays (sanitised first) for `query`, writing `keep(ray, record)`
+/// into each ray's slot of `out`.
+#[inline(always)]
+fn walk_task<L: Lanes8, T>(
+    scene: &InstanceScene,
+    rays: &[Ray],
+    out: &mut [T],
+    (test, query): ((Cull, Mode), Query),
+    keep: impl Fn(&Ray, &InstanceHitRecord) -> T,
+) {
+    let mut stack = RayStack::take();
+    for (ray, out) in rays.iter().zip(out) {
+        let ray = sanitize_ray(ray);
+        *out = keep(&ray, &walk_ray::<L>(scene, &ray, test, query, &mut stack));
+    }
+    stack.keep();
 }
 
 #[inline(always)]
@@ -90,13 +109,8 @@ fn trace_task_by<L: Lanes8>(
     cull: Cull,
     mode: Mode,
 ) {
-    let mut stack = RayStack::take();
-    for (ray, hit) in rays.iter().zip(hits) {
-        let ray = sanitize_ray(ray);
-        let best = walk_ray::<L>(scene, &ray, (cull, mode), false, &mut stack);
-        *hit = scene.finish(&ray, &best);
-    }
-    stack.keep();
+    let how = ((cull, mode), Query::Closest);
+    walk_task::<L, _>(scene, rays, hits, how, |ray, best| scene.finish(ray, best));
 }
 
 #[inline(always)]
@@ -107,12 +121,8 @@ fn occluded_task_by<L: Lanes8>(
     cull: Cull,
     mode: Mode,
 ) {
-    let mut stack = RayStack::take();
-    for (ray, out) in rays.iter().zip(occluded) {
-        let ray = sanitize_ray(ray);
-        *out = walk_ray::<L>(scene, &ray, (cull, mode), true, &mut stack).prim != MISS;
-    }
-    stack.keep();
+    let how = ((cull, mode), Query::Any);
+    walk_task::<L, _>(scene, rays, occluded, how, |_, best| best.prim != MISS);
 }
 
 simd_dispatch! {
@@ -136,14 +146,9 @@ impl CpuBackend {
         options: &TraceOptions,
     ) -> Vec<InstanceHit> {
         let (cull, mode) = (options.cull, options.mode);
-        let mut hits = vec![InstanceHit::MISS; rays.len()];
-        // Incoherent batches in the order of where the rays enter the scene's box,
-        // as for a mesh.
-        let bounds = || scene.world_bounds();
-        self.in_tracing_order(bounds, rays, &mut hits, 1, InstanceHit::MISS, |rays, hits| {
+        self.walk_instances(scene, rays, InstanceHit::MISS, |rays, hits| {
             trace_task(scene, rays, hits, cull, mode)
-        });
-        hits
+        })
     }
 
     /// Whether each ray hits anything in an instance scene: `true` exactly when
@@ -155,12 +160,24 @@ impl CpuBackend {
         options: &TraceOptions,
     ) -> Vec<bool> {
         let (cull, mode) = (options.cull, options.mode);
-        let mut occluded = vec![false; rays.len()];
-        let bounds = || scene.world_bounds();
-        self.in_tracing_order(bounds, rays, &mut occluded, 1, false, |rays, out| {
+        self.walk_instances(scene, rays, false, |rays, out| {
             occluded_task(scene, rays, out, cull, mode)
-        });
-        occluded
+        })
+    }
+
+    /// One slot per ray, filled by `task` over the batch in tasks on the pool;
+    /// incoherent batches in the order of where the rays enter the scene's box, as
+    /// for a mesh.
+    fn walk_instances<T: Copy + Send + Sync>(
+        &self,
+        scene: &InstanceScene,
+        rays: &[Ray],
+        fill: T,
+        task: impl Fn(&[Ray], &mut [T]) + Send + Sync,
+    ) -> Vec<T> {
+        let mut out = vec![fill; rays.len()];
+        self.in_tracing_order(|| scene.world_bounds(), rays, &mut out, 1, fill, task);
+        out
     }
 }
 

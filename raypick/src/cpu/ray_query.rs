@@ -72,8 +72,6 @@ pub struct DriverBoxes {
     pub boxes: Vec<[Vec3; 2]>,
     /// The hittable triangles, each knowing its id.
     pub triangles: Vec<PackedTriangle>,
-    /// Origins with a coordinate beyond this magnitude are far ([`is_far`]).
-    pub far_limit: f32,
     /// The mesh's magnitude: the largest coordinate magnitude or extent of its
     /// hittable triangles' padded boxes (0 for none).
     pub magnitude: f32,
@@ -102,21 +100,15 @@ impl DriverBoxes {
         Self {
             boxes,
             triangles,
-            far_limit: magnitude * FAR_FACTOR,
             magnitude,
         }
     }
-}
 
-/// A mesh's magnitude as [`DriverBoxes`] measures it: the largest coordinate
-/// magnitude or extent of its hittable triangles' padded boxes (0 for none).
-pub fn magnitude(packed: &[PackedTriangle]) -> f32 {
-    let padded: Vec<(Vec3, Vec3)> = packed
-        .iter()
-        .filter(|t| is_hittable(t))
-        .map(triangle_box)
-        .collect();
-    mesh_magnitude(&padded)
+    /// Origins with a coordinate beyond this are far for the mesh stage ([`is_far`]):
+    /// [`FAR_FACTOR`] magnitudes.
+    pub fn far_limit(&self) -> f32 {
+        self.magnitude * FAR_FACTOR
+    }
 }
 
 /// The largest coordinate magnitude or extent of the union of `boxes` (0 for none).
@@ -283,7 +275,7 @@ pub fn traverse(
     (cull, mode): (Cull, Mode),
     collect: &mut impl Collect,
 ) -> bool {
-    if is_far(ray, boxes.far_limit) {
+    if is_far(ray, boxes.far_limit()) {
         return false;
     }
     let frame = RayFrame::new(ray);
@@ -467,7 +459,7 @@ mod tests {
         let boxes = DriverBoxes::new(&packed);
         assert_eq!(boxes.triangles.iter().map(|t| t.id).collect::<Vec<_>>(), [0, 2]);
         // The magnitude: the largest coordinate of the padded boxes, a hair over 5.
-        let magnitude = boxes.far_limit / FAR_FACTOR;
+        let magnitude = boxes.magnitude;
         assert!((5.0..5.001).contains(&magnitude), "{magnitude}");
         for (b, tri) in boxes.boxes.iter().zip(&boxes.triangles) {
             let (lo, hi) = triangle_box(tri);

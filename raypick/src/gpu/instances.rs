@@ -586,20 +586,9 @@ impl GpuContext {
         rays: &[Ray],
         options: &TraceOptions,
     ) -> Result<Vec<InstanceHit>> {
-        let (sanitized, records) = self.walk_instances(scene, rays, options, Query::Closest)?;
-        let (cull, mode) = (options.cull, options.mode);
-        Ok(sanitized
-            .par_iter()
-            .zip(records.par_iter())
-            .map(|(ray, record)| {
-                let record = if record.prim == UNFINISHED {
-                    instance_traverse::trace_ray(&scene.scene, ray, cull, mode)
-                } else {
-                    *record
-                };
-                scene.scene.finish(ray, &record)
-            })
-            .collect())
+        self.walk_instances(scene, rays, options, Query::Closest, |ray, record| {
+            scene.scene.finish(ray, record)
+        })
     }
 
     /// Whether each ray hits anything in an uploaded instance scene (blocking):
@@ -611,30 +600,22 @@ impl GpuContext {
         rays: &[Ray],
         options: &TraceOptions,
     ) -> Result<Vec<bool>> {
-        let (sanitized, records) = self.walk_instances(scene, rays, options, Query::Any)?;
-        let (cull, mode) = (options.cull, options.mode);
-        Ok(sanitized
-            .par_iter()
-            .zip(records.par_iter())
-            .map(|(ray, record)| match record.prim {
-                UNFINISHED => {
-                    instance_traverse::trace_ray(&scene.scene, ray, cull, mode).prim != MISS
-                }
-                prim => prim != MISS,
-            })
-            .collect())
+        self.walk_instances(scene, rays, options, Query::Any, |_, record| {
+            record.prim != MISS
+        })
     }
 
-    /// Runs the scene's stage for `query` (nearest or any hit) over `rays`: the
-    /// sanitised rays and the records the GPU wrote (`UNFINISHED` for rays left to
-    /// the CPU).
-    fn walk_instances(
+    /// Runs the scene's stage for `query` (nearest or any hit) over `rays`, finishes
+    /// the rays it leaves to the CPU with the traversal mirror (whose nearest hit
+    /// answers either query), and gives `keep(sanitised ray, record)` per ray.
+    fn walk_instances<T: Send>(
         &self,
         scene: &GpuInstanceScene,
         rays: &[Ray],
         options: &TraceOptions,
         query: Query,
-    ) -> Result<(Vec<Ray>, Vec<InstanceHitRecord>)> {
+        keep: impl Fn(&Ray, &InstanceHitRecord) -> T + Sync,
+    ) -> Result<Vec<T>> {
         scene.check(self)?;
         self.errors.check()?;
         let far_limit = scene.flush(self);
@@ -691,7 +672,18 @@ impl GpuContext {
             }
         }
         self.errors.check()?;
-        Ok((sanitized, records))
+        let (cull, mode) = (options.cull, options.mode);
+        Ok(sanitized
+            .par_iter()
+            .zip(records.par_iter())
+            .map(|(ray, record)| match record.prim {
+                UNFINISHED => keep(
+                    ray,
+                    &instance_traverse::trace_ray(&scene.scene, ray, cull, mode),
+                ),
+                _ => keep(ray, record),
+            })
+            .collect())
     }
 
     /// One dispatch of `pipeline` (workgroups of `workgroup`) over `rays` (at most

@@ -101,7 +101,7 @@ impl GpuContext {
         Ok(GpuMesh {
             content: Content::RayQuery(RayQueryMesh {
                 chunks,
-                far_limit: boxes.far_limit,
+                far_limit: boxes.far_limit(),
                 packed,
                 bvh: Arc::default(),
             }),

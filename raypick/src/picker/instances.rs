@@ -5,12 +5,13 @@
 use glam::{DVec3, Mat4};
 
 use super::{Backend, Picker};
-use crate::Accel;
+use crate::cpu::CpuBackend;
 use crate::error::Result;
-use crate::gpu::GpuInstanceScene;
+use crate::gpu::{GpuContext, GpuInstanceScene};
 use crate::instances::{InstanceHit, InstanceScene};
 use crate::options::TraceOptions;
 use crate::world::TraceRay;
+use crate::{Accel, Ray};
 
 /// An instance scene prepared for a [`Picker`]'s backend (uploaded on the GPU).
 #[derive(Debug)]
@@ -146,17 +147,12 @@ impl Picker {
         rays: &[R],
         options: &TraceOptions,
     ) -> Result<Vec<InstanceHit>> {
-        let rays = R::all_to_local(rays, DVec3::ZERO);
-        if let (Some(gpu), Content::Gpu(uploaded)) = (self.live_gpu(), &scene.content) {
-            match gpu.trace_instances(uploaded, &rays, options) {
-                Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
-                other => return other,
-            }
-        }
-        self.check_cpu_path(scene.gpu_context())?;
-        Ok(self
-            .cpu_backend()
-            .trace_instances(scene.scene(), &rays, options))
+        self.on_instances(
+            scene,
+            rays,
+            |gpu, uploaded, rays| gpu.trace_instances(uploaded, rays, options),
+            |cpu, scene, rays| cpu.trace_instances(scene, rays, options),
+        )
     }
 
     /// Whether each ray (of either precision) hits anything in an instance scene:
@@ -168,17 +164,32 @@ impl Picker {
         rays: &[R],
         options: &TraceOptions,
     ) -> Result<Vec<bool>> {
+        self.on_instances(
+            scene,
+            rays,
+            |gpu, uploaded, rays| gpu.occluded_instances(uploaded, rays, options),
+            |cpu, scene, rays| cpu.occluded_instances(scene, rays, options),
+        )
+    }
+
+    /// Runs a query over `rays` (f64 ones rounded to f32) on the scene's backend:
+    /// `gpu` for a scene on a live GPU, else `cpu`, after a fallback too.
+    fn on_instances<R: TraceRay, T>(
+        &self,
+        scene: &PickInstances,
+        rays: &[R],
+        gpu: impl FnOnce(&GpuContext, &GpuInstanceScene, &[Ray]) -> Result<Vec<T>>,
+        cpu: impl FnOnce(&CpuBackend, &InstanceScene, &[Ray]) -> Vec<T>,
+    ) -> Result<Vec<T>> {
         let rays = R::all_to_local(rays, DVec3::ZERO);
-        if let (Some(gpu), Content::Gpu(uploaded)) = (self.live_gpu(), &scene.content) {
-            match gpu.occluded_instances(uploaded, &rays, options) {
+        if let (Some(live), Content::Gpu(uploaded)) = (self.live_gpu(), &scene.content) {
+            match gpu(live, uploaded, &rays) {
                 Err(e) if self.falls_back_on(&e) => self.fall_back(&e),
                 other => return other,
             }
         }
         self.check_cpu_path(scene.gpu_context())?;
-        Ok(self
-            .cpu_backend()
-            .occluded_instances(scene.scene(), &rays, options))
+        Ok(cpu(self.cpu_backend(), scene.scene(), &rays))
     }
 
     /// Moves instance `index` of a prepared scene (a TLAS refit; on the GPU, a few

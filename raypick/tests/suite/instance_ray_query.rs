@@ -26,7 +26,7 @@ use raypick::{Accel, Backend, Cull, Error, Mesh, Mode, Picker, Ray, TraceOptions
 use raypick_testkit::fixtures::{self, Rng};
 
 use crate::instances::{
-    CULLS, MODES, meshes, options, random_instances, random_transform, scene_rays,
+    CULLS, MODES, meshes, options, random_instances, random_scene, random_transform, scene_rays,
 };
 
 /// Rays aimed at vertices and edge points of random instances (world points in
@@ -148,9 +148,7 @@ fn check(
 #[test]
 fn decisions_over_exact_drivers_equal_the_instance_traversal() {
     let mut rng = Rng::new(0x1257_1001);
-    let meshes = meshes(&mut rng);
-    let ordinary = InstanceScene::from_meshes(&meshes, random_instances(&mut rng, 4, 24))
-        .expect("valid scene");
+    let (meshes, ordinary) = random_scene(&mut rng, 24);
     let hard = InstanceScene::from_meshes(&meshes, hard_instances(&mut rng)).expect("valid scene");
     let hows = [(Cull::None, Mode::Watertight), (Cull::Back, Mode::Fast)];
     // glam's inverse as it is, and perturbed to half of what the padding allows
@@ -409,9 +407,7 @@ fn gpu_finishes_rays_over_the_candidate_budget_and_empty_scenes_miss() {
 #[test]
 fn pickers_prepare_instances_with_the_structure_asked_for() {
     let mut rng = Rng::new(0x1257_1005);
-    let meshes = meshes(&mut rng);
-    let scene = InstanceScene::from_meshes(&meshes, random_instances(&mut rng, meshes.len(), 8))
-        .expect("valid");
+    let (_, scene) = random_scene(&mut rng, 8);
     let rays = scene_rays(&mut rng, 300);
     let options = TraceOptions::default();
     let want = scene.trace(&rays, &options);

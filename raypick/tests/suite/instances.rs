@@ -107,6 +107,14 @@ pub(crate) fn random_instances(rng: &mut Rng, meshes: usize, count: usize) -> Ve
     instances
 }
 
+/// [`meshes`] and a scene of `count` of their [`random_instances`].
+pub(crate) fn random_scene(rng: &mut Rng, count: usize) -> (Vec<Mesh>, InstanceScene) {
+    let meshes = meshes(rng);
+    let instances = random_instances(rng, meshes.len(), count);
+    let scene = InstanceScene::from_meshes(&meshes, instances).expect("valid scene");
+    (meshes, scene)
+}
+
 /// Random rays and camera rays over the scene's box.
 pub(crate) fn scene_rays(rng: &mut Rng, n: usize) -> Vec<Ray> {
     let bounds = (Vec3::splat(-4.0), Vec3::splat(4.0));
@@ -322,10 +330,8 @@ fn power_of_two_translations_and_axis_permutations_are_exact() {
 #[test]
 fn two_level_traversal_equals_a_naive_loop() {
     let mut rng = Rng::new(0x1257_0003);
-    let meshes = meshes(&mut rng);
+    let (meshes, scene) = random_scene(&mut rng, 40);
     let packed: Vec<_> = meshes.iter().map(pack_mesh).collect();
-    let scene = InstanceScene::from_meshes(&meshes, random_instances(&mut rng, meshes.len(), 40))
-        .expect("valid scene");
     let rays = scene_rays(&mut rng, 1500);
     let (mut hits, mut tied) = (0, 0);
     for cull in CULLS {
@@ -350,9 +356,7 @@ fn two_level_traversal_equals_a_naive_loop() {
 #[test]
 fn any_hit_is_a_hit_of_the_trace() {
     let mut rng = Rng::new(0x1257_000a);
-    let meshes = meshes(&mut rng);
-    let scene = InstanceScene::from_meshes(&meshes, random_instances(&mut rng, meshes.len(), 30))
-        .expect("valid scene");
+    let (_, scene) = random_scene(&mut rng, 30);
     let mut rays = scene_rays(&mut rng, 1500);
     rays.push(Ray::new(Vec3::ZERO, Vec3::ZERO));
     rays.push(Ray::new(Vec3::splat(f32::NAN), Vec3::X));
@@ -603,9 +607,7 @@ fn gpu_matches_cpu_bit_for_bit_before_and_after_moves() {
         return;
     };
     let mut rng = Rng::new(0x1257_0006);
-    let meshes = meshes(&mut rng);
-    let scene = InstanceScene::from_meshes(&meshes, random_instances(&mut rng, meshes.len(), 40))
-        .expect("valid scene");
+    let (_, scene) = random_scene(&mut rng, 40);
     let rays = scene_rays(&mut rng, 2000);
     let mut cpu_scene = scene.clone();
     let mut gpu_scene = gpu.upload_instances(scene).expect("upload");
@@ -777,9 +779,7 @@ fn gpu_empty_scenes_never_hit() {
 #[test]
 fn picker_traces_instances_on_its_backend() {
     let mut rng = Rng::new(0x1257_0009);
-    let meshes = meshes(&mut rng);
-    let scene = InstanceScene::from_meshes(&meshes, random_instances(&mut rng, meshes.len(), 12))
-        .expect("valid");
+    let (_, scene) = random_scene(&mut rng, 12);
     let rays = scene_rays(&mut rng, 300);
     let options = TraceOptions::default();
     let picker = raypick::Picker::with_options(
