@@ -12,7 +12,7 @@
 //! to a [`Collect`]or, stopping when it says so.
 
 use super::hit_list::HitList;
-use super::intersect::{RayFrame, SoaTriangles, place};
+use super::intersect::{Lanes, RayFrame, SoaTriangles, place};
 use super::query::{AnyHit, Collect};
 use super::simd::simd_dispatch;
 use crate::options::{Cull, Mode};
@@ -144,11 +144,13 @@ simd_dispatch! {
     pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_rays_portable
 }
 
-/// Tests the ray of `frame` against one block and offers its accepted triangles to
-/// `collect` in lane order (`prim` gives a lane's triangle id); returns `true` when
-/// `collect` says stop. Brute force and the wide BVH's leaves both test this way.
+/// Offers the accepted triangles among `lanes`, the test of the ray of `frame`
+/// against `block`, to `collect` in lane order (`prim` gives a lane's triangle id);
+/// returns `true` when `collect` says stop. Brute force and the wide BVH's leaves
+/// both offer their blocks' hits this way.
 #[inline(always)]
-pub fn offer_block<const N: usize, const WATERTIGHT: bool>(
+pub(super) fn offer_lanes<const N: usize>(
+    lanes: &Lanes<N>,
     block: &SoaTriangles<N>,
     ray: &Ray,
     frame: &RayFrame,
@@ -156,7 +158,6 @@ pub fn offer_block<const N: usize, const WATERTIGHT: bool>(
     prim: impl Fn(usize) -> u32,
     collect: &mut impl Collect,
 ) -> bool {
-    let lanes = block.test::<WATERTIGHT>(frame);
     let c = lanes.candidates(frame, cull);
     if !c.any() {
         return false;
@@ -189,7 +190,8 @@ fn collect_ray<const CULL: u32, const WATERTIGHT: bool>(
     for (index, block) in blocks.iter().enumerate() {
         let base = (index * LANES) as u32;
         let prim = |lane: usize| base + lane as u32;
-        if offer_block::<LANES, WATERTIGHT>(block, ray, &frame, Cull::from_bits(CULL), prim, collect) {
+        let lanes = block.test::<WATERTIGHT>(&frame);
+        if offer_lanes(&lanes, block, ray, &frame, Cull::from_bits(CULL), prim, collect) {
             return;
         }
     }

@@ -8,6 +8,7 @@
 //! [`intersect`] calls the very same code.
 
 use super::moller_trumbore::moller_trumbore;
+use super::vector::Lanes8;
 use super::watertight::{watertight, watertight_lanes};
 use crate::options::{Cull, Mode};
 use crate::types::{PackedTriangle, Ray};
@@ -386,29 +387,41 @@ impl<const N: usize> Candidates<N> {
     }
 }
 
-/// The lanes (as a bit mask) that pass [`passes_before_division`]. Every candidate
-/// lane is among them; most blocks have none, and skip the division.
-#[inline(always)]
-fn maybe_candidates<const N: usize>(lanes: &Lanes<N>, frame: &RayFrame, cull: Cull) -> u32 {
-    let mut mask = 0u32;
-    for lane in 0..N {
-        mask |= (passes_before_division(lanes.get(lane), frame, cull) as u32) << lane;
-    }
-    mask
-}
-
 impl<const N: usize> Lanes<N> {
     /// [`candidate`] of every lane (vectorised; [`place`] is left to the rare
-    /// candidates).
+    /// candidates). The culling is chosen once per block, outside the lane loops,
+    /// so that they stay vector code whether or not the caller's culling is a
+    /// constant.
     #[inline(always)]
     pub fn candidates(&self, frame: &RayFrame, cull: Cull) -> Candidates<N> {
+        const NONE: u32 = Cull::None as u32;
+        const BACK: u32 = Cull::Back as u32;
+        const FRONT: u32 = Cull::Front as u32;
+        match cull {
+            Cull::None => self.candidates_culled::<NONE>(frame),
+            Cull::Back => self.candidates_culled::<BACK>(frame),
+            Cull::Front => self.candidates_culled::<FRONT>(frame),
+        }
+    }
+
+    /// [`Lanes::candidates`] for the culling whose discriminant is `CULL`: first
+    /// the lanes that pass [`passes_before_division`] (every candidate lane is
+    /// among them; most blocks have none, and skip the division), then the
+    /// candidates among them.
+    #[inline(always)]
+    fn candidates_culled<const CULL: u32>(&self, frame: &RayFrame) -> Candidates<N> {
+        let cull = Cull::from_bits(CULL);
+        let mut maybe = 0u32;
+        for lane in 0..N {
+            maybe |= (passes_before_division(self.get(lane), frame, cull) as u32) << lane;
+        }
         let mut c = Candidates {
             t: [0.0; N],
             u: [0.0; N],
             v: [0.0; N],
-            mask: maybe_candidates(self, frame, cull),
+            mask: maybe,
         };
-        if c.mask == 0 {
+        if maybe == 0 {
             return c;
         }
         let mut mask = 0u32;
@@ -443,6 +456,68 @@ impl<const N: usize> Lanes<N> {
         self.big_v[lane] = n.big_v;
         self.big_w[lane] = n.big_w;
         self.big_t[lane] = n.big_t;
+    }
+}
+
+/// [`Unnormalised`] values of the eight lanes of a block on explicit vector lanes
+/// (a wide BVH's leaf block, tested by `watertight_block` or
+/// `moller_trumbore_block`): kept in registers while the rules that need no
+/// division ([`passes_before_division`]) are decided, which most blocks a
+/// traversal tests fail in every lane.
+#[derive(Clone, Copy)]
+pub(super) struct LaneTest<L: Lanes8> {
+    pub(super) det: L::V,
+    pub(super) det_bound: L::V,
+    pub(super) big_u: L::V,
+    pub(super) big_v: L::V,
+    pub(super) big_w: L::V,
+    pub(super) big_t: L::V,
+}
+
+impl<L: Lanes8> LaneTest<L> {
+    /// The values of `lanes`.
+    #[inline(always)]
+    pub(super) fn load(lanes: &Lanes<8>) -> Self {
+        Self {
+            det: L::load(&lanes.det),
+            det_bound: L::load(&lanes.det_bound),
+            big_u: L::load(&lanes.big_u),
+            big_v: L::load(&lanes.big_v),
+            big_w: L::load(&lanes.big_w),
+            big_t: L::load(&lanes.big_t),
+        }
+    }
+
+    /// The lanes, for [`Lanes::candidates`], when any of them passes
+    /// [`passes_before_division`] for the ray of `frame` and culling `cull`
+    /// (lane by lane, the same comparisons); `None` when none does.
+    #[inline(always)]
+    pub(super) fn candidate_lanes(&self, frame: &RayFrame, cull: Cull) -> Option<Lanes<8>> {
+        if !frame.live {
+            return None;
+        }
+        let zero = L::splat(0.0);
+        let (u, v, w) = (self.big_u, self.big_v, self.big_w);
+        // The signs of `big_u`, `big_v` and `big_w` agree with the determinant's
+        // (`> 0`, else taken as negative).
+        let positive = L::lt(zero, self.det);
+        let inside_positive = L::le(zero, u) & L::le(zero, v) & L::le(zero, w);
+        let inside_negative = L::le(u, zero) & L::le(v, zero) & L::le(w, zero);
+        let inside = (positive & inside_positive) | (!positive & inside_negative);
+        // `det_passes`: `-(a · b)` is `(-a) · b` exactly.
+        let passes = match cull {
+            Cull::Back => L::lt(L::mul(L::splat(DET_TOLERANCE), self.det_bound), self.det),
+            Cull::Front => L::lt(self.det, L::mul(L::splat(-DET_TOLERANCE), self.det_bound)),
+            Cull::None => L::lt(L::mul(L::splat(DET_TOLERANCE), self.det_bound), L::abs(self.det)),
+        };
+        (inside & passes & 0xff != 0).then(|| Lanes {
+            det: L::store(self.det),
+            det_bound: L::store(self.det_bound),
+            big_u: L::store(u),
+            big_v: L::store(v),
+            big_w: L::store(w),
+            big_t: L::store(self.big_t),
+        })
     }
 }
 
@@ -506,5 +581,90 @@ impl<const N: usize> SoaTriangles<N> {
             );
         }
         lanes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bvh::Bvh;
+    use crate::cpu::moller_trumbore::moller_trumbore_block;
+    use crate::cpu::vector::Portable;
+    use crate::cpu::watertight::watertight_block;
+    use crate::cpu::wide_bvh::WideBvh;
+    use crate::kit::{self, Rng, fixtures};
+
+    /// A block's candidates: lanes, and each one's `t`, `u`, `v` bits.
+    fn listed(c: Option<Candidates<8>>) -> (u32, Vec<[u32; 3]>) {
+        let Some(c) = c else {
+            return (0, Vec::new());
+        };
+        let values = lanes(c.mask).map(|l| [c.t[l], c.u[l], c.v[l]].map(f32::to_bits)).collect();
+        (c.mask, values)
+    }
+
+    /// Asserts that the block tests on `L`'s lanes find the block kernel's
+    /// candidates, bit for bit, in both modes and every culling; returns how many
+    /// (block, ray, culling) triples had candidates and how many (block, ray) pairs
+    /// had an exactly-zero watertight edge function.
+    fn check_unit<L: Lanes8>(blocks: &[SoaTriangles<8>], rays: &[Ray]) -> (usize, usize) {
+        let (mut hits, mut exact) = (0, 0);
+        for ray in rays {
+            let frame = RayFrame::new(ray);
+            for block in blocks {
+                let watertight = block.test::<true>(&frame);
+                exact += (0..8).any(|l| {
+                    let n = watertight.get(l);
+                    n.det_bound != 0.0 && (n.big_u == 0.0 || n.big_v == 0.0 || n.big_w == 0.0)
+                }) as usize;
+                let fast = block.test::<false>(&frame);
+                let on_lanes = [
+                    (watertight, watertight_block::<L>(block, &frame)),
+                    (fast, moller_trumbore_block::<L>(block, &frame)),
+                ];
+                for (kernel, test) in on_lanes {
+                    for cull in [Cull::None, Cull::Back, Cull::Front] {
+                        let expected = listed(Some(kernel.candidates(&frame, cull)));
+                        let got = listed(test.candidate_lanes(&frame, cull).map(|l| l.candidates(&frame, cull)));
+                        assert_eq!(got, expected, "{ray:?} cull {cull}");
+                        hits += (expected.0 != 0) as usize;
+                    }
+                }
+            }
+        }
+        (hits, exact)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn check_avx2(blocks: &[SoaTriangles<8>], rays: &[Ray]) -> (usize, usize) {
+        check_unit::<crate::cpu::vector::Avx2>(blocks, rays)
+    }
+
+    /// The wide BVH's leaf tests on vector lanes find the block kernel's
+    /// candidates bit for bit, in both modes and every culling, on both vector
+    /// units: on random, camera and adversarial rays (aimed at vertices and edges,
+    /// where watertight edge functions are exactly zero) and a zero direction, with
+    /// degenerate triangles among the blocks.
+    #[test]
+    fn leaf_tests_on_lanes_find_the_block_kernels_candidates() {
+        let mut rng = Rng::new(53);
+        let scene = fixtures::with_degenerates(&fixtures::builtin_scene(3_000), &mut rng, 40);
+        let mut rays = kit::rays(fixtures::adversarial_rays(&scene, &mut rng, 600));
+        let mesh = kit::mesh(scene);
+        let bounds = mesh.bounds().expect("a finite mesh");
+        rays.extend(kit::rays(fixtures::camera_rays(bounds, 16, 12)));
+        rays.extend(kit::rays(fixtures::random_rays(200, &mut rng, bounds)));
+        rays.push(Ray::new(glam::Vec3::ZERO, glam::Vec3::ZERO));
+        let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
+        let blocks: Vec<SoaTriangles<8>> = wide.blocks.iter().map(|b| b.triangles).collect();
+        let (hits, exact) = check_unit::<Portable>(&blocks, &rays);
+        assert!(hits > rays.len(), "{hits} candidate blocks");
+        assert!(exact > 100, "{exact} blocks with an exactly-zero edge function");
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::simd::has_avx2() {
+            // SAFETY: AVX2 and FMA are present (checked just above).
+            assert_eq!(unsafe { check_avx2(&blocks, &rays) }, (hits, exact));
+        }
     }
 }

@@ -5,7 +5,8 @@
 //! right; every product is rounded on its own (Rust never fuses into FMA). `d` is
 //! [`RayFrame::dir`], the direction scaled by a power of two.
 
-use super::intersect::{RayFrame, Unnormalised};
+use super::intersect::{LaneTest, RayFrame, SoaTriangles, Unnormalised};
+use super::vector::Lanes8;
 
 /// Möller–Trumbore on scalars for one ray and one triangle (`[v0, v1, v2]`);
 /// `edge_norm` is [`crate::types::PackedTriangle::edge_norm`].
@@ -39,5 +40,57 @@ pub fn moller_trumbore(
         big_v,
         big_w: det - (big_u + big_v),
         big_t,
+    }
+}
+
+/// One vertex of eight lanes (`x`, `y`, `z` rows).
+#[inline(always)]
+fn rows<L: Lanes8>(v: &[[f32; 8]; 3]) -> [L::V; 3] {
+    [L::load(&v[0]), L::load(&v[1]), L::load(&v[2])]
+}
+
+/// `a * b - c * d` rounded, lane by lane.
+#[inline(always)]
+fn cross_lanes<L: Lanes8>(a: L::V, b: L::V, c: L::V, d: L::V) -> L::V {
+    L::sub(L::mul(a, b), L::mul(c, d))
+}
+
+/// `a · b`, summed left to right, lane by lane.
+#[inline(always)]
+fn dot_lanes<L: Lanes8>(a: [L::V; 3], b: [L::V; 3]) -> L::V {
+    L::add(L::add(L::mul(a[0], b[0]), L::mul(a[1], b[1])), L::mul(a[2], b[2]))
+}
+
+/// [`moller_trumbore`] for a block of eight triangles (a wide BVH's leaf block) on
+/// explicit vector lanes, operation for operation.
+#[inline(always)]
+pub(super) fn moller_trumbore_block<L: Lanes8>(soa: &SoaTriangles<8>, frame: &RayFrame) -> LaneTest<L> {
+    let [v0, v1, v2] = &soa.vertices;
+    let (a, b, c) = (rows::<L>(v0), rows::<L>(v1), rows::<L>(v2));
+    let d = [L::splat(frame.dir[0]), L::splat(frame.dir[1]), L::splat(frame.dir[2])];
+    let o = [L::splat(frame.origin[0]), L::splat(frame.origin[1]), L::splat(frame.origin[2])];
+    let e1 = [L::sub(b[0], a[0]), L::sub(b[1], a[1]), L::sub(b[2], a[2])];
+    let e2 = [L::sub(c[0], a[0]), L::sub(c[1], a[1]), L::sub(c[2], a[2])];
+    let p = [
+        cross_lanes::<L>(d[1], e2[2], d[2], e2[1]),
+        cross_lanes::<L>(d[2], e2[0], d[0], e2[2]),
+        cross_lanes::<L>(d[0], e2[1], d[1], e2[0]),
+    ];
+    let det = dot_lanes::<L>(e1, p);
+    let s = [L::sub(o[0], a[0]), L::sub(o[1], a[1]), L::sub(o[2], a[2])];
+    let big_u = dot_lanes::<L>(s, p);
+    let q = [
+        cross_lanes::<L>(s[1], e1[2], s[2], e1[1]),
+        cross_lanes::<L>(s[2], e1[0], s[0], e1[2]),
+        cross_lanes::<L>(s[0], e1[1], s[1], e1[0]),
+    ];
+    let big_v = dot_lanes::<L>(d, q);
+    LaneTest {
+        det,
+        det_bound: L::mul(L::load(&soa.edge_norm), L::splat(frame.dir_norm)),
+        big_u,
+        big_v,
+        big_w: L::sub(det, L::add(big_u, big_v)),
+        big_t: dot_lanes::<L>(e2, q),
     }
 }

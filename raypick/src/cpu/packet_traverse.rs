@@ -95,7 +95,7 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
         if top.blocks > 0 {
             for r in lanes(top.rays) {
                 let (ray, frame) = (&rays[r], &frames[r]);
-                offer_leaf::<WATERTIGHT>(
+                offer_leaf::<L, WATERTIGHT>(
                     wide,
                     top.child,
                     top.blocks,

@@ -1,4 +1,4 @@
-//! Eight `f32` lanes with the operations the wide BVH's box tests need, written
+//! Eight `f32` lanes with the operations the wide BVH's box and leaf tests need, written
 //! once for every vector unit ([`Lanes8`]): plain arrays the compiler vectorises
 //! ([`Portable`]) or AVX2 registers with FMA ([`Avx2`], x86-64). Every operation
 //! but [`Lanes8::mul_add`] is the scalar one lane by lane, with its rounding and
@@ -39,6 +39,10 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     fn abs(a: Self::V) -> Self::V;
     /// Bit `lane` set where `a <= b` (false for NaN).
     fn le(a: Self::V, b: Self::V) -> u32;
+    /// Bit `lane` set where `a < b` (false for NaN).
+    fn lt(a: Self::V, b: Self::V) -> u32;
+    /// Bit `lane` set where `a == b` (false for NaN; `-0.0 == 0.0`).
+    fn eq(a: Self::V, b: Self::V) -> u32;
     /// The lanes as an array.
     fn store(a: Self::V) -> [f32; 8];
 }
@@ -97,6 +101,14 @@ unsafe impl Lanes8 for Portable {
     #[inline(always)]
     fn le(a: Self::V, b: Self::V) -> u32 {
         (0..8).fold(0, |bits, i| bits | (((a[i] <= b[i]) as u32) << i))
+    }
+    #[inline(always)]
+    fn lt(a: Self::V, b: Self::V) -> u32 {
+        (0..8).fold(0, |bits, i| bits | (((a[i] < b[i]) as u32) << i))
+    }
+    #[inline(always)]
+    fn eq(a: Self::V, b: Self::V) -> u32 {
+        (0..8).fold(0, |bits, i| bits | (((a[i] == b[i]) as u32) << i))
     }
     #[inline(always)]
     fn store(a: Self::V) -> [f32; 8] {
@@ -171,6 +183,14 @@ mod avx2 {
         #[inline(always)]
         fn le(a: Self::V, b: Self::V) -> u32 {
             unsafe { _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(a, b)) as u32 }
+        }
+        #[inline(always)]
+        fn lt(a: Self::V, b: Self::V) -> u32 {
+            unsafe { _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(a, b)) as u32 }
+        }
+        #[inline(always)]
+        fn eq(a: Self::V, b: Self::V) -> u32 {
+            unsafe { _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_EQ_OQ>(a, b)) as u32 }
         }
         #[inline(always)]
         fn store(a: Self::V) -> [f32; 8] {
@@ -256,6 +276,8 @@ mod tests {
             assert_eq!(value(fma), value(fused), "{a:?} {b:?} {c:?}");
             assert_eq!(value(Portable::store(Portable::mul_add(pa, pb, pc))), value(twice));
             assert_eq!(Portable::le(pa, pb), Avx2::le(va, vb), "{a:?} {b:?}");
+            assert_eq!(Portable::lt(pa, pb), Avx2::lt(va, vb), "{a:?} {b:?}");
+            assert_eq!(Portable::eq(pa, pb), Avx2::eq(va, vb), "{a:?} {b:?}");
         }
     }
 }

@@ -10,9 +10,12 @@
 //!
 //! The block kernel ([`watertight_lanes`]) first evaluates every lane with rounded
 //! edge functions, which vectorises, then redoes the rare lanes with an exactly-zero
-//! edge function with [`watertight`]: the same values the shader computes.
+//! edge function with [`watertight`]: the same values the shader computes. The
+//! wide BVH's leaf blocks take the same arithmetic on explicit vector lanes
+//! ([`watertight_block`]).
 
-use super::intersect::{Lanes, RayFrame, SoaTriangles, Unnormalised, lanes as set_lanes};
+use super::intersect::{LaneTest, Lanes, RayFrame, SoaTriangles, Unnormalised, lanes as set_lanes};
+use super::vector::Lanes8;
 
 /// Veltkamp's splitting constant for f32: `2^12 + 1`.
 const SPLITTER: f32 = 4097.0;
@@ -166,6 +169,61 @@ pub fn watertight_lanes<const N: usize>(soa: &SoaTriangles<N>, frame: &RayFrame)
         lanes = recompute_exact(lanes, exact_zero, soa, frame);
     }
     lanes
+}
+
+/// One vertex row of eight lanes (`rows[axis]`), sheared as [`shear_rows`] does:
+/// `[x, y, z]` in the frame's axis order, origin and shear given per lane.
+#[inline(always)]
+fn shear_vertex<L: Lanes8>(rows: &[[f32; 8]; 3], axes: [usize; 3], origin: [L::V; 3], shear: [L::V; 3]) -> [L::V; 3] {
+    let az = L::sub(L::load(&rows[axes[2]]), origin[2]);
+    [
+        L::sub(L::sub(L::load(&rows[axes[0]]), origin[0]), L::mul(shear[0], az)),
+        L::sub(L::sub(L::load(&rows[axes[1]]), origin[1]), L::mul(shear[1], az)),
+        L::mul(shear[2], az),
+    ]
+}
+
+/// `a * b - c * d` rounded, lane by lane ([`edge_function_rounded`]).
+#[inline(always)]
+fn edge_lanes<L: Lanes8>(a: L::V, b: L::V, c: L::V, d: L::V) -> L::V {
+    L::sub(L::mul(a, b), L::mul(c, d))
+}
+
+/// The watertight test of a block of eight triangles (a wide BVH's leaf block) on
+/// explicit vector lanes: operation for operation [`watertight_lanes`]'s
+/// arithmetic, kept in registers. A block with an exactly-zero edge function takes
+/// [`watertight_lanes`]' values instead, which recompute it exactly.
+#[inline(always)]
+pub(super) fn watertight_block<L: Lanes8>(soa: &SoaTriangles<8>, frame: &RayFrame) -> LaneTest<L> {
+    let [ox, oy, oz] = permuted_origin(frame);
+    let origin = [L::splat(ox), L::splat(oy), L::splat(oz)];
+    let shear = [L::splat(frame.shear[0]), L::splat(frame.shear[1]), L::splat(frame.shear[2])];
+    let [v0, v1, v2] = &soa.vertices;
+    let [ax, ay, az] = shear_vertex::<L>(v0, frame.axes, origin, shear);
+    let [bx, by, bz] = shear_vertex::<L>(v1, frame.axes, origin, shear);
+    let [cx, cy, cz] = shear_vertex::<L>(v2, frame.axes, origin, shear);
+    // As `watertight_sheared`.
+    let big_w = edge_lanes::<L>(cx, by, cy, bx);
+    let big_u = edge_lanes::<L>(ax, cy, ay, cx);
+    let big_v = edge_lanes::<L>(bx, ay, by, ax);
+    let zero = L::splat(0.0);
+    // Degenerate lanes (all vertices zero) have exactly-zero edge functions.
+    let same_first_edge = L::eq(L::load(&v0[0]), L::load(&v1[0]))
+        & L::eq(L::load(&v0[1]), L::load(&v1[1]))
+        & L::eq(L::load(&v0[2]), L::load(&v1[2]));
+    let exact_zero =
+        !same_first_edge & (L::eq(big_u, zero) | L::eq(big_v, zero) | L::eq(big_w, zero)) & 0xff;
+    if exact_zero != 0 {
+        return LaneTest::load(&watertight_lanes(soa, frame));
+    }
+    LaneTest {
+        det: L::add(L::add(big_w, big_u), big_v),
+        det_bound: L::mul(L::load(&soa.edge_norm), L::splat(frame.shear_norm)),
+        big_u,
+        big_v,
+        big_w,
+        big_t: L::add(L::add(L::mul(big_w, az), L::mul(big_u, bz)), L::mul(big_v, cz)),
+    }
 }
 
 /// `lanes` with the lanes of `mask` (bit per lane) redone by [`watertight`], whose

@@ -1,6 +1,7 @@
 //! Traversal of the CPU's wide BVH ([`WideBvh`]): eight decoded boxes per vector test,
-//! the nearest entered child visited next and the others pushed farthest first,
-//! leaves tested eight triangles at a time with the brute-force arithmetic.
+//! the nearest entered child visited next and the others pushed farthest first
+//! (and prefetched), leaves tested eight triangles at a time with the brute-force
+//! arithmetic, on the same vector lanes as the boxes.
 //!
 //! Same answers as [`super::bvh_traverse`] (the mirror of the WGSL traversal) and as
 //! brute force: the boxes hold the binary BVH's (padded), the box test enters every
@@ -14,7 +15,9 @@
 //! share an origin through the packet traversal (module `packet_traverse`), which
 //! shares each node's fetch and decode among them and gives the same answers.
 
-use super::brute_force::offer_block;
+use super::brute_force::offer_lanes;
+use super::moller_trumbore::moller_trumbore_block;
+use super::watertight::watertight_block;
 use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
 use super::intersect::RayFrame;
@@ -22,7 +25,7 @@ use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::vector::Lanes8;
-use super::wide_bvh::{WIDTH, WideBvh};
+use super::wide_bvh::{LeafBlock, WIDTH, WideBvh, WideNode};
 use super::wide_boxes::{Planes, Slabs, nearest_first};
 use crate::options::{Cull, Mode};
 use crate::bvh::MAX_DEPTH;
@@ -79,7 +82,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
             },
         };
         if top.blocks > 0 {
-            if offer_leaf::<WATERTIGHT>(wide, top.child, top.blocks, ray, &frame, cull, collect) {
+            if offer_leaf::<L, WATERTIGHT>(wide, top.child, top.blocks, ray, &frame, cull, collect) {
                 return;
             }
             continue;
@@ -100,17 +103,42 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
         let mut order = [0usize; WIDTH];
         let count = nearest_first(entered, &near, &mut order);
         for &lane in order[1..count].iter().rev() {
-            stack[depth] = pending(lane);
+            let child = pending(lane);
+            prefetch(wide, child.child, child.blocks);
+            stack[depth] = child;
             depth += 1;
         }
         next = Some(pending(order[0]));
     }
 }
 
+/// Asks the memory system for a pending child's node, or its leaf's first block,
+/// ahead of its visit: the traversal's loads of nodes and leaves it has not
+/// touched yet are where it waits most on large meshes.
+#[inline(always)]
+fn prefetch(wide: &WideBvh, child: u32, blocks: u32) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let (start, bytes) = if blocks == 0 {
+            (wide.nodes.as_ptr().wrapping_add(child as usize).cast::<i8>(), size_of::<WideNode>())
+        } else {
+            (wide.blocks.as_ptr().wrapping_add(child as usize).cast::<i8>(), size_of::<LeafBlock>())
+        };
+        for line in (0..bytes).step_by(64) {
+            // SAFETY: SSE is part of every x86-64 CPU, and a prefetch reads
+            // nothing and never faults, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(line)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (wide, child, blocks);
+}
+
 /// Offers the hits in `blocks` leaf blocks from `first` on to `collect`; `true` when
 /// it says stop.
 #[inline(always)]
-pub(super) fn offer_leaf<const WATERTIGHT: bool>(
+pub(super) fn offer_leaf<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
     first: u32,
     blocks: u32,
@@ -122,7 +150,15 @@ pub(super) fn offer_leaf<const WATERTIGHT: bool>(
     let first = first as usize;
     for block in &wide.blocks[first..first + blocks as usize] {
         let prim = |lane: usize| block.id[lane];
-        if offer_block::<WIDTH, WATERTIGHT>(&block.triangles, ray, frame, cull, prim, collect) {
+        let test = if WATERTIGHT {
+            watertight_block::<L>(&block.triangles, frame)
+        } else {
+            moller_trumbore_block::<L>(&block.triangles, frame)
+        };
+        let Some(lanes) = test.candidate_lanes(frame, cull) else {
+            continue;
+        };
+        if offer_lanes(&lanes, &block.triangles, ray, frame, cull, prim, collect) {
             return true;
         }
     }
