@@ -204,6 +204,7 @@ impl WideBvh {
                 triangles: bvh.triangles(),
                 ranges: bvh.subtree_ranges(),
             },
+            parallel_above: PARALLEL_COLLAPSE,
         };
         let tree = collapse.tree(bvh.triangles().len());
         WideBvh {
@@ -305,6 +306,11 @@ pub(super) fn plane_reach(nodes: &[WideNode], exact: &[ExactBoxes]) -> [f32; 3] 
 /// cost.
 const BLOCKS_PER_TASK: usize = 1024;
 
+/// Subtrees of more triangles than this are collapsed in parallel with their
+/// siblings, each into a tree of its own that is then appended to its parent's:
+/// enough work to outweigh a task and the append.
+const PARALLEL_COLLAPSE: u32 = 1 << 15;
+
 /// The wide nodes, exact boxes and leaf blocks of a collapsed tree, in the order of
 /// [`WideBvh`]: a node before its subtrees, subtrees and leaf blocks in lane order.
 pub(super) struct Tree {
@@ -333,6 +339,9 @@ pub(super) enum Leaves<'a> {
 pub(super) struct Collapse<'a> {
     pub(super) nodes: &'a [BvhNode],
     pub(super) leaves: Leaves<'a>,
+    /// Subtrees of more triangles than this are collapsed in parallel
+    /// ([`PARALLEL_COLLAPSE`] but in tests).
+    pub(super) parallel_above: u32,
 }
 
 impl Collapse<'_> {
@@ -341,7 +350,7 @@ impl Collapse<'_> {
     pub(super) fn tree(&self, triangles: usize) -> Tree {
         let mut tree = Tree::with_capacity(triangles);
         if !self.nodes.is_empty() {
-            self.collapse(&mut tree, self.children(0));
+            self.collapse_parallel(&mut tree, self.children(0));
         }
         if let Leaves::Blocks { triangles, .. } = &self.leaves {
             // Packing reads every triangle and writes every block: memory-bound
@@ -423,6 +432,52 @@ impl Collapse<'_> {
         index as u32
     }
 
+    /// Triangles under an interior slot, when the leaves' ranges are known (not for
+    /// [`Leaves::Ranges`]).
+    fn triangles_under(&self, slot: &BvhChild) -> Option<u32> {
+        let Leaves::Blocks { ranges, .. } = &self.leaves else {
+            return None;
+        };
+        let (first, end) = ranges[slot.index as usize];
+        Some(end - first)
+    }
+
+    /// [`Collapse::collapse`], with the interior children of more than
+    /// [`Collapse::parallel_above`] triangles collapsed in parallel into trees of their
+    /// own, then appended in lane order: the same tree as the serial collapse.
+    fn collapse_parallel(&self, tree: &mut Tree, slots: Slots) -> u32 {
+        let slots = self.open(slots);
+        let large = |slot: &BvhChild| {
+            !slot.is_leaf() && self.triangles_under(slot).is_some_and(|n| n > self.parallel_above)
+        };
+        let mut subtrees: Vec<Option<Tree>> = slots
+            .as_slice()
+            .par_iter()
+            .map(|slot| {
+                large(slot).then(|| {
+                    let triangles = self.triangles_under(slot).unwrap_or(0) as usize;
+                    let mut subtree = Tree::with_capacity(triangles);
+                    self.collapse_parallel(&mut subtree, self.children(slot.index));
+                    subtree
+                })
+            })
+            .collect();
+        let index = tree.nodes.len();
+        tree.nodes.push(WideNode::default());
+        let mut node = WideNode::default();
+        for (lane, slot) in slots.as_slice().iter().enumerate() {
+            if slot.is_leaf() {
+                self.leaf(tree, slot, &mut node, lane);
+            } else if let Some(subtree) = subtrees[lane].take() {
+                node.child[lane] = tree.append(subtree);
+            } else {
+                node.child[lane] = self.collapse(tree, self.children(slot.index));
+            }
+        }
+        tree.finish(index, node, slots.as_slice());
+        index as u32
+    }
+
     /// Makes a leaf slot `node`'s child `lane`: its triangles as leaf blocks of
     /// `tree` (packed by [`Collapse::tree`]), or its triangle range as it is.
     fn leaf(&self, tree: &mut Tree, slot: &BvhChild, node: &mut WideNode, lane: usize) {
@@ -485,6 +540,27 @@ impl Tree {
             blocks: Vec::new(),
             block_triangles: Vec::with_capacity(blocks),
         }
+    }
+
+    /// Appends `subtree` (collapsed apart, with leaf blocks), its indices moved past
+    /// this tree's nodes, exact boxes and leaf blocks; returns the index of its
+    /// root.
+    fn append(&mut self, subtree: Tree) -> u32 {
+        let (nodes, exact, blocks) = (self.nodes.len(), self.exact.len(), self.block_triangles.len());
+        self.nodes.extend(subtree.nodes.into_iter().map(|mut node| {
+            for (child, &count) in node.child.iter_mut().zip(&node.blocks) {
+                if *child != EMPTY {
+                    *child += if count > 0 { blocks } else { nodes } as u32;
+                }
+            }
+            if node.exact != EMPTY {
+                node.exact += exact as u32;
+            }
+            node
+        }));
+        self.exact.extend(subtree.exact);
+        self.block_triangles.extend(subtree.block_triangles);
+        nodes as u32
     }
 
     /// Quantizes `node`'s boxes (those of `slots`) and stores it at `index`.
@@ -594,6 +670,42 @@ mod tests {
             let mesh = kit::mesh(fixtures::soup(3000, &mut rng, bounds));
             assert_eq!(check_boxes(&mesh), 0, "centre {centre}, size {size}");
         }
+    }
+
+    /// The collapse that takes large subtrees in parallel builds the serial
+    /// collapse's tree: the same nodes in the same order, the same exact boxes and
+    /// leaf blocks.
+    #[test]
+    fn parallel_collapse_builds_the_serial_tree() {
+        // Nodes near the limits of f32 keep exact boxes (see the next test).
+        let mut rng = Rng::new(13);
+        let near_max = (Vec3::splat(3.0e38), Vec3::splat(f32::MAX));
+        let mesh = kit::mesh(fixtures::concat(&[
+            fixtures::builtin_scene(20_000),
+            fixtures::soup(300, &mut rng, near_max),
+            fixtures::soup(300, &mut rng, (-near_max.1, -near_max.0)),
+        ]));
+        let bvh = Bvh::build(&mesh);
+        let collapse = Collapse {
+            nodes: bvh.nodes(),
+            leaves: Leaves::Blocks {
+                triangles: bvh.triangles(),
+                ranges: bvh.subtree_ranges(),
+            },
+            // Every subtree of more than one leaf block in parallel: each node,
+            // exact box and block of a subtree is appended to its parent's tree.
+            parallel_above: WIDTH as u32,
+        };
+        let mut serial = Tree::with_capacity(bvh.triangles().len());
+        collapse.collapse(&mut serial, collapse.children(0));
+        let parallel = collapse.tree(bvh.triangles().len());
+        let fields = |n: &WideNode| (n.origin, n.step, n.lo, n.hi, n.child, n.blocks, n.exact, n.occupied);
+        let fields = |tree: &Tree| tree.nodes.iter().map(fields).collect::<Vec<_>>();
+        assert_eq!(fields(&parallel), fields(&serial));
+        let planes = |tree: &Tree| tree.exact.iter().map(|e| (e.lo, e.hi)).collect::<Vec<_>>();
+        assert!(!serial.exact.is_empty());
+        assert_eq!(planes(&parallel), planes(&serial));
+        assert_eq!(parallel.block_triangles, serial.block_triangles);
     }
 
     #[test]
