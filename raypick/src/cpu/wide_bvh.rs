@@ -340,7 +340,9 @@ pub(super) struct Collapse<'a> {
     pub(super) nodes: &'a [BvhNode],
     pub(super) leaves: Leaves<'a>,
     /// Subtrees of more triangles than this are collapsed in parallel
-    /// ([`PARALLEL_COLLAPSE`] but in tests).
+    /// ([`PARALLEL_COLLAPSE`]; in tests, also none or nearly all; only leaf blocks
+    /// tell how many triangles a subtree holds, so [`Leaves::Ranges`] collapses
+    /// serially).
     pub(super) parallel_above: u32,
 }
 
@@ -350,7 +352,7 @@ impl Collapse<'_> {
     pub(super) fn tree(&self, triangles: usize) -> Tree {
         let mut tree = Tree::with_capacity(triangles);
         if !self.nodes.is_empty() {
-            self.collapse_parallel(&mut tree, self.children(0));
+            self.collapse(&mut tree, self.children(0));
         }
         if let Leaves::Blocks { triangles, .. } = &self.leaves {
             // Packing reads every triangle and writes every block: memory-bound
@@ -415,60 +417,20 @@ impl Collapse<'_> {
     }
 
     /// Collapses the subtree of these binary children into `tree`; returns the
-    /// index of its wide node.
+    /// index of its wide node. Interior children of more than
+    /// [`Collapse::parallel_above`] triangles are collapsed in parallel, each into a
+    /// tree of its own, then appended in lane order: the same tree as a serial
+    /// collapse.
     fn collapse(&self, tree: &mut Tree, slots: Slots) -> u32 {
         let slots = self.open(slots);
+        let mut subtrees = self.large_subtrees(&slots);
         let index = tree.nodes.len();
         tree.nodes.push(WideNode::default());
         let mut node = WideNode::default();
         for (lane, slot) in slots.as_slice().iter().enumerate() {
             if slot.is_leaf() {
                 self.leaf(tree, slot, &mut node, lane);
-            } else {
-                node.child[lane] = self.collapse(tree, self.children(slot.index));
-            }
-        }
-        tree.finish(index, node, slots.as_slice());
-        index as u32
-    }
-
-    /// Triangles under an interior slot, when the leaves' ranges are known (not for
-    /// [`Leaves::Ranges`]).
-    fn triangles_under(&self, slot: &BvhChild) -> Option<u32> {
-        let Leaves::Blocks { ranges, .. } = &self.leaves else {
-            return None;
-        };
-        let (first, end) = ranges[slot.index as usize];
-        Some(end - first)
-    }
-
-    /// [`Collapse::collapse`], with the interior children of more than
-    /// [`Collapse::parallel_above`] triangles collapsed in parallel into trees of their
-    /// own, then appended in lane order: the same tree as the serial collapse.
-    fn collapse_parallel(&self, tree: &mut Tree, slots: Slots) -> u32 {
-        let slots = self.open(slots);
-        let large = |slot: &BvhChild| {
-            !slot.is_leaf() && self.triangles_under(slot).is_some_and(|n| n > self.parallel_above)
-        };
-        let mut subtrees: Vec<Option<Tree>> = slots
-            .as_slice()
-            .par_iter()
-            .map(|slot| {
-                large(slot).then(|| {
-                    let triangles = self.triangles_under(slot).unwrap_or(0) as usize;
-                    let mut subtree = Tree::with_capacity(triangles);
-                    self.collapse_parallel(&mut subtree, self.children(slot.index));
-                    subtree
-                })
-            })
-            .collect();
-        let index = tree.nodes.len();
-        tree.nodes.push(WideNode::default());
-        let mut node = WideNode::default();
-        for (lane, slot) in slots.as_slice().iter().enumerate() {
-            if slot.is_leaf() {
-                self.leaf(tree, slot, &mut node, lane);
-            } else if let Some(subtree) = subtrees[lane].take() {
+            } else if let Some(subtree) = subtrees.get_mut(lane).and_then(Option::take) {
                 node.child[lane] = tree.append(subtree);
             } else {
                 node.child[lane] = self.collapse(tree, self.children(slot.index));
@@ -476,6 +438,31 @@ impl Collapse<'_> {
         }
         tree.finish(index, node, slots.as_slice());
         index as u32
+    }
+
+    /// The trees of the interior slots of more than [`Collapse::parallel_above`]
+    /// triangles, collapsed in parallel (`None` for the other slots).
+    fn large_subtrees(&self, slots: &Slots) -> Vec<Option<Tree>> {
+        let triangles = |slot: &BvhChild| match &self.leaves {
+            Leaves::Blocks { ranges, .. } if !slot.is_leaf() => {
+                let (first, end) = ranges[slot.index as usize];
+                Some((end - first) as usize).filter(|&n| n > self.parallel_above as usize)
+            }
+            _ => None,
+        };
+        if !slots.as_slice().iter().any(|slot| triangles(slot).is_some()) {
+            return Vec::new();
+        }
+        slots
+            .as_slice()
+            .par_iter()
+            .map(|slot| {
+                let triangles = triangles(slot)?;
+                let mut subtree = Tree::with_capacity(triangles);
+                self.collapse(&mut subtree, self.children(slot.index));
+                Some(subtree)
+            })
+            .collect()
     }
 
     /// Makes a leaf slot `node`'s child `lane`: its triangles as leaf blocks of
@@ -696,9 +683,12 @@ mod tests {
             // exact box and block of a subtree is appended to its parent's tree.
             parallel_above: WIDTH as u32,
         };
-        let mut serial = Tree::with_capacity(bvh.triangles().len());
-        collapse.collapse(&mut serial, collapse.children(0));
         let parallel = collapse.tree(bvh.triangles().len());
+        let serial = Collapse {
+            parallel_above: u32::MAX,
+            ..collapse
+        }
+        .tree(bvh.triangles().len());
         let fields = |n: &WideNode| (n.origin, n.step, n.lo, n.hi, n.child, n.blocks, n.exact, n.occupied);
         let fields = |tree: &Tree| tree.nodes.iter().map(fields).collect::<Vec<_>>();
         assert_eq!(fields(&parallel), fields(&serial));

@@ -39,7 +39,6 @@ impl WideNodes {
         let collapse = Collapse {
             nodes,
             leaves: Leaves::Ranges,
-            // Only leaf blocks tell how many triangles a subtree holds.
             parallel_above: u32::MAX,
         };
         let tree = collapse.tree(0);
