@@ -12,7 +12,7 @@
 //! to a [`Collect`]or, stopping when it says so.
 
 use super::hit_list::HitList;
-use super::intersect::{Lanes, RayFrame, SoaTriangles, place};
+use super::intersect::{Candidates, RayFrame, SoaTriangles, place};
 use super::query::{AnyHit, Collect};
 use super::simd::simd_dispatch;
 use crate::options::{Cull, Mode};
@@ -144,24 +144,19 @@ simd_dispatch! {
     pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_rays_portable
 }
 
-/// Offers the accepted triangles among `lanes`, the test of the ray of `frame`
-/// against `block`, to `collect` in lane order (`prim` gives a lane's triangle id);
+/// Offers the accepted triangles among `c`, the candidates of the ray of `frame`
+/// in `block`, to `collect` in lane order (`prim` gives a lane's triangle id);
 /// returns `true` when `collect` says stop. Brute force and the wide BVH's leaves
 /// both offer their blocks' hits this way.
 #[inline(always)]
-pub(super) fn offer_lanes<const N: usize>(
-    lanes: &Lanes<N>,
+pub(super) fn offer_candidates<const N: usize>(
+    c: &Candidates<N>,
     block: &SoaTriangles<N>,
     ray: &Ray,
     frame: &RayFrame,
-    cull: Cull,
     prim: impl Fn(usize) -> u32,
     collect: &mut impl Collect,
 ) -> bool {
-    let c = lanes.candidates(frame, cull);
-    if !c.any() {
-        return false;
-    }
     for lane in c.lanes() {
         let vertices = block.triangle(lane);
         let (t, accepted) = place(c.t[lane], ray, frame, vertices, f32::INFINITY);
@@ -190,8 +185,8 @@ fn collect_ray<const CULL: u32, const WATERTIGHT: bool>(
     for (index, block) in blocks.iter().enumerate() {
         let base = (index * LANES) as u32;
         let prim = |lane: usize| base + lane as u32;
-        let lanes = block.test::<WATERTIGHT>(&frame);
-        if offer_lanes(&lanes, block, ray, &frame, Cull::from_bits(CULL), prim, collect) {
+        let c = block.test::<WATERTIGHT>(&frame).candidates(&frame, Cull::from_bits(CULL));
+        if c.any() && offer_candidates(&c, block, ray, &frame, prim, collect) {
             return;
         }
     }

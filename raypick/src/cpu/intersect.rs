@@ -488,11 +488,12 @@ impl<L: Lanes8> LaneTest<L> {
         }
     }
 
-    /// The lanes, for [`Lanes::candidates`], when any of them passes
-    /// [`passes_before_division`] for the ray of `frame` and culling `cull`
-    /// (lane by lane, the same comparisons); `None` when none does.
+    /// [`Lanes::candidates`] of these lanes for the ray of `frame` and culling
+    /// `cull`, lane by lane the same operations: `None` when no lane passes the
+    /// rules that need no division ([`passes_before_division`]), which most
+    /// blocks a traversal tests fail.
     #[inline(always)]
-    pub(super) fn candidate_lanes(&self, frame: &RayFrame, cull: Cull) -> Option<Lanes<8>> {
+    pub(super) fn candidates(&self, frame: &RayFrame, cull: Cull) -> Option<Candidates<8>> {
         if !frame.live {
             return None;
         }
@@ -510,13 +511,19 @@ impl<L: Lanes8> LaneTest<L> {
             Cull::Front => L::lt(self.det, L::mul(L::splat(-DET_TOLERANCE), self.det_bound)),
             Cull::None => L::lt(L::mul(L::splat(DET_TOLERANCE), self.det_bound), L::abs(self.det)),
         };
-        (inside & passes & 0xff != 0).then(|| Lanes {
-            det: L::store(self.det),
-            det_bound: L::store(self.det_bound),
-            big_u: L::store(u),
-            big_v: L::store(v),
-            big_w: L::store(w),
-            big_t: L::store(self.big_t),
+        let maybe = inside & passes & 0xff;
+        if maybe == 0 {
+            return None;
+        }
+        // As `candidate`: every value finite.
+        let inv_det = L::div(L::splat(1.0), self.det);
+        let (t, u, v) = (L::mul(self.big_t, inv_det), L::mul(u, inv_det), L::mul(v, inv_det));
+        let finite = |x: L::V| L::le(L::abs(x), L::splat(f32::MAX));
+        Some(Candidates {
+            t: L::store(t),
+            u: L::store(u),
+            v: L::store(v),
+            mask: maybe & finite(inv_det) & finite(t) & finite(u) & finite(v),
         })
     }
 }
@@ -625,7 +632,7 @@ mod tests {
                 for (kernel, test) in on_lanes {
                     for cull in [Cull::None, Cull::Back, Cull::Front] {
                         let expected = listed(Some(kernel.candidates(&frame, cull)));
-                        let got = listed(test.candidate_lanes(&frame, cull).map(|l| l.candidates(&frame, cull)));
+                        let got = listed(test.candidates(&frame, cull));
                         assert_eq!(got, expected, "{ray:?} cull {cull}");
                         hits += (expected.0 != 0) as usize;
                     }

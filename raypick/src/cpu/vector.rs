@@ -29,6 +29,8 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     fn sub(a: Self::V, b: Self::V) -> Self::V;
     /// `a * b`.
     fn mul(a: Self::V, b: Self::V) -> Self::V;
+    /// `a / b`.
+    fn div(a: Self::V, b: Self::V) -> Self::V;
     /// `a * b + c`, rounded once (fused) or twice, whichever the unit does fastest.
     fn mul_add(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
     /// `if a > b { a } else { b }` (so `b` when either is NaN).
@@ -79,6 +81,10 @@ unsafe impl Lanes8 for Portable {
     #[inline(always)]
     fn mul(a: Self::V, b: Self::V) -> Self::V {
         std::array::from_fn(|i| a[i] * b[i])
+    }
+    #[inline(always)]
+    fn div(a: Self::V, b: Self::V) -> Self::V {
+        std::array::from_fn(|i| a[i] / b[i])
     }
     #[inline(always)]
     fn mul_add(a: Self::V, b: Self::V, c: Self::V) -> Self::V {
@@ -161,6 +167,10 @@ mod avx2 {
         #[inline(always)]
         fn mul(a: Self::V, b: Self::V) -> Self::V {
             unsafe { _mm256_mul_ps(a, b) }
+        }
+        #[inline(always)]
+        fn div(a: Self::V, b: Self::V) -> Self::V {
+            unsafe { _mm256_div_ps(a, b) }
         }
         #[inline(always)]
         fn mul_add(a: Self::V, b: Self::V, c: Self::V) -> Self::V {
@@ -256,6 +266,7 @@ mod tests {
                 (Portable::add(pa, pb), Avx2::add(va, vb)),
                 (Portable::sub(pa, pb), Avx2::sub(va, vb)),
                 (Portable::mul(pa, pb), Avx2::mul(va, vb)),
+                (Portable::div(pa, pb), Avx2::div(va, vb)),
                 (Portable::max(pa, pb), Avx2::max(va, vb)),
                 (Portable::min(pa, pb), Avx2::min(va, vb)),
                 (Portable::abs(pa), Avx2::abs(va)),
