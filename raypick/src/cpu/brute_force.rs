@@ -144,33 +144,25 @@ simd_dispatch! {
     pub fn trace_rays(blocks: &TriangleBlocks, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_rays_portable
 }
 
-/// Offers the accepted triangles among `c`, the candidates of the ray of `frame`
-/// in `block`, to `collect` in lane order (`prim` gives a lane's triangle id);
-/// returns `true` when `collect` says stop. Brute force and the wide BVH's leaves
-/// both offer their blocks' hits this way.
+/// Offers a block's accepted hits (`accepted`: [`Candidates::placed`]) to
+/// `collect` in lane order (`prim` gives a lane's triangle id); returns `true` when
+/// `collect` says stop. Brute force and the wide BVH's leaves both offer their
+/// blocks' hits this way.
 #[inline(always)]
-pub(super) fn offer_candidates<const N: usize>(
-    c: &Candidates<N>,
-    block: &SoaTriangles<N>,
-    ray: &Ray,
-    frame: &RayFrame,
+pub(super) fn offer_accepted<const N: usize>(
+    accepted: &Candidates<N>,
     prim: impl Fn(usize) -> u32,
     collect: &mut impl Collect,
 ) -> bool {
-    for lane in c.lanes() {
-        let vertices = block.triangle(lane);
-        let (t, accepted) = place(c.t[lane], ray, frame, vertices, f32::INFINITY);
+    accepted.lanes().any(|lane| {
         let hit = Hit {
-            t,
-            u: c.u[lane],
-            v: c.v[lane],
+            t: accepted.t[lane],
+            u: accepted.u[lane],
+            v: accepted.v[lane],
             prim: prim(lane),
         };
-        if accepted && collect.offer(hit) {
-            return true;
-        }
-    }
-    false
+        collect.offer(hit)
+    })
 }
 
 /// Offers the accepted triangles of one (already sanitised) ray to `collect` in id
@@ -186,7 +178,7 @@ fn collect_ray<const CULL: u32, const WATERTIGHT: bool>(
         let base = (index * LANES) as u32;
         let prim = |lane: usize| base + lane as u32;
         let c = block.test::<WATERTIGHT>(&frame).candidates(&frame, Cull::from_bits(CULL));
-        if c.any() && offer_candidates(&c, block, ray, &frame, prim, collect) {
+        if c.any() && offer_accepted(&c.placed(block, ray, &frame), prim, collect) {
             return;
         }
     }

@@ -385,6 +385,18 @@ impl<const N: usize> Candidates<N> {
     pub fn any(&self) -> bool {
         self.mask != 0
     }
+
+    /// These candidates of the ray of `frame` in `block`, each [`place`]d with no
+    /// best hit yet (`t` in the caller's units): the accepted hits.
+    #[inline(always)]
+    pub fn placed(mut self, block: &SoaTriangles<N>, ray: &Ray, frame: &RayFrame) -> Self {
+        for lane in lanes(self.mask) {
+            let accepted;
+            (self.t[lane], accepted) = place(self.t[lane], ray, frame, block.triangle(lane), f32::INFINITY);
+            self.mask &= !((!accepted as u32) << lane);
+        }
+        self
+    }
 }
 
 impl<const N: usize> Lanes<N> {
@@ -461,9 +473,9 @@ impl<const N: usize> Lanes<N> {
 
 /// [`Unnormalised`] values of the eight lanes of a block on explicit vector lanes
 /// (a wide BVH's leaf block, tested by `watertight_block` or
-/// `moller_trumbore_block`): kept in registers while the rules that need no
-/// division ([`passes_before_division`]) are decided, which most blocks a
-/// traversal tests fail in every lane.
+/// `moller_trumbore_block`): kept in registers until the block's accepted hits
+/// are known ([`LaneTest::accepted`]); most blocks a traversal tests fail the rules
+/// that need no division ([`passes_before_division`]) in every lane.
 #[derive(Clone, Copy)]
 pub(super) struct LaneTest<L: Lanes8> {
     pub(super) det: L::V,
@@ -488,12 +500,20 @@ impl<L: Lanes8> LaneTest<L> {
         }
     }
 
-    /// [`Lanes::candidates`] of these lanes for the ray of `frame` and culling
-    /// `cull`, lane by lane the same operations: `None` when no lane passes the
-    /// rules that need no division ([`passes_before_division`]), which most
-    /// blocks a traversal tests fail.
+    /// The accepted hits among these lanes, the test of `ray` (whose frame is
+    /// `frame`) against `block`, for culling `cull`: [`Lanes::candidates`], then
+    /// [`place`] with no best hit yet, lane by lane the same operations (`t` in
+    /// the caller's units). `None` when no lane passes the rules that need no
+    /// division ([`passes_before_division`]), which most blocks a traversal tests
+    /// fail.
     #[inline(always)]
-    pub(super) fn candidates(&self, frame: &RayFrame, cull: Cull) -> Option<Candidates<8>> {
+    pub(super) fn accepted(
+        &self,
+        block: &SoaTriangles<8>,
+        ray: &Ray,
+        frame: &RayFrame,
+        cull: Cull,
+    ) -> Option<Candidates<8>> {
         if !frame.live {
             return None;
         }
@@ -519,13 +539,57 @@ impl<L: Lanes8> LaneTest<L> {
         let inv_det = L::div(L::splat(1.0), self.det);
         let (t, u, v) = (L::mul(self.big_t, inv_det), L::mul(u, inv_det), L::mul(v, inv_det));
         let finite = |x: L::V| L::le(L::abs(x), L::splat(f32::MAX));
+        let candidates = maybe & finite(inv_det) & finite(t) & finite(u) & finite(v);
+        let (t, placed) = place_lanes::<L>(t, block, ray, frame);
         Some(Candidates {
             t: L::store(t),
             u: L::store(u),
             v: L::store(v),
-            mask: maybe & finite(inv_det) & finite(t) & finite(u) & finite(v),
+            mask: candidates & placed,
         })
     }
+}
+
+/// [`place`] of every lane of a block at once, with no best hit yet: each lane's
+/// `t` clamped into its triangle's padded box and scaled into the caller's units,
+/// and the lanes accepted, with [`box_interval`]'s and [`place`]'s operations lane
+/// by lane. The vertices are finite (unhittable triangles are stored as zeros), so
+/// the order in which the box's minima and maxima are taken does not matter.
+#[inline(always)]
+fn place_lanes<L: Lanes8>(t: L::V, block: &SoaTriangles<8>, ray: &Ray, frame: &RayFrame) -> (L::V, u32) {
+    let [v0, v1, v2] = &block.vertices;
+    let mut lo = [L::splat(0.0); 3];
+    let mut hi = [L::splat(0.0); 3];
+    let mut magnitude = L::splat(0.0);
+    for axis in 0..3 {
+        let (a, b, c) = (L::load(&v0[axis]), L::load(&v1[axis]), L::load(&v2[axis]));
+        lo[axis] = L::min(L::min(a, b), c);
+        hi[axis] = L::max(L::max(a, b), c);
+        let size = L::max(L::abs(lo[axis]), L::abs(hi[axis]));
+        magnitude = L::max(L::max(magnitude, size), L::sub(hi[axis], lo[axis]));
+    }
+    // As `bvh::build`'s padding of a triangle's box.
+    let margin = L::add(L::mul(magnitude, L::splat(1.0 / 262_144.0)), L::splat(f32::MIN_POSITIVE));
+    let (mut entry, mut exit) = (L::splat(f32::NEG_INFINITY), L::splat(f32::INFINITY));
+    for axis in 0..3 {
+        let (lo, hi) = (L::sub(lo[axis], margin), L::add(hi[axis], margin));
+        let inv = frame.inv_dir[axis];
+        let (near, far) = if inv < 0.0 { (hi, lo) } else { (lo, hi) };
+        let (origin, inv) = (L::splat(frame.origin[axis]), L::splat(inv));
+        entry = L::max(L::mul(L::sub(near, origin), inv), entry);
+        exit = L::min(L::mul(L::sub(far, origin), inv), exit);
+    }
+    let clamped = L::max(entry, L::min(exit, t));
+    let t = L::mul(clamped, L::splat(frame.t_scale));
+    // `overlaps(entry, exit)`, lane by lane.
+    let margin = L::splat(BOX_MARGIN);
+    let overlaps = L::le(
+        L::sub(entry, L::mul(L::abs(entry), margin)),
+        L::add(exit, L::mul(L::abs(exit), margin)),
+    );
+    let finite = L::le(L::abs(t), L::splat(f32::MAX));
+    let within = L::le(L::splat(ray.tmin), t) & L::le(t, L::splat(ray.tmax));
+    (t, overlaps & finite & within)
 }
 
 /// `N` packed triangles as structure of arrays (x, y, z rows of the three vertices),
@@ -631,8 +695,9 @@ mod tests {
                 ];
                 for (kernel, test) in on_lanes {
                     for cull in [Cull::None, Cull::Back, Cull::Front] {
-                        let expected = listed(Some(kernel.candidates(&frame, cull)));
-                        let got = listed(test.candidates(&frame, cull));
+                        let expected = kernel.candidates(&frame, cull).placed(block, ray, &frame);
+                        let got = listed(test.accepted(block, ray, &frame, cull));
+                        let expected = listed(Some(expected));
                         assert_eq!(got, expected, "{ray:?} cull {cull}");
                         hits += (expected.0 != 0) as usize;
                     }

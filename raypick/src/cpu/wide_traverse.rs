@@ -15,7 +15,7 @@
 //! share an origin through the packet traversal (module `packet_traverse`), which
 //! shares each node's fetch and decode among them and gives the same answers.
 
-use super::brute_force::offer_candidates;
+use super::brute_force::offer_accepted;
 use super::moller_trumbore::moller_trumbore_block;
 use super::watertight::watertight_block;
 use super::bvh_walk::pop_pending;
@@ -155,10 +155,10 @@ pub(super) fn offer_leaf<L: Lanes8, const WATERTIGHT: bool>(
         } else {
             moller_trumbore_block::<L>(&block.triangles, frame)
         };
-        let Some(c) = test.candidates(frame, cull) else {
+        let Some(accepted) = test.accepted(&block.triangles, ray, frame, cull) else {
             continue;
         };
-        if offer_candidates(&c, &block.triangles, ray, frame, prim, collect) {
+        if offer_accepted(&accepted, prim, collect) {
             return true;
         }
     }
