@@ -15,7 +15,7 @@ use super::query::{Closest, Collect};
 use super::vector::Lanes8;
 use super::wide_boxes::{Planes, Slabs, nearest_first};
 use super::wide_bvh::{WIDTH, WideBvh};
-use super::wide_traverse::offer_leaf;
+use super::wide_traverse::{offer_leaf, prefetch};
 use crate::options::Cull;
 use crate::prepare::is_valid_ray;
 use crate::types::Ray;
@@ -135,7 +135,10 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
             rays: entered_by[lane],
             entry: entry[lane],
         };
-        stack.extend(order[1..count].iter().rev().map(|&lane| pending(lane)));
+        for &lane in order[1..count].iter().rev() {
+            prefetch(wide, node.child[lane], node.blocks[lane] as u32);
+            stack.push(pending(lane));
+        }
         next = Some(pending(order[0]));
     }
 }

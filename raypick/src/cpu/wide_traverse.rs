@@ -116,7 +116,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
 /// ahead of its visit: the traversal's loads of nodes and leaves it has not
 /// touched yet are where it waits most on large meshes.
 #[inline(always)]
-fn prefetch(wide: &WideBvh, child: u32, blocks: u32) {
+pub(super) fn prefetch(wide: &WideBvh, child: u32, blocks: u32) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
