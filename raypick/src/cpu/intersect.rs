@@ -43,6 +43,22 @@ pub fn overlaps(near: f32, far: f32) -> bool {
     near - near.abs() * BOX_MARGIN <= far + far.abs() * BOX_MARGIN
 }
 
+/// [`overlaps`] lane by lane, as a lane mask.
+#[inline(always)]
+pub(super) fn overlaps_lanes<L: Lanes8>(near: L::V, far: L::V) -> u32 {
+    let margin = L::splat(BOX_MARGIN);
+    L::le(
+        L::sub(near, L::mul(L::abs(near), margin)),
+        L::add(far, L::mul(L::abs(far), margin)),
+    )
+}
+
+/// `f32::is_finite` lane by lane, as a lane mask.
+#[inline(always)]
+fn finite_lanes<L: Lanes8>(x: L::V) -> u32 {
+    L::le(L::abs(x), L::splat(f32::MAX))
+}
+
 /// Whether a box entered at `entry` lies beyond `bound` by more than the relative
 /// [`BOX_MARGIN`]: then nothing in it can change the answer, and the traversals
 /// skip it.
@@ -393,36 +409,21 @@ impl<const N: usize> Candidates<N> {
         for lane in lanes(self.mask) {
             let accepted;
             (self.t[lane], accepted) = place(self.t[lane], ray, frame, block.triangle(lane), f32::INFINITY);
-            self.mask &= !((!accepted as u32) << lane);
+            if !accepted {
+                self.mask &= !(1 << lane);
+            }
         }
         self
     }
 }
 
 impl<const N: usize> Lanes<N> {
-    /// [`candidate`] of every lane (vectorised; [`place`] is left to the rare
-    /// candidates). The culling is chosen once per block, outside the lane loops,
-    /// so that they stay vector code whether or not the caller's culling is a
-    /// constant.
+    /// [`candidate`] of every lane (vectorised when `cull` is a constant, as in
+    /// brute force's kernels; [`place`] is left to the rare candidates).
     #[inline(always)]
     pub fn candidates(&self, frame: &RayFrame, cull: Cull) -> Candidates<N> {
-        const NONE: u32 = Cull::None as u32;
-        const BACK: u32 = Cull::Back as u32;
-        const FRONT: u32 = Cull::Front as u32;
-        match cull {
-            Cull::None => self.candidates_culled::<NONE>(frame),
-            Cull::Back => self.candidates_culled::<BACK>(frame),
-            Cull::Front => self.candidates_culled::<FRONT>(frame),
-        }
-    }
-
-    /// [`Lanes::candidates`] for the culling whose discriminant is `CULL`: first
-    /// the lanes that pass [`passes_before_division`] (every candidate lane is
-    /// among them; most blocks have none, and skip the division), then the
-    /// candidates among them.
-    #[inline(always)]
-    fn candidates_culled<const CULL: u32>(&self, frame: &RayFrame) -> Candidates<N> {
-        let cull = Cull::from_bits(CULL);
+        // First the lanes that pass `passes_before_division`: every candidate lane
+        // is among them, and most blocks have none and skip the division.
         let mut maybe = 0u32;
         for lane in 0..N {
             maybe |= (passes_before_division(self.get(lane), frame, cull) as u32) << lane;
@@ -538,8 +539,8 @@ impl<L: Lanes8> LaneTest<L> {
         // As `candidate`: every value finite.
         let inv_det = L::div(L::splat(1.0), self.det);
         let (t, u, v) = (L::mul(self.big_t, inv_det), L::mul(u, inv_det), L::mul(v, inv_det));
-        let finite = |x: L::V| L::le(L::abs(x), L::splat(f32::MAX));
-        let candidates = maybe & finite(inv_det) & finite(t) & finite(u) & finite(v);
+        let finite = finite_lanes::<L>(inv_det) & finite_lanes::<L>(t);
+        let candidates = maybe & finite & finite_lanes::<L>(u) & finite_lanes::<L>(v);
         let (t, placed) = place_lanes::<L>(t, block, ray, frame);
         Some(Candidates {
             t: L::store(t),
@@ -581,15 +582,8 @@ fn place_lanes<L: Lanes8>(t: L::V, block: &SoaTriangles<8>, ray: &Ray, frame: &R
     }
     let clamped = L::max(entry, L::min(exit, t));
     let t = L::mul(clamped, L::splat(frame.t_scale));
-    // `overlaps(entry, exit)`, lane by lane.
-    let margin = L::splat(BOX_MARGIN);
-    let overlaps = L::le(
-        L::sub(entry, L::mul(L::abs(entry), margin)),
-        L::add(exit, L::mul(L::abs(exit), margin)),
-    );
-    let finite = L::le(L::abs(t), L::splat(f32::MAX));
     let within = L::le(L::splat(ray.tmin), t) & L::le(t, L::splat(ray.tmax));
-    (t, overlaps & finite & within)
+    (t, overlaps_lanes::<L>(entry, exit) & finite_lanes::<L>(t) & within)
 }
 
 /// `N` packed triangles as structure of arrays (x, y, z rows of the three vertices),

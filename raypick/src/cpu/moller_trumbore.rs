@@ -49,10 +49,10 @@ fn rows<L: Lanes8>(v: &[[f32; 8]; 3]) -> [L::V; 3] {
     [L::load(&v[0]), L::load(&v[1]), L::load(&v[2])]
 }
 
-/// `a * b - c * d` rounded, lane by lane.
+/// `a - b`, component by component, lane by lane.
 #[inline(always)]
-fn cross_lanes<L: Lanes8>(a: L::V, b: L::V, c: L::V, d: L::V) -> L::V {
-    L::sub(L::mul(a, b), L::mul(c, d))
+fn minus<L: Lanes8>(a: [L::V; 3], b: [L::V; 3]) -> [L::V; 3] {
+    [L::sub(a[0], b[0]), L::sub(a[1], b[1]), L::sub(a[2], b[2])]
 }
 
 /// `a · b`, summed left to right, lane by lane.
@@ -69,20 +69,19 @@ pub(super) fn moller_trumbore_block<L: Lanes8>(soa: &SoaTriangles<8>, frame: &Ra
     let (a, b, c) = (rows::<L>(v0), rows::<L>(v1), rows::<L>(v2));
     let d = [L::splat(frame.dir[0]), L::splat(frame.dir[1]), L::splat(frame.dir[2])];
     let o = [L::splat(frame.origin[0]), L::splat(frame.origin[1]), L::splat(frame.origin[2])];
-    let e1 = [L::sub(b[0], a[0]), L::sub(b[1], a[1]), L::sub(b[2], a[2])];
-    let e2 = [L::sub(c[0], a[0]), L::sub(c[1], a[1]), L::sub(c[2], a[2])];
+    let (e1, e2) = (minus::<L>(b, a), minus::<L>(c, a));
     let p = [
-        cross_lanes::<L>(d[1], e2[2], d[2], e2[1]),
-        cross_lanes::<L>(d[2], e2[0], d[0], e2[2]),
-        cross_lanes::<L>(d[0], e2[1], d[1], e2[0]),
+        L::mul_sub_mul(d[1], e2[2], d[2], e2[1]),
+        L::mul_sub_mul(d[2], e2[0], d[0], e2[2]),
+        L::mul_sub_mul(d[0], e2[1], d[1], e2[0]),
     ];
     let det = dot_lanes::<L>(e1, p);
-    let s = [L::sub(o[0], a[0]), L::sub(o[1], a[1]), L::sub(o[2], a[2])];
+    let s = minus::<L>(o, a);
     let big_u = dot_lanes::<L>(s, p);
     let q = [
-        cross_lanes::<L>(s[1], e1[2], s[2], e1[1]),
-        cross_lanes::<L>(s[2], e1[0], s[0], e1[2]),
-        cross_lanes::<L>(s[0], e1[1], s[1], e1[0]),
+        L::mul_sub_mul(s[1], e1[2], s[2], e1[1]),
+        L::mul_sub_mul(s[2], e1[0], s[0], e1[2]),
+        L::mul_sub_mul(s[0], e1[1], s[1], e1[0]),
     ];
     let big_v = dot_lanes::<L>(d, q);
     LaneTest {

@@ -29,6 +29,12 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     fn sub(a: Self::V, b: Self::V) -> Self::V;
     /// `a * b`.
     fn mul(a: Self::V, b: Self::V) -> Self::V;
+    /// `a * b - c * d`, each product rounded on its own (the triangle tests' edge
+    /// functions and cross products).
+    #[inline(always)]
+    fn mul_sub_mul(a: Self::V, b: Self::V, c: Self::V, d: Self::V) -> Self::V {
+        Self::sub(Self::mul(a, b), Self::mul(c, d))
+    }
     /// `a / b`.
     fn div(a: Self::V, b: Self::V) -> Self::V;
     /// `a * b + c`, rounded once (fused) or twice, whichever the unit does fastest.

@@ -183,12 +183,6 @@ fn shear_vertex<L: Lanes8>(rows: &[[f32; 8]; 3], axes: [usize; 3], origin: [L::V
     ]
 }
 
-/// `a * b - c * d` rounded, lane by lane ([`edge_function_rounded`]).
-#[inline(always)]
-fn edge_lanes<L: Lanes8>(a: L::V, b: L::V, c: L::V, d: L::V) -> L::V {
-    L::sub(L::mul(a, b), L::mul(c, d))
-}
-
 /// The watertight test of a block of eight triangles (a wide BVH's leaf block) on
 /// explicit vector lanes: operation for operation [`watertight_lanes`]'s
 /// arithmetic, kept in registers. A block with an exactly-zero edge function takes
@@ -202,10 +196,10 @@ pub(super) fn watertight_block<L: Lanes8>(soa: &SoaTriangles<8>, frame: &RayFram
     let [ax, ay, az] = shear_vertex::<L>(v0, frame.axes, origin, shear);
     let [bx, by, bz] = shear_vertex::<L>(v1, frame.axes, origin, shear);
     let [cx, cy, cz] = shear_vertex::<L>(v2, frame.axes, origin, shear);
-    // As `watertight_sheared`.
-    let big_w = edge_lanes::<L>(cx, by, cy, bx);
-    let big_u = edge_lanes::<L>(ax, cy, ay, cx);
-    let big_v = edge_lanes::<L>(bx, ay, by, ax);
+    // As `watertight_sheared`, with `edge_function_rounded`.
+    let big_w = L::mul_sub_mul(cx, by, cy, bx);
+    let big_u = L::mul_sub_mul(ax, cy, ay, cx);
+    let big_v = L::mul_sub_mul(bx, ay, by, ax);
     let zero = L::splat(0.0);
     // Degenerate lanes (all vertices zero) have exactly-zero edge functions.
     let same_first_edge = L::eq(L::load(&v0[0]), L::load(&v1[0]))

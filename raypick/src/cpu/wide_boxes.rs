@@ -12,7 +12,7 @@
 //! triangle's padded box is entered no later and left no earlier than that box, on
 //! every vector unit ([`Lanes8`]).
 
-use super::intersect::{BOX_MARGIN, RayFrame, lanes};
+use super::intersect::{BOX_MARGIN, RayFrame, lanes, overlaps_lanes};
 use super::vector::Lanes8;
 use super::wide_bvh::{EMPTY, WIDTH, WideBvh, WideNode};
 use crate::types::Ray;
@@ -204,13 +204,7 @@ impl<L: Lanes8> Slabs<L> {
         let (nz, fz) = self.plain_slab(planes, 2);
         let near = L::max(L::max(nx, ny), L::max(nz, L::splat(self.tmin)));
         let far = L::min(L::min(fx, fy), L::min(fz, L::splat(limit)));
-        // `overlaps(near, far)`, lane by lane.
-        let margin = L::splat(BOX_MARGIN);
-        let entered = L::le(
-            L::sub(near, L::mul(L::abs(near), margin)),
-            L::add(far, L::mul(L::abs(far), margin)),
-        );
-        (entered, near)
+        (overlaps_lanes::<L>(near, far), near)
     }
 
     /// The folded slab test up to `limit` (frame units): the decode and the
