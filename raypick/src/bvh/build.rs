@@ -14,7 +14,6 @@
 //! SAH cost of the whole subtree.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use glam::{Vec3, Vec3A, Vec4};
 use rayon::prelude::*;
@@ -80,7 +79,7 @@ const BIN_SAMPLE: usize = 1024;
 
 /// A triangle's padded bounding box; the box minimum's `w` holds the triangle's
 /// index in the packed triangle array (as bits).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, bytemuck::Zeroable)]
 #[repr(C, align(16))]
 pub(super) struct PrimRef {
     pub(super) lo: Vec4,
@@ -186,30 +185,20 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
         bins: options.bins.clamp(2, MAX_BINS),
         ..options.clone()
     };
-    // One indexed pass (no intermediate lists) packs the triangles and gathers their
-    // boxes; triangles that can never be hit get a NaN box and are removed
-    // afterwards, which meshes rarely need.
+    // One indexed pass packs the triangles, gathers their boxes and the bounds of
+    // those boxes and their centroids, writing each chunk's share in place;
+    // triangles that can never be hit get a NaN box and are removed afterwards,
+    // which meshes rarely need.
     let count = mesh.triangle_count();
-    let (mut packed, mut prims) = (memory::with_capacity(count), memory::with_capacity(count));
-    let unhittable = AtomicBool::new(false);
-    (0..count)
-        .into_par_iter()
-        .map(|k| {
-            let tri = pack_triangle(mesh.triangle(k), k as u32);
-            let (lo, hi) = if is_hittable(&tri) {
-                triangle_box(&tri)
-            } else {
-                unhittable.store(true, Ordering::Relaxed);
-                (Vec3::NAN, Vec3::NAN)
-            };
-            let prim = PrimRef {
-                lo: lo.extend(f32::from_bits(tri.id)),
-                hi: hi.extend(0.0),
-            };
-            (tri, prim)
-        })
-        .unzip_into_vecs(&mut packed, &mut prims);
-    if unhittable.into_inner() {
+    let mut packed: Vec<PackedTriangle> = memory::zeroed(count);
+    let mut prims: Vec<PrimRef> = memory::zeroed(count);
+    let first_pass = packed
+        .par_chunks_mut(PACK_CHUNK)
+        .zip(prims.par_chunks_mut(PACK_CHUNK))
+        .enumerate()
+        .map(|(chunk, (packed, prims))| pack_chunk(mesh, chunk * PACK_CHUNK, packed, prims))
+        .reduce(FirstPass::default, FirstPass::merge);
+    if first_pass.unhittable {
         prims.retain(|p: &PrimRef| !p.lo.x.is_nan());
     }
     let mut bvh = Bvh {
@@ -223,7 +212,7 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
         bvh.depth = 1; // the root
         return bvh;
     }
-    let (bounds, centroids) = bounds_and_centroids(&prims);
+    let (bounds, centroids) = (first_pass.bounds, first_pass.centroids);
     let builder = Builder {
         options: &options,
         morton_subtree: if prims.len() >= MORTON_MIN_TRIANGLES {
@@ -256,6 +245,64 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
         .map(|p| packed[p.id() as usize])
         .collect_into_vec(&mut bvh.triangles);
     bvh
+}
+
+/// Triangles per task of the first pass.
+const PACK_CHUNK: usize = 16 * 1024;
+
+/// What the first pass gathers besides the packed triangles and their boxes: the
+/// bounds of the hittable triangles' boxes and of their centroids, and whether
+/// any triangle is unhittable.
+struct FirstPass {
+    bounds: Aabb,
+    centroids: Aabb,
+    unhittable: bool,
+}
+
+impl Default for FirstPass {
+    fn default() -> Self {
+        Self {
+            bounds: Aabb::EMPTY,
+            centroids: Aabb::EMPTY,
+            unhittable: false,
+        }
+    }
+}
+
+impl FirstPass {
+    fn merge(self, other: FirstPass) -> FirstPass {
+        FirstPass {
+            bounds: self.bounds.union(other.bounds),
+            centroids: self.centroids.union(other.centroids),
+            unhittable: self.unhittable || other.unhittable,
+        }
+    }
+}
+
+/// Packs the triangles from `first` on into `packed` and their boxes into `prims`
+/// (NaN for unhittable ones), and gathers their bounds.
+fn pack_chunk(mesh: &Mesh, first: usize, packed: &mut [PackedTriangle], prims: &mut [PrimRef]) -> FirstPass {
+    let mut pass = FirstPass::default();
+    for ((k, out), prim) in (first..).zip(packed).zip(prims) {
+        let tri = pack_triangle(mesh.triangle(k), k as u32);
+        let (lo, hi) = if is_hittable(&tri) {
+            let (lo, hi) = triangle_box(&tri);
+            let (lo, hi) = (lo.extend(0.0), hi.extend(0.0));
+            pass.bounds.grow(lo, hi);
+            let centroid = lo + hi;
+            pass.centroids.grow(centroid, centroid);
+            (lo, hi)
+        } else {
+            pass.unhittable = true;
+            (Vec4::NAN, Vec4::NAN)
+        };
+        *prim = PrimRef {
+            lo: lo.truncate().extend(f32::from_bits(tri.id)),
+            hi,
+        };
+        *out = tri;
+    }
+    pass
 }
 
 /// Bounds of the boxes and of the centroids.
@@ -355,11 +402,45 @@ impl Binner {
         [to_bin(b.x), to_bin(b.y), to_bin(b.z)]
     }
 
+    /// The bin on `axis` of a centroid coordinate `c` (twice the centroid, as
+    /// [`PrimRef::centroid2`] gives it).
     #[inline(always)]
-    fn bin(&self, p: &PrimRef, axis: usize) -> usize {
-        let c = p.centroid2()[axis];
+    fn bin_of(&self, c: f32, axis: usize) -> usize {
         to_bin(((c - self.origin[axis]) * self.scale[axis]).clamp(0.0, self.last))
     }
+
+    /// The split `bin_of(c, axis) < bin` as one comparison: `c` is left of the
+    /// returned value exactly when it falls in a bin below `bin` ([`left_of`]).
+    /// `bin_of` never decreases as `c` grows (each of its steps rounds monotonely),
+    /// so the value is the least `c` whose bin is `bin` or above, found by bisecting
+    /// the ordered `f32`s.
+    fn threshold(&self, axis: usize, bin: usize) -> f32 {
+        // `f32`s in order as integers: negative ones have their magnitude bits
+        // flipped.
+        let key = |x: f32| {
+            let bits = x.to_bits() as i32;
+            if bits < 0 { bits ^ i32::MAX } else { bits }
+        };
+        let value = |k: i32| f32::from_bits((if k < 0 { k ^ i32::MAX } else { k }) as u32);
+        // The least key in (low, high] whose bin is `bin` or above: +∞'s always is.
+        let (mut low, mut high) = (i64::from(key(f32::NEG_INFINITY)) - 1, i64::from(key(f32::INFINITY)));
+        while high - low > 1 {
+            let mid = (low + high) / 2;
+            if self.bin_of(value(mid as i32), axis) >= bin {
+                high = mid;
+            } else {
+                low = mid;
+            }
+        }
+        value(high as i32)
+    }
+}
+
+/// Whether centroid coordinate `c` lies left of a split at `threshold`
+/// ([`Binner::threshold`]). NaN, whose bin is 0, lies left.
+#[inline(always)]
+fn left_of(c: f32, threshold: f32) -> bool {
+    c < threshold || c.is_nan()
 }
 
 /// A bin position, already clamped to `0..=last`, as an index. NaN, which a
@@ -420,7 +501,8 @@ impl Builder<'_> {
                 return (leaf, depth);
             }
             let binner = Binner::new(centroids, self.bins_for(count));
-            partition(prims, |p| binner.bin(p, best.axis) < best.bin)
+            let threshold = binner.threshold(best.axis, best.bin);
+            partition(prims, |p| left_of(p.centroid2()[best.axis], threshold))
         } else {
             if count <= self.options.max_leaf_size {
                 return (leaf, depth);
@@ -568,4 +650,43 @@ fn median_split(prims: &mut [PrimRef], centroids: Aabb) -> usize {
         });
     }
     mid
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kit::Rng;
+
+    /// A split at `Binner::threshold` sends every centroid coordinate to the side
+    /// its bin says: random ones, those next to the threshold, and the extremes.
+    #[test]
+    fn threshold_splits_as_the_bins_do() {
+        let mut rng = Rng::new(41);
+        for round in 0..400 {
+            let centre = [0.0, 1e-30, -7.5, 3e5, -2e30][round % 5];
+            let size = [1e-3f32, 1.0, 1e4, 1e-38, 1e30][rng.below(5)];
+            let (a, b) = (centre + rng.range(-size, size), centre + rng.range(-size, size));
+            let lo = Vec4::splat(a.min(b));
+            let hi = Vec4::splat(a.max(b));
+            if a == b {
+                continue; // no split is ever sought along an axis without extent
+            }
+            let bins = 2 + rng.below(MAX_BINS - 1);
+            let binner = Binner::new(Aabb { lo, hi }, bins);
+            let axis = rng.below(3);
+            for bin in 1..bins {
+                let threshold = binner.threshold(axis, bin);
+                let near = [threshold.next_down(), threshold, threshold.next_up()];
+                let extremes = [f32::NEG_INFINITY, f32::INFINITY, f32::NAN, f32::MAX, f32::MIN];
+                let random = (0..20).map(|_| rng.range(lo.x - size, hi.x + size));
+                for c in near.into_iter().chain(extremes).chain(random) {
+                    assert_eq!(
+                        left_of(c, threshold),
+                        binner.bin_of(c, axis) < bin,
+                        "centroid {c} bin {bin} of {bins} threshold {threshold} origin {} scale {} bin_of {}", binner.origin[axis], binner.scale[axis], binner.bin_of(c, axis)
+                    );
+                }
+            }
+        }
+    }
 }

@@ -15,7 +15,7 @@
 const MIN_BYTES: usize = 4 << 20;
 
 /// An empty vector with room for `capacity` elements, marked for huge pages.
-pub(super) fn with_capacity<T>(capacity: usize) -> Vec<T> {
+pub(crate) fn with_capacity<T>(capacity: usize) -> Vec<T> {
     let v = Vec::with_capacity(capacity);
     advise_huge(v.as_ptr() as usize, v.capacity() * size_of::<T>());
     v
@@ -24,7 +24,7 @@ pub(super) fn with_capacity<T>(capacity: usize) -> Vec<T> {
 /// A vector of `len` zeroed elements, marked for huge pages before any is touched
 /// (a large zeroed allocation comes straight from the system, whose fresh pages are
 /// zero already).
-pub(super) fn zeroed<T: bytemuck::Zeroable>(len: usize) -> Vec<T> {
+pub(crate) fn zeroed<T: bytemuck::Zeroable>(len: usize) -> Vec<T> {
     let v = bytemuck::zeroed_vec(len);
     advise_huge(v.as_ptr() as usize, v.capacity() * size_of::<T>());
     v

@@ -13,7 +13,7 @@
 //! the triangle count at every level (and 32 halvings reach one triangle from 2^32).
 
 pub mod build;
-mod memory;
+pub(crate) mod memory;
 mod morton;
 mod nodes;
 pub mod refit;

@@ -357,6 +357,7 @@ impl Collapse<'_> {
         if let Leaves::Blocks { triangles, .. } = &self.leaves {
             // Packing reads every triangle and writes every block: memory-bound
             // work that two threads share well, unlike the walk over the nodes.
+            tree.blocks = crate::bvh::memory::with_capacity(tree.block_triangles.len());
             tree.block_triangles
                 .par_iter()
                 .with_min_len(BLOCKS_PER_TASK)
