@@ -723,7 +723,7 @@ mod tests {
         rays.extend(kit::rays(fixtures::random_rays(200, &mut rng, bounds)));
         rays.push(Ray::new(glam::Vec3::ZERO, glam::Vec3::ZERO));
         let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
-        let blocks: Vec<SoaTriangles<8>> = wide.blocks.iter().map(|b| b.triangles).collect();
+        let blocks: Vec<SoaTriangles<8>> = wide.blocks.clone();
         let (hits, exact) = check_unit::<Portable>(&blocks, &rays);
         assert!(hits > rays.len(), "{hits} candidate blocks");
         assert!(exact > 100, "{exact} blocks with an exactly-zero edge function");

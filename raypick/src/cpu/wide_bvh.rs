@@ -166,15 +166,11 @@ fn step_for(lo: f32, hi: f32) -> f32 {
     step
 }
 
-/// Up to eight triangles of one leaf as structure of arrays, with their ids.
-/// Unused lanes are degenerate and never hit.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LeafBlock {
-    /// The triangles.
-    pub triangles: SoaTriangles<WIDTH>,
-    /// Triangle ids in the caller's mesh.
-    pub id: [u32; WIDTH],
-}
+/// Up to eight triangles of one leaf as structure of arrays: five cache lines.
+/// Unused lanes are degenerate and never hit. Their ids are kept apart
+/// ([`WideBvh`]'s `block_ids`), read only for a hit: the traversal loads one line
+/// fewer per block.
+pub type LeafBlock = SoaTriangles<WIDTH>;
 
 /// A BVH in the CPU's wide layout. Node 0 is the root.
 #[derive(Clone, Debug, Default)]
@@ -183,6 +179,8 @@ pub struct WideBvh {
     /// Exact boxes of the nodes whose quantized boxes would not hold them.
     pub(crate) exact: Vec<ExactBoxes>,
     pub(crate) blocks: Vec<LeafBlock>,
+    /// The ids in the caller's mesh of each leaf block's triangles.
+    pub(crate) block_ids: Vec<[u32; WIDTH]>,
     pub(crate) mesh_triangles: usize,
     /// The binary tree it was collapsed from, kept only by [`WideBvh::refittable`].
     pub(crate) binary: Option<std::sync::Arc<Bvh>>,
@@ -212,6 +210,7 @@ impl WideBvh {
             nodes: tree.nodes,
             exact: tree.exact,
             blocks: tree.blocks,
+            block_ids: tree.block_ids,
             mesh_triangles: bvh.mesh_triangle_count(),
             binary: None,
         }
@@ -249,6 +248,7 @@ impl WideBvh {
         std::mem::size_of_val(self.nodes.as_slice())
             + std::mem::size_of_val(self.exact.as_slice())
             + std::mem::size_of_val(self.blocks.as_slice())
+            + std::mem::size_of_val(self.block_ids.as_slice())
     }
 
     /// Triangles of the mesh the BVH was built from.
@@ -317,6 +317,7 @@ pub(super) struct Tree {
     pub(super) nodes: Vec<WideNode>,
     pub(super) exact: Vec<ExactBoxes>,
     pub(super) blocks: Vec<LeafBlock>,
+    pub(super) block_ids: Vec<[u32; WIDTH]>,
     /// While the nodes are collapsed, each leaf block's triangles (first, count) in
     /// the binary tree's order: the blocks are packed afterwards, in parallel.
     block_triangles: Vec<(u32, u32)>,
@@ -357,12 +358,21 @@ impl Collapse<'_> {
         if let Leaves::Blocks { triangles, .. } = &self.leaves {
             // Packing reads every triangle and writes every block: memory-bound
             // work that two threads share well, unlike the walk over the nodes.
-            tree.blocks = crate::bvh::memory::with_capacity(tree.block_triangles.len());
+            let count = tree.block_triangles.len();
+            tree.blocks = crate::bvh::memory::with_capacity(count);
+            tree.block_ids = crate::bvh::memory::with_capacity(count);
             tree.block_triangles
                 .par_iter()
                 .with_min_len(BLOCKS_PER_TASK)
-                .map(|&(first, count)| leaf_block(&triangles[first as usize..][..count as usize]))
-                .collect_into_vec(&mut tree.blocks);
+                .map(|&(first, count)| {
+                    let triangles = &triangles[first as usize..][..count as usize];
+                    let mut ids = [0; WIDTH];
+                    for (id, tri) in ids.iter_mut().zip(triangles) {
+                        *id = tri.id;
+                    }
+                    (SoaTriangles::new(triangles), ids)
+                })
+                .unzip_into_vecs(&mut tree.blocks, &mut tree.block_ids);
         }
         tree
     }
@@ -526,6 +536,7 @@ impl Tree {
             nodes: Vec::with_capacity(blocks / 7 + 1),
             exact: Vec::new(),
             blocks: Vec::new(),
+            block_ids: Vec::new(),
             block_triangles: Vec::with_capacity(blocks),
         }
     }
@@ -574,17 +585,6 @@ fn half_area(c: &BvhChild) -> f32 {
     d.x * d.y + d.y * d.z + d.z * d.x
 }
 
-fn leaf_block(triangles: &[PackedTriangle]) -> LeafBlock {
-    let mut id = [0; WIDTH];
-    for (slot, tri) in id.iter_mut().zip(triangles) {
-        *slot = tri.id;
-    }
-    LeafBlock {
-        triangles: SoaTriangles::new(triangles),
-        id,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use glam::Vec3;
@@ -600,7 +600,7 @@ mod tests {
         if blocks > 0 {
             for block in &wide.blocks[child as usize..][..blocks as usize] {
                 for lane in 0..WIDTH {
-                    let v = block.triangles.triangle(lane).map(Vec3::from);
+                    let v = block.triangle(lane).map(Vec3::from);
                     if v != [Vec3::ZERO; 3] {
                         out.push(vertices_box(v));
                     }

@@ -147,15 +147,15 @@ pub(super) fn offer_leaf<L: Lanes8, const WATERTIGHT: bool>(
     cull: Cull,
     collect: &mut impl Collect,
 ) -> bool {
-    let first = first as usize;
-    for block in &wide.blocks[first..first + blocks as usize] {
-        let prim = |lane: usize| block.id[lane];
+    let range = first as usize..(first + blocks) as usize;
+    for (block, ids) in wide.blocks[range.clone()].iter().zip(&wide.block_ids[range]) {
+        let prim = |lane: usize| ids[lane];
         let test = if WATERTIGHT {
-            watertight_block::<L>(&block.triangles, frame)
+            watertight_block::<L>(block, frame)
         } else {
-            moller_trumbore_block::<L>(&block.triangles, frame)
+            moller_trumbore_block::<L>(block, frame)
         };
-        let Some(accepted) = test.accepted(&block.triangles, ray, frame, cull) else {
+        let Some(accepted) = test.accepted(block, ray, frame, cull) else {
             continue;
         };
         if offer_accepted(&accepted, prim, collect) {
