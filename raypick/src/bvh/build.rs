@@ -11,7 +11,9 @@
 //! Subtrees of at most [`BuildOptions::morton_subtree`] triangles (which fit the
 //! caches) are sorted along a Morton curve and split where an SAH sweep along it
 //! is lowest (module `morton`): no partitioning, no binning, and leaves chosen by the
-//! SAH cost of the whole subtree.
+//! SAH cost of the whole subtree. On meshes binned at every level, nodes of at most
+//! [`SWEEP_MAX`] triangles sort them along each axis and take the best of every
+//! split instead.
 
 use std::sync::Mutex;
 
@@ -69,6 +71,11 @@ const MAX_BINS: usize = 16;
 /// Nodes with more triangles than this bin in parallel and build their subtrees in
 /// parallel.
 const PARALLEL_THRESHOLD: usize = 16 * 1024;
+
+/// Nodes of at most this many triangles sweep every split of their centroids
+/// sorted along each axis ([`Builder::swept_split`]) instead of binning them: an
+/// exact SAH split, for less work than filling and merging bins for so few.
+const SWEEP_MAX: usize = 16;
 
 /// Nodes with more triangles than this choose their split from an evenly strided
 /// sample of about this many (some 64 per bin): as good a split (on the built-in
@@ -492,19 +499,30 @@ impl Builder<'_> {
             return morton::build(prims, first, centroids, depth, self.options, nodes);
         }
         let spread = centroids.hi.truncate().cmpgt(centroids.lo.truncate()).any();
+        let max_leaf = self.options.max_leaf_size;
         // SAH costs overflow for coordinates near f32's limits: split at the median then.
-        let sah = (depth < SAH_DEPTH && spread)
+        let sah = depth < SAH_DEPTH && spread;
+        let swept = (sah && count <= SWEEP_MAX)
+            .then(|| self.swept_split(prims, bounds))
+            .flatten();
+        let binned = (sah && swept.is_none() && count > SWEEP_MAX)
             .then(|| self.best_split(prims, centroids, bounds))
             .filter(|best| best.cost.is_finite());
-        let (split, sides) = if let Some(best) = sah {
-            if count <= self.options.max_leaf_size && count as f32 <= best.cost {
+        let (split, sides) = if let Some((split, cost)) = swept {
+            if count <= max_leaf && count as f32 <= cost {
+                return (leaf, depth);
+            }
+            let (left, right) = prims.split_at(split);
+            (split, [bounds_and_centroids(left), bounds_and_centroids(right)])
+        } else if let Some(best) = binned {
+            if count <= max_leaf && count as f32 <= best.cost {
                 return (leaf, depth);
             }
             let binner = Binner::new(centroids, self.bins_for(count));
             let threshold = binner.threshold(best.axis, best.bin);
             partition(prims, |p| left_of(p.centroid2()[best.axis], threshold))
         } else {
-            if count <= self.options.max_leaf_size {
+            if count <= max_leaf {
                 return (leaf, depth);
             }
             let split = median_split(prims, centroids);
@@ -548,6 +566,49 @@ impl Builder<'_> {
             count: 0,
         };
         (child, left_depth.max(right_depth))
+    }
+
+    /// The SAH-cheapest split of a node of at most [`SWEEP_MAX`] triangles among
+    /// every split of its centroids sorted along each axis: `prims` left sorted
+    /// along the chosen axis, the size of the left side and the cost; `None` when
+    /// every cost overflows.
+    fn swept_split(&self, prims: &mut [PrimRef], bounds: Aabb) -> Option<(usize, f32)> {
+        let n = prims.len();
+        let parent_area = bounds.half_area().max(f32::MIN_POSITIVE);
+        let order = |axis: usize| {
+            move |a: &PrimRef, b: &PrimRef| {
+                let key = |p: &PrimRef| (p.centroid2()[axis], p.id());
+                let ((ca, ia), (cb, ib)) = (key(a), key(b));
+                ca.total_cmp(&cb).then(ia.cmp(&ib))
+            }
+        };
+        // Area of the boxes from each split on: prims[i..].
+        let mut right_area = [0.0f32; SWEEP_MAX];
+        let (mut best_axis, mut best_split, mut best_cost) = (0, 0, f32::INFINITY);
+        for axis in 0..3 {
+            prims.sort_unstable_by(order(axis));
+            let mut right = Aabb::EMPTY;
+            for i in (1..n).rev() {
+                right = right.union(prims[i].aabb());
+                right_area[i] = right.half_area();
+            }
+            let mut left = Aabb::EMPTY;
+            for i in 1..n {
+                left = left.union(prims[i - 1].aabb());
+                let cost = self.options.traversal_cost
+                    + (left.half_area() * i as f32 + right_area[i] * (n - i) as f32) / parent_area;
+                if cost < best_cost {
+                    (best_axis, best_split, best_cost) = (axis, i, cost);
+                }
+            }
+        }
+        if !best_cost.is_finite() {
+            return None;
+        }
+        if best_axis != 2 {
+            prims.sort_unstable_by(order(best_axis));
+        }
+        Some((best_split, best_cost))
     }
 
     /// Bins for a node of `count` triangles: fewer for small nodes, where evaluating
@@ -688,5 +749,57 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The sweep over every sorted split of a small node is never costlier than
+    /// the best binned split (each bin boundary is one of the sweep's splits, with
+    /// the same boxes), and leaves its split's sides sorted apart along one axis.
+    #[test]
+    fn swept_split_is_no_costlier_than_binning() {
+        let mut rng = Rng::new(43);
+        let options = BuildOptions::default();
+        let builder = Builder {
+            options: &options,
+            morton_subtree: 0,
+        };
+        let mut cheaper = 0;
+        for round in 0..2000 {
+            let n = 2 + round % (SWEEP_MAX - 1);
+            let scale = [1.0, 1e-3, 1e4][round % 3];
+            let mut prims: Vec<PrimRef> = (0..n)
+                .map(|i| {
+                    let a = rng.point_in_box(glam::Vec3::splat(-scale), glam::Vec3::splat(scale));
+                    let size = rng.range(0.0, scale * 0.5);
+                    let b = a + glam::Vec3::new(rng.range(0.0, size), rng.range(0.0, size), rng.range(0.0, size));
+                    PrimRef {
+                        lo: a.extend(f32::from_bits(i as u32)),
+                        hi: b.extend(0.0),
+                    }
+                })
+                .collect();
+            let (bounds, centroids) = bounds_and_centroids(&prims);
+            let binned = builder.best_split(&prims, centroids, bounds);
+            let (split, cost) = builder.swept_split(&mut prims, bounds).expect("finite costs");
+            assert!(cost <= binned.cost, "{n} boxes: swept {cost}, binned {}", binned.cost);
+            cheaper += usize::from(cost < binned.cost);
+            assert!((1..n).contains(&split));
+            // The cost is the returned split's own.
+            let (left, right) = prims.split_at(split);
+            let area = |side: &[PrimRef]| bounds_and_centroids(side).0.half_area();
+            let own = options.traversal_cost
+                + (area(left) * split as f32 + area(right) * (n - split) as f32) / bounds.half_area();
+            assert_eq!(cost, own, "{n} boxes split at {split}");
+            let along = |p: &PrimRef| p.centroid2();
+            let separated = (0..3).any(|axis| {
+                let left = prims[..split].iter().map(|p| along(p)[axis]).fold(f32::MIN, f32::max);
+                let right = prims[split..].iter().map(|p| along(p)[axis]).fold(f32::MAX, f32::min);
+                left <= right
+            });
+            assert!(separated, "{n} boxes split at {split}");
+            let mut ids: Vec<u32> = prims.iter().map(PrimRef::id).collect();
+            ids.sort_unstable();
+            assert_eq!(ids, (0..n as u32).collect::<Vec<_>>());
+        }
+        assert!(cheaper > 200, "{cheaper} sweeps beat the bins");
     }
 }
