@@ -75,7 +75,7 @@ const PARALLEL_THRESHOLD: usize = 16 * 1024;
 /// Nodes of at most this many triangles sweep every split of their centroids
 /// sorted along each axis ([`Builder::swept_split`]) instead of binning them: an
 /// exact SAH split, for less work than filling and merging bins for so few.
-const SWEEP_MAX: usize = 16;
+const SWEEP_MAX: usize = 32;
 
 /// Nodes with more triangles than this choose their split from an evenly strided
 /// sample of about this many (some 64 per bin): as good a split (on the built-in
@@ -422,25 +422,34 @@ impl Binner {
     /// so the value is the least `c` whose bin is `bin` or above, found by bisecting
     /// the ordered `f32`s.
     fn threshold(&self, axis: usize, bin: usize) -> f32 {
-        // `f32`s in order as integers: negative ones have their magnitude bits
-        // flipped.
-        let key = |x: f32| {
-            let bits = x.to_bits() as i32;
-            if bits < 0 { bits ^ i32::MAX } else { bits }
-        };
-        let value = |k: i32| f32::from_bits((if k < 0 { k ^ i32::MAX } else { k }) as u32);
         // The least key in (low, high] whose bin is `bin` or above: +∞'s always is.
-        let (mut low, mut high) = (i64::from(key(f32::NEG_INFINITY)) - 1, i64::from(key(f32::INFINITY)));
+        let low = i64::from(ordered(f32::NEG_INFINITY)) - 1;
+        let (mut low, mut high) = (low, i64::from(ordered(f32::INFINITY)));
         while high - low > 1 {
             let mid = (low + high) / 2;
-            if self.bin_of(value(mid as i32), axis) >= bin {
+            if self.bin_of(from_ordered(mid as u32), axis) >= bin {
                 high = mid;
             } else {
                 low = mid;
             }
         }
-        value(high as i32)
+        from_ordered(high as u32)
     }
+}
+
+/// `x` as an integer that orders as the `f32`s do (-0 just below +0, NaNs beyond
+/// the infinities): the sign bit flipped for positive values, every bit for
+/// negative ones.
+#[inline(always)]
+fn ordered(x: f32) -> u32 {
+    let bits = x.to_bits();
+    if bits >> 31 == 0 { bits | 1 << 31 } else { !bits }
+}
+
+/// The `f32` whose [`ordered`] key is `key`.
+#[inline(always)]
+fn from_ordered(key: u32) -> f32 {
+    f32::from_bits(if key >> 31 == 1 { key & !(1 << 31) } else { !key })
 }
 
 /// Whether centroid coordinate `c` lies left of a split at `threshold`
@@ -575,26 +584,27 @@ impl Builder<'_> {
     fn swept_split(&self, prims: &mut [PrimRef], bounds: Aabb) -> Option<(usize, f32)> {
         let n = prims.len();
         let parent_area = bounds.half_area().max(f32::MIN_POSITIVE);
-        let order = |axis: usize| {
-            move |a: &PrimRef, b: &PrimRef| {
-                let key = |p: &PrimRef| (p.centroid2()[axis], p.id());
-                let ((ca, ia), (cb, ib)) = (key(a), key(b));
-                ca.total_cmp(&cb).then(ia.cmp(&ib))
+        // Per axis, the order of the centroids: sorted keys of centroid and index.
+        let mut order = [[0u64; SWEEP_MAX]; 3];
+        for (axis, order) in order.iter_mut().enumerate() {
+            for ((i, p), key) in prims.iter().enumerate().zip(order.iter_mut()) {
+                *key = u64::from(ordered(p.centroid2()[axis])) << 32 | i as u64;
             }
-        };
-        // Area of the boxes from each split on: prims[i..].
+            order[..n].sort_unstable();
+        }
+        let at = |key: u64| &prims[key as u32 as usize];
+        // Area of the boxes from each split on.
         let mut right_area = [0.0f32; SWEEP_MAX];
         let (mut best_axis, mut best_split, mut best_cost) = (0, 0, f32::INFINITY);
-        for axis in 0..3 {
-            prims.sort_unstable_by(order(axis));
+        for (axis, order) in order.iter().enumerate() {
             let mut right = Aabb::EMPTY;
             for i in (1..n).rev() {
-                right = right.union(prims[i].aabb());
+                right = right.union(at(order[i]).aabb());
                 right_area[i] = right.half_area();
             }
             let mut left = Aabb::EMPTY;
             for i in 1..n {
-                left = left.union(prims[i - 1].aabb());
+                left = left.union(at(order[i - 1]).aabb());
                 let cost = self.options.traversal_cost
                     + (left.half_area() * i as f32 + right_area[i] * (n - i) as f32) / parent_area;
                 if cost < best_cost {
@@ -605,8 +615,10 @@ impl Builder<'_> {
         if !best_cost.is_finite() {
             return None;
         }
-        if best_axis != 2 {
-            prims.sort_unstable_by(order(best_axis));
+        let mut unsorted = [bytemuck::Zeroable::zeroed(); SWEEP_MAX];
+        unsorted[..n].copy_from_slice(prims);
+        for (p, &key) in prims.iter_mut().zip(&order[best_axis]) {
+            *p = unsorted[key as u32 as usize];
         }
         Some((best_split, best_cost))
     }

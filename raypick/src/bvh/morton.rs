@@ -313,15 +313,15 @@ mod tests {
     }
 
     /// Sweeps along the curve see one order where binning sees three axes: on the
-    /// built-in scene they cost a little SAH quality at this size (about 1.5% with
-    /// subtrees of 16 triangles, 10% with 4096, whatever the default) and none at 1M
-    /// triangles.
+    /// built-in scene they cost a little SAH quality at this size (about 3% with
+    /// subtrees of 16 triangles against the binned build's exact sweeps of such
+    /// nodes, 10% with 4096, whatever the default) and none at 1M triangles.
     #[test]
     fn morton_subtrees_cost_little_quality() {
         let mesh = kit::mesh(fixtures::builtin_scene(2 * MORTON_MIN_TRIANGLES));
         let binned = sah_cost(&build(&mesh, 0));
         let default = BuildOptions::default().morton_subtree;
-        for (morton_subtree, most) in [(16, 1.03), (default, 1.15), (4096, 1.15)] {
+        for (morton_subtree, most) in [(16, 1.05), (default, 1.15), (4096, 1.15)] {
             let cost = sah_cost(&build(&mesh, morton_subtree));
             assert!(
                 cost <= binned * most,
