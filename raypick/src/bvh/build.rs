@@ -437,9 +437,9 @@ impl Binner {
     }
 }
 
-/// `x` as an integer that orders as the `f32`s do (-0 just below +0, NaNs beyond
-/// the infinities): the sign bit flipped for positive values, every bit for
-/// negative ones.
+/// `x` as an integer that orders as the `f32`s do (-0 just below +0; NaNs beyond
+/// the infinity of their sign): the sign bit flipped for positive values, every
+/// bit for negative ones.
 #[inline(always)]
 fn ordered(x: f32) -> u32 {
     let bits = x.to_bits();
@@ -514,7 +514,7 @@ impl Builder<'_> {
         let swept = (sah && count <= SWEEP_MAX)
             .then(|| self.swept_split(prims, bounds))
             .flatten();
-        let binned = (sah && swept.is_none() && count > SWEEP_MAX)
+        let binned = (sah && count > SWEEP_MAX)
             .then(|| self.best_split(prims, centroids, bounds))
             .filter(|best| best.cost.is_finite());
         let (split, sides) = if let Some((split, cost)) = swept {
