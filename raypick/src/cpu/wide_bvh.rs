@@ -3,8 +3,9 @@
 //! triangles in blocks of eight, so one pass of the brute-force arithmetic tests a
 //! whole leaf. Collapsed from the binary [`Bvh`] both backends share: its triangles
 //! bit for bit, and its boxes quantized outward (8 bits per plane relative to each
-//! node's box, half the memory per node), so every box still holds what the binary
-//! one holds and the answers do not change.
+//! node's box, half the memory per node) below the top of the tree
+//! ([`EXACT_ABOVE`]), so every box still holds what the binary one holds and the
+//! answers do not change.
 
 use super::intersect::SoaTriangles;
 use crate::bvh::Bvh;
@@ -195,7 +196,15 @@ impl WideBvh {
     /// and keeps opening its largest interior child until it has eight; a subtree of
     /// at most [`WIDTH`] triangles becomes one leaf block (its triangles are
     /// contiguous), so blocks are full and nodes few.
+    ///
+    /// Nodes above more than [`EXACT_ABOVE`] triangles keep their boxes exactly.
     pub fn from_bvh(bvh: &Bvh) -> Self {
+        Self::collapsed(bvh, EXACT_ABOVE)
+    }
+
+    /// [`WideBvh::from_bvh`], with exact boxes for nodes above more than
+    /// `exact_above` triangles (and wherever quantized boxes cannot hold).
+    pub(super) fn collapsed(bvh: &Bvh, exact_above: u32) -> Self {
         let collapse = Collapse {
             nodes: bvh.nodes(),
             leaves: Leaves::Blocks {
@@ -203,6 +212,7 @@ impl WideBvh {
                 ranges: bvh.subtree_ranges(),
             },
             parallel_above: PARALLEL_COLLAPSE,
+            exact_above,
         };
         let tree = collapse.tree(bvh.triangles().len());
         WideBvh {
@@ -311,6 +321,13 @@ const BLOCKS_PER_TASK: usize = 1024;
 /// enough work to outweigh a task and the append.
 const PARALLEL_COLLAPSE: u32 = 1 << 15;
 
+/// Nodes above more than this many triangles keep their boxes exactly (as
+/// [`ExactBoxes`]), not quantized: the top of the tree, which nearly every ray
+/// visits and finds in cache, then tests its boxes without decoding them, a
+/// shorter chain of dependent steps per visit, which is what a pick waits on. The
+/// nodes below, which rays reach from memory, stay quantized, at half the bytes.
+pub const EXACT_ABOVE: u32 = 128;
+
 /// The wide nodes, exact boxes and leaf blocks of a collapsed tree, in the order of
 /// [`WideBvh`]: a node before its subtrees, subtrees and leaf blocks in lane order.
 pub(super) struct Tree {
@@ -345,6 +362,10 @@ pub(super) struct Collapse<'a> {
     /// tell how many triangles a subtree holds, so [`Leaves::Ranges`] collapses
     /// serially).
     pub(super) parallel_above: u32,
+    /// Nodes above more than this many triangles keep exact boxes
+    /// ([`EXACT_ABOVE`]; `u32::MAX` for none: [`Leaves::Ranges`] knows no
+    /// subtree sizes).
+    pub(super) exact_above: u32,
 }
 
 impl Collapse<'_> {
@@ -447,19 +468,17 @@ impl Collapse<'_> {
                 node.child[lane] = self.collapse(tree, self.children(slot.index));
             }
         }
-        tree.finish(index, node, slots.as_slice());
+        let triangles: u32 = slots.as_slice().iter().map(|slot| self.triangles(slot)).sum();
+        tree.finish(index, node, slots.as_slice(), triangles > self.exact_above);
         index as u32
     }
 
     /// The trees of the interior slots of more than [`Collapse::parallel_above`]
     /// triangles, collapsed in parallel (`None` for the other slots).
     fn large_subtrees(&self, slots: &Slots) -> Vec<Option<Tree>> {
-        let triangles = |slot: &BvhChild| match &self.leaves {
-            Leaves::Blocks { ranges, .. } if !slot.is_leaf() => {
-                let (first, end) = ranges[slot.index as usize];
-                Some((end - first) as usize).filter(|&n| n > self.parallel_above as usize)
-            }
-            _ => None,
+        let triangles = |slot: &BvhChild| {
+            Some(self.triangles(slot) as usize)
+                .filter(|&n| !slot.is_leaf() && n > self.parallel_above as usize)
         };
         if !slots.as_slice().iter().any(|slot| triangles(slot).is_some()) {
             return Vec::new();
@@ -474,6 +493,19 @@ impl Collapse<'_> {
                 Some(subtree)
             })
             .collect()
+    }
+
+    /// Triangles under a slot; 0 for [`Leaves::Ranges`], which knows only its
+    /// leaves' counts.
+    fn triangles(&self, slot: &BvhChild) -> u32 {
+        match &self.leaves {
+            Leaves::Blocks { .. } if slot.is_leaf() => slot.count,
+            Leaves::Blocks { ranges, .. } => {
+                let (first, end) = ranges[slot.index as usize];
+                end - first
+            }
+            Leaves::Ranges => 0,
+        }
     }
 
     /// Makes a leaf slot `node`'s child `lane`: its triangles as leaf blocks of
@@ -562,8 +594,9 @@ impl Tree {
         nodes as u32
     }
 
-    /// Quantizes `node`'s boxes (those of `slots`) and stores it at `index`.
-    fn finish(&mut self, index: usize, mut node: WideNode, slots: &[BvhChild]) {
+    /// Quantizes `node`'s boxes (those of `slots`), or keeps them exactly when
+    /// `exact` or when quantized boxes cannot hold them, and stores it at `index`.
+    fn finish(&mut self, index: usize, mut node: WideNode, slots: &[BvhChild], exact: bool) {
         node.occupied = (1u32 << slots.len()).wrapping_sub(1) as u8;
         let mut boxes = ExactBoxes::default();
         for (lane, slot) in slots.iter().enumerate() {
@@ -572,7 +605,7 @@ impl Tree {
                 boxes.hi[axis][lane] = slot.hi[axis];
             }
         }
-        if !node.quantize(&boxes, slots.len()) {
+        if exact || !node.quantize(&boxes, slots.len()) {
             node.exact = self.exact.len() as u32;
             self.exact.push(boxes);
         }
@@ -617,7 +650,8 @@ mod tests {
     /// Checks that every child's decoded box holds the padded box of every triangle
     /// below it; returns how many nodes keep exact boxes.
     fn check_boxes(mesh: &crate::Mesh) -> usize {
-        let wide = WideBvh::from_bvh(&Bvh::build(mesh));
+        // Every node quantized where it can be.
+        let wide = WideBvh::collapsed(&Bvh::build(mesh), u32::MAX);
         let mut under = Vec::new();
         for node in &wide.nodes {
             let used = (0..WIDTH).filter(|&l| node.child[l] != EMPTY);
@@ -683,6 +717,7 @@ mod tests {
             // Every subtree of more than one leaf block in parallel: each node,
             // exact box and block of a subtree is appended to its parent's tree.
             parallel_above: WIDTH as u32,
+            exact_above: EXACT_ABOVE,
         };
         let parallel = collapse.tree(bvh.triangles().len());
         let serial = Collapse {
@@ -731,5 +766,40 @@ mod tests {
         let hits = expected.iter().filter(|h| h.is_hit()).count();
         assert!(hits > 150, "{hits} hits");
         assert_eq!(cpu.trace(&bvh, &rays, &options), expected);
+    }
+
+    /// Nodes above more than [`EXACT_ABOVE`] triangles keep exact boxes and the
+    /// rest stay quantized, and the tree answers as the one quantized throughout.
+    #[test]
+    fn the_top_of_the_tree_keeps_exact_boxes() {
+        let mut rng = Rng::new(17);
+        let scene = fixtures::builtin_scene(20_000);
+        let adversarial = fixtures::adversarial_rays(&scene, &mut rng, 1000);
+        let mesh = kit::mesh(scene);
+        let bvh = Bvh::build(&mesh);
+        let wide = WideBvh::from_bvh(&bvh);
+        let quantized = WideBvh::collapsed(&bvh, u32::MAX);
+        assert!(quantized.exact.is_empty());
+        let mut under = Vec::new();
+        let mut exact = 0;
+        for node in &wide.nodes {
+            under.clear();
+            for lane in (0..WIDTH).filter(|&l| node.child[l] != EMPTY) {
+                triangle_boxes(&wide, node.child[lane], node.blocks[lane], &mut under);
+            }
+            let top = under.len() > EXACT_ABOVE as usize;
+            assert_eq!(node.exact != EMPTY, top, "{} triangles below", under.len());
+            exact += usize::from(top);
+        }
+        assert!(exact > 20 && exact < wide.nodes.len() / 2, "{exact} of {}", wide.nodes.len());
+        let bounds = mesh.bounds().expect("a finite mesh");
+        let mut rays = kit::rays(fixtures::random_rays(3000, &mut rng, bounds));
+        rays.extend(kit::rays(fixtures::camera_rays(bounds, 40, 30)));
+        rays.extend(kit::rays(adversarial));
+        let cpu = crate::cpu::CpuBackend::with_threads(1).expect("a 1-thread pool");
+        let options = crate::TraceOptions::default();
+        let expected = cpu.trace(&CpuMesh::Bvh(quantized), &rays, &options);
+        assert!(expected.iter().filter(|h| h.is_hit()).count() > rays.len() / 10);
+        assert_eq!(cpu.trace(&CpuMesh::Bvh(wide), &rays, &options), expected);
     }
 }
