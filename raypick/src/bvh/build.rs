@@ -112,6 +112,14 @@ impl PrimRef {
     pub(super) fn centroid2(&self) -> Vec4 {
         self.lo + self.hi
     }
+
+    /// Grows `boxes` by this box and `centroids` by its centroid.
+    #[inline(always)]
+    fn add_to(&self, (boxes, centroids): &mut (Aabb, Aabb)) {
+        boxes.grow(self.lo, self.hi);
+        let centroid = self.centroid2();
+        centroids.grow(centroid, centroid);
+    }
 }
 
 /// An axis-aligned box (`w` lanes carry no meaning).
@@ -173,7 +181,11 @@ pub fn vertices_box(vertices: [Vec3; 3]) -> (Vec3, Vec3) {
     (lo.into(), hi.into())
 }
 
-/// Pads a box outward by a small fraction of its coordinates' magnitude.
+/// The fraction of a triangle box's magnitude (its largest coordinate or extent)
+/// by which [`triangle_box`] pads it outward, plus `f32::MIN_POSITIVE`.
+pub(crate) const BOX_PADDING: f32 = 1.0 / 262_144.0;
+
+/// Pads a box outward by [`BOX_PADDING`] of its coordinates' magnitude.
 #[inline(always)]
 fn pad(lo: Vec3A, hi: Vec3A) -> (Vec3A, Vec3A) {
     let magnitude = lo
@@ -181,7 +193,7 @@ fn pad(lo: Vec3A, hi: Vec3A) -> (Vec3A, Vec3A) {
         .max(hi.abs())
         .max_element()
         .max((hi - lo).max_element());
-    let margin = magnitude * (1.0 / 262_144.0) + f32::MIN_POSITIVE;
+    let margin = magnitude * BOX_PADDING + f32::MIN_POSITIVE;
     (lo - margin, hi + margin)
 }
 
@@ -219,7 +231,7 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
         bvh.depth = 1; // the root
         return bvh;
     }
-    let (bounds, centroids) = (first_pass.bounds, first_pass.centroids);
+    let (bounds, centroids) = first_pass.bounds;
     let builder = Builder {
         options: &options,
         morton_subtree: if prims.len() >= MORTON_MIN_TRIANGLES {
@@ -261,16 +273,15 @@ const PACK_CHUNK: usize = 16 * 1024;
 /// bounds of the hittable triangles' boxes and of their centroids, and whether
 /// any triangle is unhittable.
 struct FirstPass {
-    bounds: Aabb,
-    centroids: Aabb,
+    /// Bounds of the boxes and of the centroids.
+    bounds: (Aabb, Aabb),
     unhittable: bool,
 }
 
 impl Default for FirstPass {
     fn default() -> Self {
         Self {
-            bounds: Aabb::EMPTY,
-            centroids: Aabb::EMPTY,
+            bounds: (Aabb::EMPTY, Aabb::EMPTY),
             unhittable: false,
         }
     }
@@ -279,8 +290,7 @@ impl Default for FirstPass {
 impl FirstPass {
     fn merge(self, other: FirstPass) -> FirstPass {
         FirstPass {
-            bounds: self.bounds.union(other.bounds),
-            centroids: self.centroids.union(other.centroids),
+            bounds: union_bounds(self.bounds, other.bounds),
             unhittable: self.unhittable || other.unhittable,
         }
     }
@@ -292,21 +302,17 @@ fn pack_chunk(mesh: &Mesh, first: usize, packed: &mut [PackedTriangle], prims: &
     let mut pass = FirstPass::default();
     for ((k, out), prim) in (first..).zip(packed).zip(prims) {
         let tri = pack_triangle(mesh.triangle(k), k as u32);
-        let (lo, hi) = if is_hittable(&tri) {
-            let (lo, hi) = triangle_box(&tri);
-            let (lo, hi) = (lo.extend(0.0), hi.extend(0.0));
-            pass.bounds.grow(lo, hi);
-            let centroid = lo + hi;
-            pass.centroids.grow(centroid, centroid);
-            (lo, hi)
+        let hittable = is_hittable(&tri);
+        let (lo, hi) = if hittable { triangle_box(&tri) } else { (Vec3::NAN, Vec3::NAN) };
+        *prim = PrimRef {
+            lo: lo.extend(f32::from_bits(tri.id)),
+            hi: hi.extend(0.0),
+        };
+        if hittable {
+            prim.add_to(&mut pass.bounds);
         } else {
             pass.unhittable = true;
-            (Vec4::NAN, Vec4::NAN)
-        };
-        *prim = PrimRef {
-            lo: lo.truncate().extend(f32::from_bits(tri.id)),
-            hi,
-        };
+        }
         *out = tri;
     }
     pass
@@ -314,17 +320,20 @@ fn pack_chunk(mesh: &Mesh, first: usize, packed: &mut [PackedTriangle], prims: &
 
 /// Bounds of the boxes and of the centroids.
 fn bounds_and_centroids(prims: &[PrimRef]) -> (Aabb, Aabb) {
-    let fold = |(mut b, mut c): (Aabb, Aabb), p: &PrimRef| {
-        b.grow(p.lo, p.hi);
-        let centroid = p.centroid2();
-        c.grow(centroid, centroid);
-        (b, c)
+    let fold = |mut bounds: (Aabb, Aabb), p: &PrimRef| {
+        p.add_to(&mut bounds);
+        bounds
     };
     let empty = (Aabb::EMPTY, Aabb::EMPTY);
     prims
         .par_chunks(8192)
         .map(|c| c.iter().fold(empty, fold))
-        .reduce(|| empty, |a, b| (a.0.union(b.0), a.1.union(b.1)))
+        .reduce(|| empty, union_bounds)
+}
+
+/// The union of two (box bounds, centroid bounds) pairs.
+fn union_bounds(a: (Aabb, Aabb), b: (Aabb, Aabb)) -> (Aabb, Aabb) {
+    (a.0.union(b.0), a.1.union(b.1))
 }
 
 /// Per-bin boxes and triangle counts for the three axes.
@@ -685,27 +694,20 @@ impl Builder<'_> {
 /// Moves `prims` matching `left` to the front; returns how many there are and the
 /// bounds of the boxes and of the centroids of each side.
 fn partition(prims: &mut [PrimRef], left: impl Fn(&PrimRef) -> bool) -> (usize, [(Aabb, Aabb); 2]) {
-    let (mut lb, mut rb) = (Aabb::EMPTY, Aabb::EMPTY);
-    let (mut lc, mut rc) = (Aabb::EMPTY, Aabb::EMPTY);
+    let (mut lefts, mut rights) = ((Aabb::EMPTY, Aabb::EMPTY), (Aabb::EMPTY, Aabb::EMPTY));
     let mut i = 0;
     let mut j = prims.len();
     loop {
         while i < j && left(&prims[i]) {
-            let p = &prims[i];
-            lb.grow(p.lo, p.hi);
-            let c = p.centroid2();
-            lc.grow(c, c);
+            prims[i].add_to(&mut lefts);
             i += 1;
         }
         while i < j && !left(&prims[j - 1]) {
-            let p = &prims[j - 1];
-            rb.grow(p.lo, p.hi);
-            let c = p.centroid2();
-            rc.grow(c, c);
+            prims[j - 1].add_to(&mut rights);
             j -= 1;
         }
         if i >= j {
-            return (i, [(lb, lc), (rb, rc)]);
+            return (i, [lefts, rights]);
         }
         prims.swap(i, j - 1);
     }

@@ -8,6 +8,7 @@
 //! [`intersect`] calls the very same code.
 
 use super::moller_trumbore::moller_trumbore;
+use crate::bvh::build::BOX_PADDING;
 use super::vector::Lanes8;
 use super::watertight::{watertight, watertight_lanes};
 use crate::options::{Cull, Mode};
@@ -570,7 +571,7 @@ fn place_lanes<L: Lanes8>(t: L::V, block: &SoaTriangles<8>, ray: &Ray, frame: &R
         magnitude = L::max(L::max(magnitude, size), L::sub(hi[axis], lo[axis]));
     }
     // As `bvh::build`'s padding of a triangle's box.
-    let margin = L::add(L::mul(magnitude, L::splat(1.0 / 262_144.0)), L::splat(f32::MIN_POSITIVE));
+    let margin = L::add(L::mul(magnitude, L::splat(BOX_PADDING)), L::splat(f32::MIN_POSITIVE));
     let (mut entry, mut exit) = (L::splat(f32::NEG_INFINITY), L::splat(f32::INFINITY));
     for axis in 0..3 {
         let (lo, hi) = (L::sub(lo[axis], margin), L::add(hi[axis], margin));
