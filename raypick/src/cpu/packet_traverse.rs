@@ -108,7 +108,7 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
             continue;
         }
         let node = &wide.nodes[top.child as usize];
-        let planes = Planes::<L>::of(wide, node);
+        let planes = Planes::<L>::of(wide, top.child, node);
         // Per child, the rays that entered it, their entries and the nearest of them.
         let mut entered_by = [0u32; WIDTH];
         let mut nearest = [f32::INFINITY; WIDTH];

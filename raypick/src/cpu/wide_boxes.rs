@@ -14,7 +14,7 @@
 
 use super::intersect::{BOX_MARGIN, RayFrame, lanes, overlaps_lanes};
 use super::vector::Lanes8;
-use super::wide_bvh::{EMPTY, WIDTH, WideBvh, WideNode};
+use super::wide_bvh::{WIDTH, WideBvh, WideNode};
 use crate::types::Ray;
 
 /// A node's eight boxes, ready for slab tests: per axis, each child's minimum and
@@ -30,11 +30,12 @@ pub(super) struct Planes<L: Lanes8> {
 }
 
 impl<L: Lanes8> Planes<L> {
-    /// The boxes of `node` (its exact ones where it keeps them).
+    /// The boxes of node `index` of `wide`, `node` (its exact ones where it keeps
+    /// them: found from the index, [`WideBvh`]'s layout, so that their load does
+    /// not wait for the node's).
     #[inline(always)]
-    pub(super) fn of(wide: &WideBvh, node: &WideNode) -> Self {
-        if node.exact != EMPTY {
-            let exact = &wide.exact[node.exact as usize];
+    pub(super) fn of(wide: &WideBvh, index: u32, node: &WideNode) -> Self {
+        if let Some(exact) = wide.exact.get(index as usize) {
             let load = |planes: &[[f32; WIDTH]; 3]| each_axis(|axis| L::load(&planes[axis]));
             return Self {
                 lo: load(&exact.lo),
@@ -314,8 +315,8 @@ mod tests {
                 continue;
             }
             folded_rays += 1;
-            for node in &wide.nodes {
-                let planes = Planes::<L>::of(wide, node);
+            for (index, node) in (0..).zip(&wide.nodes) {
+                let planes = Planes::<L>::of(wide, index, node);
                 for limit in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
                     let limit = limit * slabs.to_frame;
                     let (plain, plain_near) = slabs.enter_plain(&planes, limit);

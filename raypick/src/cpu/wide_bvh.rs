@@ -173,11 +173,15 @@ fn step_for(lo: f32, hi: f32) -> f32 {
 /// fewer per block.
 pub type LeafBlock = SoaTriangles<WIDTH>;
 
-/// A BVH in the CPU's wide layout. Node 0 is the root.
+/// A BVH in the CPU's wide layout. Node 0 is the root. The nodes that keep exact
+/// boxes come first: node `i` keeps `exact[i]` for every `i < exact.len()` (and
+/// the root is one of them whenever any node is), so that a traversal finds a
+/// node's exact boxes from its index alone and loads them alongside the node.
 #[derive(Clone, Debug, Default)]
 pub struct WideBvh {
     pub(crate) nodes: Vec<WideNode>,
-    /// Exact boxes of the nodes whose quantized boxes would not hold them.
+    /// Exact boxes of the first `exact.len()` nodes: those above more than
+    /// [`EXACT_ABOVE`] triangles, and those whose quantized boxes would not hold.
     pub(crate) exact: Vec<ExactBoxes>,
     pub(crate) blocks: Vec<LeafBlock>,
     /// The ids in the caller's mesh of each leaf block's triangles.
@@ -214,7 +218,8 @@ impl WideBvh {
             parallel_above: PARALLEL_COLLAPSE,
             exact_above,
         };
-        let tree = collapse.tree(bvh.triangles().len());
+        let mut tree = collapse.tree(bvh.triangles().len());
+        tree.exact_first();
         WideBvh {
             reach: plane_reach(&tree.nodes, &tree.exact),
             nodes: tree.nodes,
@@ -594,6 +599,43 @@ impl Tree {
         nodes as u32
     }
 
+    /// Renumbers the nodes so that those keeping exact boxes come first, in their
+    /// order, with `exact[i]` the boxes of node `i` ([`WideBvh`]'s layout). The
+    /// root, node 0 before and after, is made one of them whenever any node is,
+    /// keeping its decoded boxes (which hold its children's). The other nodes keep
+    /// their order too.
+    fn exact_first(&mut self) {
+        if self.exact.is_empty() {
+            return;
+        }
+        if self.nodes[0].exact == EMPTY {
+            let boxes = decoded_boxes(&self.nodes[0], &self.exact);
+            self.nodes[0].exact = self.exact.len() as u32;
+            self.exact.push(boxes);
+        }
+        let mut to = vec![0u32; self.nodes.len()];
+        let (mut exact, mut other) = (0, self.exact.len() as u32);
+        for (node, index) in self.nodes.iter().zip(&mut to) {
+            let next = if node.exact == EMPTY { &mut other } else { &mut exact };
+            *index = *next;
+            *next += 1;
+        }
+        let mut boxes = vec![ExactBoxes::default(); self.exact.len()];
+        for (node, &index) in self.nodes.iter_mut().zip(&to) {
+            for (child, &blocks) in node.child.iter_mut().zip(&node.blocks) {
+                if blocks == 0 && *child != EMPTY {
+                    *child = to[*child as usize];
+                }
+            }
+            if node.exact != EMPTY {
+                boxes[index as usize] = self.exact[node.exact as usize];
+                node.exact = index;
+            }
+        }
+        self.exact = boxes;
+        permute(&mut self.nodes, &to);
+    }
+
     /// Quantizes `node`'s boxes (those of `slots`), or keeps them exactly when
     /// `exact` or when quantized boxes cannot hold them, and stores it at `index`.
     fn finish(&mut self, index: usize, mut node: WideNode, slots: &[BvhChild], exact: bool) {
@@ -610,6 +652,27 @@ impl Tree {
             self.exact.push(boxes);
         }
         self.nodes[index] = node;
+    }
+}
+
+/// Moves each `items[i]` to `items[to[i]]` in place (`to` is a permutation),
+/// following its cycles.
+fn permute<T: Copy>(items: &mut [T], to: &[u32]) {
+    let mut placed = vec![false; items.len()];
+    for start in 0..items.len() {
+        if placed[start] {
+            continue;
+        }
+        let (mut at, mut carried) = (start, items[start]);
+        loop {
+            placed[at] = true;
+            let next = to[at] as usize;
+            carried = std::mem::replace(&mut items[next], carried);
+            if next == start {
+                break;
+            }
+            at = next;
+        }
     }
 }
 
@@ -766,6 +829,84 @@ mod tests {
         let hits = expected.iter().filter(|h| h.is_hit()).count();
         assert!(hits > 150, "{hits} hits");
         assert_eq!(cpu.trace(&bvh, &rays, &options), expected);
+    }
+
+    /// Asserts that the subtrees at node `a` of `before` and node `b` of `after`
+    /// are the same tree: the same boxes (decoded or exact), slots and leaves,
+    /// whatever their nodes' indices.
+    fn same_subtree(before: &Tree, a: u32, after: &Tree, b: u32) {
+        let (x, y) = (&before.nodes[a as usize], &after.nodes[b as usize]);
+        assert_eq!((x.occupied, x.blocks), (y.occupied, y.blocks), "nodes {a} and {b}");
+        let (bx, by) = (decoded_boxes(x, &before.exact), decoded_boxes(y, &after.exact));
+        assert_eq!((bx.lo, bx.hi), (by.lo, by.hi), "nodes {a} and {b}");
+        for lane in (0..WIDTH).filter(|&lane| x.child[lane] != EMPTY) {
+            if x.blocks[lane] > 0 {
+                assert_eq!(x.child[lane], y.child[lane]);
+            } else {
+                same_subtree(before, x.child[lane], after, y.child[lane]);
+            }
+        }
+    }
+
+    /// Asserts [`WideBvh`]'s layout: node `i` keeps `exact[i]` for `i <
+    /// exact.len()`, the others keep none, and the root is among the first.
+    fn assert_exact_first(nodes: &[WideNode], exact: &[ExactBoxes]) {
+        for (i, node) in nodes.iter().enumerate() {
+            let expected = if i < exact.len() { i as u32 } else { EMPTY };
+            assert_eq!(node.exact, expected, "node {i} of {}", nodes.len());
+        }
+    }
+
+    /// The collapsed tree of `bvh`, before its exact nodes are numbered first.
+    fn collapsed_tree(bvh: &Bvh, exact_above: u32) -> Tree {
+        Collapse {
+            nodes: bvh.nodes(),
+            leaves: Leaves::Blocks {
+                triangles: bvh.triangles(),
+                ranges: bvh.subtree_ranges(),
+            },
+            parallel_above: PARALLEL_COLLAPSE,
+            exact_above,
+        }
+        .tree(bvh.triangles().len())
+    }
+
+    /// Numbering the exact nodes first moves nodes, never changes the tree: on a
+    /// tree whose top and whose nodes near the limits of f32 keep exact boxes, and
+    /// on one where only a node deep below a quantized root does (the root then
+    /// keeps its decoded boxes as exact ones).
+    #[test]
+    fn exact_nodes_come_first_in_the_same_tree() {
+        let mut rng = Rng::new(19);
+        let near_max = (Vec3::splat(3.0e38), Vec3::splat(f32::MAX));
+        let scene = fixtures::builtin_scene(5_000);
+        let mixed = Bvh::build(&kit::mesh(fixtures::concat(&[
+            scene.clone(),
+            fixtures::soup(100, &mut rng, near_max),
+        ])));
+        let top = collapsed_tree(&mixed, EXACT_ABOVE);
+        let mut deep = collapsed_tree(&Bvh::build(&kit::mesh(scene)), u32::MAX);
+        assert!(deep.exact.is_empty());
+        let last = deep.nodes.len() - 1;
+        deep.exact.push(decoded_boxes(&deep.nodes[last], &[]));
+        deep.nodes[last].exact = 0;
+        for (before, added) in [(top, 0), (deep, 1)] {
+            let mut after = Tree {
+                nodes: before.nodes.clone(),
+                exact: before.exact.clone(),
+                blocks: Vec::new(),
+                block_ids: Vec::new(),
+                block_triangles: Vec::new(),
+            };
+            after.exact_first();
+            assert_exact_first(&after.nodes, &after.exact);
+            assert_eq!(after.nodes.len(), before.nodes.len());
+            assert_eq!(after.exact.len(), before.exact.len() + added);
+            assert!(after.exact.len() > 1);
+            same_subtree(&before, 0, &after, 0);
+        }
+        let wide = WideBvh::from_bvh(&mixed);
+        assert_exact_first(&wide.nodes, &wide.exact);
     }
 
     /// Nodes above more than [`EXACT_ABOVE`] triangles keep exact boxes and the

@@ -88,7 +88,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
             continue;
         }
         let node = &wide.nodes[top.child as usize];
-        let planes = Planes::<L>::of(wide, node);
+        let planes = Planes::<L>::of(wide, top.child, node);
         let (entered, near) = slabs.enter(&planes, collect.bound(), node.occupied as u32);
         let pending = |lane: usize| Pending {
             child: node.child[lane],
