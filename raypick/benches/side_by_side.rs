@@ -24,6 +24,8 @@
 //!   without it its column is left out with a notice. Its build time is measured
 //!   beside raypick's, and batches of 1 and 64 picks at the image centre are timed
 //!   on the calling thread for both.
+//! * raypick's work per ray (nodes visited, boxes tested and entered, leaves and
+//!   leaf blocks tested) is counted on each ray set, each ray traced alone.
 //! * `--skip parry3d,obvhs` leaves libraries out (their builds are single-threaded
 //!   or slow on large meshes).
 
@@ -36,8 +38,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use glam::Vec3;
+use rayon::prelude::*;
 use raypick::cpu::CpuMesh;
-use raypick::{Accel, Hit, Mesh, Mode, Ray, TraceOptions};
+use raypick::cpu::wide_bvh::WideBvh;
+use raypick::cpu::wide_traverse::{self, WalkCounts};
+use raypick::{Accel, Cull, Hit, Mesh, Mode, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
 
 use compare::embree::Embree;
@@ -302,10 +307,32 @@ fn compare_on(spec: &SceneSpec, args: &Args) {
     let incoherent = fixtures::incoherent_rays(RAYS, &mut Rng::new(INCOHERENT_SEED), bounds);
     for (set, rays) in [("camera", &camera), ("incoherent", &incoherent)] {
         trace_rounds(set, rays, &contenders, args.rounds);
+        if let CpuMesh::Bvh(wide) = &cpu_mesh {
+            print_counts(wide, rays);
+        }
     }
     if let Some(embree) = &embree {
         picks(&cpu_mesh, embree, &camera, args.rounds);
     }
+}
+
+/// Prints the work per ray of raypick's traversal (each ray alone, watertight
+/// test), counted on `rays` in parallel chunks.
+fn print_counts(wide: &WideBvh, rays: &[Ray]) {
+    let counts = support::pool().install(|| {
+        rays.par_chunks(1 << 14)
+            .map(|rays| wide_traverse::count_rays(wide, rays, Cull::None, Mode::Watertight).1)
+            .reduce(WalkCounts::default, |a, b| a + b)
+    });
+    let per_ray = |count| counts.per_ray(count);
+    println!(
+        "    raypick per ray: {:.2} nodes ({:.1} boxes tested, {:.2} entered), {:.2} leaves ({:.2} blocks of 8)",
+        per_ray(counts.nodes),
+        per_ray(counts.boxes),
+        per_ray(counts.entered),
+        per_ray(counts.leaves),
+        per_ray(counts.blocks)
+    );
 }
 
 /// Traces `rays` with every contender once per round and prints the rates and

@@ -50,7 +50,8 @@ pub fn traverse(bvh: &Bvh, ray: &Ray, cull: Cull, mode: Mode, collect: &mut impl
 /// The work of one ray's traversal, told as it is done: each node visited (its
 /// child boxes tested; `leaves`: a leaf child's box was entered, which ends the
 /// shader's inner node loop), each triangle tested, and the stack's depth after
-/// each push. `()` tells nothing.
+/// each push; the CPU's wide traversal tells its node visits and leaves instead.
+/// `()` tells nothing.
 pub trait Tally {
     /// A node was visited.
     fn node(&mut self, _leaves: bool) {}
@@ -58,6 +59,11 @@ pub trait Tally {
     fn triangle(&mut self) {}
     /// An entry was pushed; the stack now holds `depth`.
     fn stack(&mut self, _depth: usize) {}
+    /// A wide node of the CPU's layout was visited: `tested` child boxes tested,
+    /// `entered` of them entered.
+    fn wide_node(&mut self, _tested: u32, _entered: u32) {}
+    /// A leaf of the CPU's layout was tested: `blocks` leaf blocks.
+    fn leaf_blocks(&mut self, _blocks: u32) {}
 }
 
 impl Tally for () {}

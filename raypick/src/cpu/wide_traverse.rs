@@ -18,13 +18,14 @@
 use super::brute_force::offer_accepted;
 use super::moller_trumbore::moller_trumbore_block;
 use super::watertight::watertight_block;
+use super::bvh_traverse::Tally;
 use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
 use super::intersect::RayFrame;
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
-use super::vector::Lanes8;
+use super::vector::{Lanes8, Portable};
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh, WideNode};
 use super::wide_boxes::{Planes, Slabs, nearest_first};
 use crate::options::{Cull, Mode};
@@ -50,7 +51,7 @@ struct Pending {
 }
 
 /// Offers the hits of one valid ray ([`is_valid_ray`]) to `collect`
-/// until it says stop; `stack` is scratch space.
+/// until it says stop, telling `tally` its work; `stack` is scratch space.
 #[inline(always)]
 fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
@@ -58,6 +59,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     cull: Cull,
     collect: &mut impl Collect,
     stack: &mut Stack,
+    tally: &mut impl Tally,
 ) {
     if wide.nodes.is_empty() {
         return;
@@ -82,6 +84,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
             },
         };
         if top.blocks > 0 {
+            tally.leaf_blocks(top.blocks);
             if offer_leaf::<L, WATERTIGHT>(wide, top.child, top.blocks, ray, &frame, cull, collect) {
                 return;
             }
@@ -90,6 +93,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
         let node = &wide.nodes[top.child as usize];
         let planes = Planes::<L>::of(wide, top.child, node);
         let (entered, near) = slabs.enter(&planes, collect.bound(), node.occupied as u32);
+        tally.wide_node(node.occupied.count_ones(), entered.count_ones());
         let pending = |lane: usize| Pending {
             child: node.child[lane],
             blocks: node.blocks[lane] as u32,
@@ -174,7 +178,7 @@ fn trace_ray<L: Lanes8, const WATERTIGHT: bool>(
     stack: &mut Stack,
 ) -> Hit {
     let mut closest = Closest::default();
-    traverse::<L, WATERTIGHT>(wide, ray, cull, &mut closest, stack);
+    traverse::<L, WATERTIGHT>(wide, ray, cull, &mut closest, stack, &mut ());
     closest.0
 }
 
@@ -248,9 +252,9 @@ pub(crate) fn occluded_one<L: Lanes8>(
         return false;
     }
     if mode == Mode::Watertight {
-        traverse::<L, true>(wide, ray, cull, &mut any, &mut stack.0);
+        traverse::<L, true>(wide, ray, cull, &mut any, &mut stack.0, &mut ());
     } else {
-        traverse::<L, false>(wide, ray, cull, &mut any, &mut stack.0);
+        traverse::<L, false>(wide, ray, cull, &mut any, &mut stack.0, &mut ());
     }
     any.0
 }
@@ -313,7 +317,7 @@ fn occluded_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     for (ray, out) in rays.iter().zip(occluded) {
         let mut any = AnyHit::default();
         if is_valid_ray(ray) {
-            traverse::<L, WATERTIGHT>(wide, ray, cull, &mut any, &mut stack.0);
+            traverse::<L, WATERTIGHT>(wide, ray, cull, &mut any, &mut stack.0, &mut ());
         }
         *out = any.0;
     }
@@ -354,7 +358,7 @@ fn collect_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
         let mut list = HitList::new(slots, 0);
         if is_valid_ray(ray) {
-            traverse::<L, WATERTIGHT>(wide, ray, cull, &mut list, &mut stack.0);
+            traverse::<L, WATERTIGHT>(wide, ray, cull, &mut list, &mut stack.0, &mut ());
         }
         *state = list.state();
     }
@@ -384,14 +388,133 @@ simd_dispatch! {
     pub fn collect_rays(wide: &WideBvh, rays: &[Ray], slots: &mut [Hit], states: &mut [u32], cull: Cull, mode: Mode) => collect_rays_by::<Lanes8>
 }
 
+/// The work of the lone-ray traversal, summed over rays ([`count_rays`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WalkCounts {
+    /// Rays traced.
+    pub rays: u64,
+    /// Wide nodes visited.
+    pub nodes: u64,
+    /// Child boxes tested (the used slots of the nodes visited).
+    pub boxes: u64,
+    /// Child boxes entered.
+    pub entered: u64,
+    /// Leaves tested.
+    pub leaves: u64,
+    /// Leaf blocks tested (of up to eight triangles each).
+    pub blocks: u64,
+}
+
+impl WalkCounts {
+    /// `count` per ray traced (0 without rays).
+    pub fn per_ray(&self, count: u64) -> f64 {
+        count as f64 / self.rays.max(1) as f64
+    }
+}
+
+impl std::ops::Add for WalkCounts {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            rays: self.rays + other.rays,
+            nodes: self.nodes + other.nodes,
+            boxes: self.boxes + other.boxes,
+            entered: self.entered + other.entered,
+            leaves: self.leaves + other.leaves,
+            blocks: self.blocks + other.blocks,
+        }
+    }
+}
+
+impl Tally for WalkCounts {
+    fn wide_node(&mut self, tested: u32, entered: u32) {
+        self.nodes += 1;
+        self.boxes += u64::from(tested);
+        self.entered += u64::from(entered);
+    }
+
+    fn leaf_blocks(&mut self, blocks: u32) {
+        self.leaves += 1;
+        self.blocks += u64::from(blocks);
+    }
+}
+
+/// The nearest hits of `rays` (those of [`trace_rays`]) and the work of finding
+/// them, each ray traced alone, in the order given, on the baseline lanes: the
+/// tree's own work per ray, which packets (sharing a node's visit among rays) and
+/// the vector unit (the same decisions) leave as it is.
+pub fn count_rays(wide: &WideBvh, rays: &[Ray], cull: Cull, mode: Mode) -> (Vec<Hit>, WalkCounts) {
+    let mut stack = RayStack::default();
+    let mut counts = WalkCounts::default();
+    let hits = rays
+        .iter()
+        .map(|ray| {
+            counts.rays += 1;
+            let mut closest = Closest::default();
+            if !is_valid_ray(ray) {
+                return Hit::MISS;
+            }
+            let stack = &mut stack.0;
+            if mode == Mode::Watertight {
+                traverse::<Portable, true>(wide, ray, cull, &mut closest, stack, &mut counts);
+            } else {
+                traverse::<Portable, false>(wide, ray, cull, &mut closest, stack, &mut counts);
+            }
+            closest.0
+        })
+        .collect();
+    (hits, counts)
+}
+
 const _: () = assert!(MISS == u32::MAX);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bvh::Bvh;
-    use crate::cpu::vector::Portable;
     use crate::kit::{self, Rng, fixtures};
+
+    /// The counted walk answers as the traversal does and counts what it does: a
+    /// node and its leaves for a ray at a small sphere, the node alone for a ray
+    /// past it, and on a scene every visit but the root's follows an entered box.
+    #[test]
+    fn counted_walks_answer_alike_and_count_every_visit() {
+        let lone = kit::mesh(fixtures::icosphere(0, 1.0, glam::Vec3::ZERO));
+        let wide = WideBvh::from_bvh(&Bvh::build(&lone));
+        assert_eq!(wide.nodes.len(), 1);
+        let at = Ray::new(glam::Vec3::new(0.0, 0.0, -5.0), glam::Vec3::Z);
+        let past = Ray::new(glam::Vec3::new(3.0, 0.0, -5.0), glam::Vec3::Z);
+        let (hits, counts) = count_rays(&wide, &[at, past], Cull::None, Mode::Watertight);
+        assert!(hits[0].is_hit() && !hits[1].is_hit());
+        let blocks = u64::from(wide.nodes[0].blocks.iter().map(|&b| u32::from(b)).sum::<u32>());
+        assert_eq!(counts.rays, 2);
+        assert_eq!(counts.nodes, 2);
+        assert_eq!(counts.boxes, 2 * u64::from(wide.nodes[0].occupied.count_ones()));
+        assert!(counts.leaves >= 1 && counts.leaves <= counts.entered, "{counts:?}");
+        assert!(counts.blocks <= blocks, "{counts:?}");
+
+        let mut rng = Rng::new(6);
+        let scene = fixtures::builtin_scene(20_000);
+        let adversarial = fixtures::adversarial_rays(&scene, &mut rng, 1000);
+        let mesh = kit::mesh(scene);
+        let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
+        let bounds = mesh.bounds().expect("a finite mesh");
+        let mut rays = kit::rays(fixtures::camera_rays(bounds, 64, 48));
+        rays.extend(kit::rays(fixtures::incoherent_rays(3000, &mut rng, bounds)));
+        rays.extend(kit::rays(adversarial));
+        for mode in [Mode::Fast, Mode::Watertight] {
+            let (hits, counts) = count_rays(&wide, &rays, Cull::None, mode);
+            let mut expected = vec![Hit::MISS; rays.len()];
+            trace_rays(&wide, &rays, &mut expected, Cull::None, mode);
+            assert_eq!(hits, expected, "mode {mode}");
+            let valid = rays.iter().filter(|ray| is_valid_ray(ray)).count() as u64;
+            assert_eq!(counts.rays, rays.len() as u64);
+            assert!(counts.nodes >= valid && counts.boxes >= counts.entered, "{counts:?}");
+            assert!(counts.nodes - valid + counts.leaves <= counts.entered, "{counts:?}");
+            assert!(counts.blocks >= counts.leaves && counts.leaves > valid / 2, "{counts:?}");
+        }
+    }
 
     /// The baseline build (portable lanes) answers bit for bit as the build this CPU
     /// dispatches to: nearest hits (packets and lone rays), occlusion and hit lists,
