@@ -299,11 +299,35 @@ fn trace_rays_by<L: Lanes8>(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull
     }
 }
 
+/// Traces `rays` into `hits` (one slot per ray) on the calling thread, with the
+/// widest vector unit the CPU has; `cull` is a `crate::Cull`, `mode` is a
+/// `crate::Mode`. Fewer rays than a packet (picks) take a lean function of their
+/// own: the packet traversal's state would make every call set up a larger frame.
+pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) {
+    if rays.len() < PACKET {
+        trace_lone(wide, rays, hits, cull, mode);
+    } else {
+        trace_batch(wide, rays, hits, cull, mode);
+    }
+}
+
 simd_dispatch! {
-    /// Traces `rays` into `hits` (one slot per ray) on the calling thread, with the
-    /// widest vector unit the CPU has; `cull` is a `crate::Cull`, `mode` is
-    /// a `crate::Mode`.
-    pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_rays_by::<Lanes8>
+    /// [`trace_rays`] of a batch that may hold packets.
+    fn trace_batch(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_rays_by::<Lanes8>
+}
+
+#[inline(always)]
+fn trace_lone_by<L: Lanes8>(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) {
+    let mut stack = RayStack::take();
+    for (ray, hit) in rays.iter().zip(hits) {
+        *hit = trace_one::<L>(wide, ray, cull, mode, &mut stack);
+    }
+    stack.keep();
+}
+
+simd_dispatch! {
+    /// [`trace_rays`] of rays traced one by one.
+    fn trace_lone(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_lone_by::<Lanes8>
 }
 
 #[inline(always)]
@@ -517,8 +541,9 @@ mod tests {
     }
 
     /// The baseline build (portable lanes) answers bit for bit as the build this CPU
-    /// dispatches to: nearest hits (packets and lone rays), occlusion and hit lists,
-    /// on camera, random and adversarial rays.
+    /// dispatches to: nearest hits (packets and lone rays, and batches too small
+    /// for a packet), occlusion and hit lists, on camera, random and adversarial
+    /// rays.
     #[test]
     fn portable_lanes_answer_as_the_dispatched_unit() {
         let mut rng = Rng::new(5);
@@ -538,6 +563,12 @@ mod tests {
                 trace_rays(&wide, &rays, &mut dispatched, cull, mode);
                 trace_rays_by::<Portable>(&wide, &rays, &mut portable, cull, mode);
                 assert_eq!(portable, dispatched, "cull {cull}, mode {mode}");
+                // Batches smaller than a packet (picks) take their own function.
+                for (rays, expected) in rays.chunks(PACKET - 1).zip(dispatched.chunks(PACKET - 1)) {
+                    let mut few = vec![Hit::MISS; rays.len()];
+                    trace_rays(&wide, rays, &mut few, cull, mode);
+                    assert_eq!(few, expected, "cull {cull}, mode {mode}");
+                }
                 let hits = dispatched.iter().filter(|h| h.is_hit()).count();
                 assert!(hits > n / 10, "{hits} hits of {n}");
 
