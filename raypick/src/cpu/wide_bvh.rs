@@ -209,16 +209,7 @@ impl WideBvh {
     /// [`WideBvh::from_bvh`], with exact boxes for nodes above more than
     /// `exact_above` triangles (and wherever quantized boxes cannot hold).
     pub(super) fn collapsed(bvh: &Bvh, exact_above: u32) -> Self {
-        let collapse = Collapse {
-            nodes: bvh.nodes(),
-            leaves: Leaves::Blocks {
-                triangles: bvh.triangles(),
-                ranges: bvh.subtree_ranges(),
-            },
-            parallel_above: PARALLEL_COLLAPSE,
-            exact_above,
-        };
-        let mut tree = collapse.tree(bvh.triangles().len());
+        let mut tree = Collapse::into_blocks(bvh, exact_above).tree(bvh.triangles().len());
         tree.exact_first();
         WideBvh {
             reach: plane_reach(&tree.nodes, &tree.exact),
@@ -373,7 +364,21 @@ pub(super) struct Collapse<'a> {
     pub(super) exact_above: u32,
 }
 
-impl Collapse<'_> {
+impl<'a> Collapse<'a> {
+    /// The collapse of `bvh` into leaf blocks, with exact boxes for nodes above
+    /// more than `exact_above` triangles, large subtrees in parallel.
+    pub(super) fn into_blocks(bvh: &'a Bvh, exact_above: u32) -> Self {
+        Collapse {
+            nodes: bvh.nodes(),
+            leaves: Leaves::Blocks {
+                triangles: bvh.triangles(),
+                ranges: bvh.subtree_ranges(),
+            },
+            parallel_above: PARALLEL_COLLAPSE,
+            exact_above,
+        }
+    }
+
     /// The collapsed tree, its buffers sized for `triangles` triangles in leaf
     /// blocks (0 for [`Leaves::Ranges`], which makes none).
     pub(super) fn tree(&self, triangles: usize) -> Tree {
@@ -772,15 +777,10 @@ mod tests {
         ]));
         let bvh = Bvh::build(&mesh);
         let collapse = Collapse {
-            nodes: bvh.nodes(),
-            leaves: Leaves::Blocks {
-                triangles: bvh.triangles(),
-                ranges: bvh.subtree_ranges(),
-            },
             // Every subtree of more than one leaf block in parallel: each node,
             // exact box and block of a subtree is appended to its parent's tree.
             parallel_above: WIDTH as u32,
-            exact_above: EXACT_ABOVE,
+            ..Collapse::into_blocks(&bvh, EXACT_ABOVE)
         };
         let parallel = collapse.tree(bvh.triangles().len());
         let serial = Collapse {
@@ -859,16 +859,7 @@ mod tests {
 
     /// The collapsed tree of `bvh`, before its exact nodes are numbered first.
     fn collapsed_tree(bvh: &Bvh, exact_above: u32) -> Tree {
-        Collapse {
-            nodes: bvh.nodes(),
-            leaves: Leaves::Blocks {
-                triangles: bvh.triangles(),
-                ranges: bvh.subtree_ranges(),
-            },
-            parallel_above: PARALLEL_COLLAPSE,
-            exact_above,
-        }
-        .tree(bvh.triangles().len())
+        Collapse::into_blocks(bvh, exact_above).tree(bvh.triangles().len())
     }
 
     /// Numbering the exact nodes first moves nodes, never changes the tree: on a

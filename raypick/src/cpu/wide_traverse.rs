@@ -499,6 +499,21 @@ mod tests {
     use crate::bvh::Bvh;
     use crate::kit::{self, Rng, fixtures};
 
+    /// The built-in scene with some degenerate triangles, and camera, random and
+    /// adversarial rays at it.
+    fn scene_and_rays(seed: u64) -> (WideBvh, Vec<Ray>) {
+        let mut rng = Rng::new(seed);
+        let scene = fixtures::with_degenerates(&fixtures::builtin_scene(20_000), &mut rng, 60);
+        let adversarial = fixtures::adversarial_rays(&scene, &mut rng, 3000);
+        let mesh = kit::mesh(scene);
+        let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
+        let bounds = mesh.bounds().expect("a finite mesh");
+        let mut rays = kit::rays(fixtures::camera_rays(bounds, 64, 48));
+        rays.extend(kit::rays(fixtures::random_rays(3000, &mut rng, bounds)));
+        rays.extend(kit::rays(adversarial));
+        (wide, rays)
+    }
+
     /// The counted walk answers as the traversal does and counts what it does: a
     /// node and its leaves for a ray at a small sphere, the node alone for a ray
     /// past it, and on a scene every visit but the root's follows an entered box.
@@ -518,15 +533,7 @@ mod tests {
         assert!(counts.leaves >= 1 && counts.leaves <= counts.entered, "{counts:?}");
         assert!(counts.blocks <= blocks, "{counts:?}");
 
-        let mut rng = Rng::new(6);
-        let scene = fixtures::builtin_scene(20_000);
-        let adversarial = fixtures::adversarial_rays(&scene, &mut rng, 1000);
-        let mesh = kit::mesh(scene);
-        let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
-        let bounds = mesh.bounds().expect("a finite mesh");
-        let mut rays = kit::rays(fixtures::camera_rays(bounds, 64, 48));
-        rays.extend(kit::rays(fixtures::incoherent_rays(3000, &mut rng, bounds)));
-        rays.extend(kit::rays(adversarial));
+        let (wide, rays) = scene_and_rays(6);
         for mode in [Mode::Fast, Mode::Watertight] {
             let (hits, counts) = count_rays(&wide, &rays, Cull::None, mode);
             let mut expected = vec![Hit::MISS; rays.len()];
@@ -546,15 +553,7 @@ mod tests {
     /// rays.
     #[test]
     fn portable_lanes_answer_as_the_dispatched_unit() {
-        let mut rng = Rng::new(5);
-        let scene = fixtures::with_degenerates(&fixtures::builtin_scene(20_000), &mut rng, 60);
-        let adversarial = fixtures::adversarial_rays(&scene, &mut rng, 3000);
-        let mesh = kit::mesh(scene);
-        let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
-        let bounds = mesh.bounds().expect("a finite mesh");
-        let mut rays = kit::rays(fixtures::camera_rays(bounds, 64, 48));
-        rays.extend(kit::rays(fixtures::random_rays(3000, &mut rng, bounds)));
-        rays.extend(kit::rays(adversarial));
+        let (wide, rays) = scene_and_rays(5);
         let n = rays.len();
         for mode in [Mode::Fast, Mode::Watertight] {
             for cull in [Cull::None, Cull::Back] {
