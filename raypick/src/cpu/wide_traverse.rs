@@ -25,7 +25,7 @@ use super::intersect::RayFrame;
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
-use super::vector::{Lanes8, Portable};
+use super::vector::Lanes8;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh, WideNode};
 use super::wide_boxes::{Planes, Slabs, nearest_first};
 use crate::options::{Cull, Mode};
@@ -413,6 +413,7 @@ simd_dispatch! {
 }
 
 /// The work of the lone-ray traversal, summed over rays ([`count_rays`]).
+#[cfg(any(test, feature = "kernels"))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WalkCounts {
     /// Rays traced.
@@ -429,6 +430,7 @@ pub struct WalkCounts {
     pub blocks: u64,
 }
 
+#[cfg(any(test, feature = "kernels"))]
 impl WalkCounts {
     /// `count` per ray traced (0 without rays).
     pub fn per_ray(&self, count: u64) -> f64 {
@@ -436,6 +438,7 @@ impl WalkCounts {
     }
 }
 
+#[cfg(any(test, feature = "kernels"))]
 impl std::ops::Add for WalkCounts {
     type Output = Self;
 
@@ -451,6 +454,7 @@ impl std::ops::Add for WalkCounts {
     }
 }
 
+#[cfg(any(test, feature = "kernels"))]
 impl Tally for WalkCounts {
     fn wide_node(&mut self, tested: u32, entered: u32) {
         self.nodes += 1;
@@ -468,6 +472,7 @@ impl Tally for WalkCounts {
 /// them, each ray traced alone, in the order given, on the baseline lanes: the
 /// tree's own work per ray, which packets (sharing a node's visit among rays) and
 /// the vector unit (the same decisions) leave as it is.
+#[cfg(any(test, feature = "kernels"))]
 pub fn count_rays(wide: &WideBvh, rays: &[Ray], cull: Cull, mode: Mode) -> (Vec<Hit>, WalkCounts) {
     let mut stack = RayStack::default();
     let mut counts = WalkCounts::default();
@@ -481,9 +486,9 @@ pub fn count_rays(wide: &WideBvh, rays: &[Ray], cull: Cull, mode: Mode) -> (Vec<
             }
             let stack = &mut stack.0;
             if mode == Mode::Watertight {
-                traverse::<Portable, true>(wide, ray, cull, &mut closest, stack, &mut counts);
+                traverse::<super::vector::Portable, true>(wide, ray, cull, &mut closest, stack, &mut counts);
             } else {
-                traverse::<Portable, false>(wide, ray, cull, &mut closest, stack, &mut counts);
+                traverse::<super::vector::Portable, false>(wide, ray, cull, &mut closest, stack, &mut counts);
             }
             closest.0
         })
@@ -497,6 +502,7 @@ const _: () = assert!(MISS == u32::MAX);
 mod tests {
     use super::*;
     use crate::bvh::Bvh;
+    use crate::cpu::vector::Portable;
     use crate::kit::{self, Rng, fixtures};
 
     /// The built-in scene with some degenerate triangles, and camera, random and
