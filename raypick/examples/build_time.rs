@@ -5,8 +5,9 @@
 //! throughout, `0`, and the default), alternating so that both see the same machine
 //! load, and prints the build's wall and CPU time (the CPU time hardly depends on
 //! other load), the time of the collapse the CPU backend then makes of it (its
-//! eight-wide nodes and leaf blocks), the tree's SAH cost and size. With `trace`, the trees of the last
-//! round then trace 1M camera and 1M incoherent rays on the CPU (2 threads), and the
+//! eight-wide nodes and leaf blocks), the tree's SAH cost and size. With `trace`,
+//! the trees of the last round then trace 1M camera and 1M incoherent rays on the
+//! CPU (2 threads), and the
 //! work an ordered traversal cannot avoid (boxes, leaves and triangles that the
 //! segment up to each hit touches) is counted per ray: a quality figure that no
 //! machine load distorts.

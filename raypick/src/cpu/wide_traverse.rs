@@ -169,16 +169,21 @@ pub(super) fn offer_leaf<L: Lanes8, const WATERTIGHT: bool>(
     false
 }
 
-/// Nearest hit of one valid ray.
+/// Nearest hit of one ray (`Hit::MISS` for an invalid one), telling `tally` the
+/// work.
 #[inline(always)]
 fn trace_ray<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
     ray: &Ray,
     cull: Cull,
     stack: &mut Stack,
+    tally: &mut impl Tally,
 ) -> Hit {
+    if !is_valid_ray(ray) {
+        return Hit::MISS;
+    }
     let mut closest = Closest::default();
-    traverse::<L, WATERTIGHT>(wide, ray, cull, &mut closest, stack, &mut ());
+    traverse::<L, WATERTIGHT>(wide, ray, cull, &mut closest, stack, tally);
     closest.0
 }
 
@@ -228,12 +233,23 @@ pub(crate) fn trace_one<L: Lanes8>(
     mode: Mode,
     stack: &mut RayStack,
 ) -> Hit {
-    if !is_valid_ray(ray) {
-        Hit::MISS
-    } else if mode == Mode::Watertight {
-        trace_ray::<L, true>(wide, ray, cull, &mut stack.0)
+    trace_one_tallied::<L>(wide, ray, cull, mode, stack, &mut ())
+}
+
+/// [`trace_one`], telling `tally` the work.
+#[inline(always)]
+fn trace_one_tallied<L: Lanes8>(
+    wide: &WideBvh,
+    ray: &Ray,
+    cull: Cull,
+    mode: Mode,
+    stack: &mut RayStack,
+    tally: &mut impl Tally,
+) -> Hit {
+    if mode == Mode::Watertight {
+        trace_ray::<L, true>(wide, ray, cull, &mut stack.0, tally)
     } else {
-        trace_ray::<L, false>(wide, ray, cull, &mut stack.0)
+        trace_ray::<L, false>(wide, ray, cull, &mut stack.0, tally)
     }
 }
 
@@ -280,11 +296,7 @@ fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
             continue;
         }
         for (ray, hit) in rays.iter().zip(hits) {
-            *hit = if is_valid_ray(ray) {
-                trace_ray::<L, WATERTIGHT>(wide, ray, cull, &mut stack.0)
-            } else {
-                Hit::MISS
-            };
+            *hit = trace_ray::<L, WATERTIGHT>(wide, ray, cull, &mut stack.0, &mut ());
         }
     }
     stack.keep();
@@ -474,25 +486,16 @@ impl Tally for WalkCounts {
 /// the vector unit (the same decisions) leave as it is.
 #[cfg(any(test, feature = "kernels"))]
 pub fn count_rays(wide: &WideBvh, rays: &[Ray], cull: Cull, mode: Mode) -> (Vec<Hit>, WalkCounts) {
-    let mut stack = RayStack::default();
-    let mut counts = WalkCounts::default();
+    let mut stack = RayStack::take();
+    let mut counts = WalkCounts {
+        rays: rays.len() as u64,
+        ..WalkCounts::default()
+    };
     let hits = rays
         .iter()
-        .map(|ray| {
-            counts.rays += 1;
-            let mut closest = Closest::default();
-            if !is_valid_ray(ray) {
-                return Hit::MISS;
-            }
-            let stack = &mut stack.0;
-            if mode == Mode::Watertight {
-                traverse::<super::vector::Portable, true>(wide, ray, cull, &mut closest, stack, &mut counts);
-            } else {
-                traverse::<super::vector::Portable, false>(wide, ray, cull, &mut closest, stack, &mut counts);
-            }
-            closest.0
-        })
+        .map(|ray| trace_one_tallied::<super::vector::Portable>(wide, ray, cull, mode, &mut stack, &mut counts))
         .collect();
+    stack.keep();
     (hits, counts)
 }
 
