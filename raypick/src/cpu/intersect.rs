@@ -575,11 +575,13 @@ fn place_lanes<L: Lanes8>(t: L::V, block: &SoaTriangles<8>, ray: &Ray, frame: &R
     let (mut entry, mut exit) = (L::splat(f32::NEG_INFINITY), L::splat(f32::INFINITY));
     for axis in 0..3 {
         let (lo, hi) = (L::sub(lo[axis], margin), L::add(hi[axis], margin));
-        let inv = frame.inv_dir[axis];
-        let (near, far) = if inv < 0.0 { (hi, lo) } else { (lo, hi) };
-        let (origin, inv) = (L::splat(frame.origin[axis]), L::splat(inv));
-        entry = L::max(L::mul(L::sub(near, origin), inv), entry);
-        exit = L::min(L::mul(L::sub(far, origin), inv), exit);
+        let (origin, inv) = (L::splat(frame.origin[axis]), L::splat(frame.inv_dir[axis]));
+        // The near plane's distance is the smaller (rounding keeps the order), so
+        // no branch on the direction's sign; the planes are finite and `inv` is
+        // not zero, so neither is NaN.
+        let (to_lo, to_hi) = (L::mul(L::sub(lo, origin), inv), L::mul(L::sub(hi, origin), inv));
+        entry = L::max(L::min(to_lo, to_hi), entry);
+        exit = L::min(L::max(to_lo, to_hi), exit);
     }
     let clamped = L::max(entry, L::min(exit, t));
     let t = L::mul(clamped, L::splat(frame.t_scale));

@@ -27,6 +27,9 @@ pub(super) struct Planes<L: Lanes8> {
     hi: [L::V; 3],
     origin: [f32; 3],
     step: [f32; 3],
+    /// Whether these are exact planes (origin 0, step 1), which the folded test
+    /// takes with the ray's own factors ([`Slabs::inv`]).
+    exact: bool,
 }
 
 impl<L: Lanes8> Planes<L> {
@@ -42,6 +45,7 @@ impl<L: Lanes8> Planes<L> {
                 hi: load(&exact.hi),
                 origin: [0.0; 3],
                 step: [1.0; 3],
+                exact: true,
             };
         }
         let codes = |codes: &[[u8; WIDTH]; 3]| each_axis(|axis| L::codes(&codes[axis]));
@@ -50,6 +54,7 @@ impl<L: Lanes8> Planes<L> {
             hi: codes(&node.hi),
             origin: node.origin,
             step: node.step,
+            exact: false,
         }
     }
 
@@ -58,6 +63,12 @@ impl<L: Lanes8> Planes<L> {
     fn decode(&self, axis: usize, values: L::V) -> L::V {
         L::add(L::splat(self.origin[axis]), L::mul(values, L::splat(self.step[axis])))
     }
+}
+
+/// Each of three values in every lane; written out, as [`each_axis`] explains.
+#[inline(always)]
+fn splat3<L: Lanes8>([x, y, z]: [f32; 3]) -> [L::V; 3] {
+    [L::splat(x), L::splat(y), L::splat(z)]
 }
 
 /// `[f(0), f(1), f(2)]`, written out: closures handed to library functions (as
@@ -99,6 +110,11 @@ pub(super) struct Slabs<L: Lanes8> {
     /// Whether the folded test applies: every distance of the ray is finite and
     /// far from overflow.
     folded: bool,
+    /// `inv_dir` and the folded offsets in every lane: the folded test's factors
+    /// and terms for exact planes, the same per node, kept for the ray.
+    inv: [L::V; 3],
+    near_terms: [L::V; 3],
+    far_terms: [L::V; 3],
     /// Frame units to the caller's (`t_scale`) and back.
     t_scale: f32,
     to_frame: f32,
@@ -123,11 +139,16 @@ impl<L: Lanes8> Slabs<L> {
             let slack = FOLDED_SLACK * bounds[axis] + f32::MIN_POSITIVE;
             -(ray.origin[axis] * frame.inv_dir[axis]) + sign * slack
         };
+        let near_offset = each_axis(|axis| offset(axis, -1.0));
+        let far_offset = each_axis(|axis| offset(axis, 1.0));
         Self {
             origin: ray.origin.into(),
             inv_dir: frame.inv_dir,
-            near_offset: each_axis(|axis| offset(axis, -1.0)),
-            far_offset: each_axis(|axis| offset(axis, 1.0)),
+            near_offset,
+            far_offset,
+            inv: splat3::<L>(frame.inv_dir),
+            near_terms: splat3::<L>(near_offset),
+            far_terms: splat3::<L>(far_offset),
             negative: frame.dir.map(|d| d < 0.0),
             tmin,
             padded_tmin: L::splat(tmin - tmin.abs() * BOX_MARGIN),
@@ -185,6 +206,15 @@ impl<L: Lanes8> Slabs<L> {
     #[inline(always)]
     fn folded_slab(&self, planes: &Planes<L>, axis: usize) -> (L::V, L::V) {
         let (near, far) = self.near_far(planes, axis);
+        if planes.exact {
+            // Origin 0 and step 1: the factor is `inv_dir` and the term the offset,
+            // exactly as below, without working them out again.
+            let inv = self.inv[axis];
+            return (
+                L::mul_add(near, inv, self.near_terms[axis]),
+                L::mul_add(far, inv, self.far_terms[axis]),
+            );
+        }
         let inv = self.inv_dir[axis];
         let scale = L::splat(planes.step[axis] * inv);
         let start = planes.origin[axis] * inv;

@@ -124,15 +124,22 @@ pub(super) fn prefetch(wide: &WideBvh, child: u32, blocks: u32) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let (start, bytes) = if blocks == 0 {
-            (wide.nodes.as_ptr().wrapping_add(child as usize).cast::<i8>(), size_of::<WideNode>())
+        /// Asks for the `N` lines from `start`: a fixed count, so the loop unrolls
+        /// (a count in bytes, stepped through, costs a loop at every push).
+        #[inline(always)]
+        fn lines<const N: usize>(start: *const i8) {
+            for line in 0..N {
+                // SAFETY: SSE is part of every x86-64 CPU, and a prefetch reads
+                // nothing and never faults, whatever the address.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(64 * line)) };
+            }
+        }
+        if blocks == 0 {
+            let node = wide.nodes.as_ptr().wrapping_add(child as usize);
+            lines::<{ size_of::<WideNode>().div_ceil(64) }>(node.cast());
         } else {
-            (wide.blocks.as_ptr().wrapping_add(child as usize).cast::<i8>(), size_of::<LeafBlock>())
-        };
-        for line in (0..bytes).step_by(64) {
-            // SAFETY: SSE is part of every x86-64 CPU, and a prefetch reads
-            // nothing and never faults, whatever the address.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(line)) };
+            let block = wide.blocks.as_ptr().wrapping_add(child as usize);
+            lines::<{ size_of::<LeafBlock>().div_ceil(64) }>(block.cast());
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
