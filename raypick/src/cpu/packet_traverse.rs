@@ -13,7 +13,7 @@
 use super::intersect::{RayFrame, beyond, lanes};
 use super::query::{Closest, Collect};
 use super::vector::Lanes8;
-use super::wide_boxes::{Planes, Slabs, nearest_first};
+use super::wide_boxes::{Planes, Slabs};
 use super::wide_bvh::{WIDTH, WideBvh};
 use super::wide_traverse::{offer_leaf, prefetch};
 use crate::options::Cull;
@@ -159,6 +159,32 @@ fn pop(stack: &mut Vec<Pending>, closest: &[Closest; PACKET]) -> Option<Pending>
         }
     }
     None
+}
+
+/// Writes the lanes of `entered` to `order`, nearest first by `near` (insertion into
+/// a list that is usually one to three long); returns how many there are.
+#[inline(always)]
+fn nearest_first(
+    entered: u32,
+    near: &[f32; WIDTH],
+    order: &mut [usize; WIDTH],
+) -> usize {
+    if entered.is_power_of_two() {
+        // One lane, the most common case: nothing to order.
+        order[0] = entered.trailing_zeros() as usize;
+        return 1;
+    }
+    let mut count = 0;
+    for lane in lanes(entered) {
+        let mut i = count;
+        while i > 0 && near[order[i - 1]] > near[lane] {
+            order[i] = order[i - 1];
+            i -= 1;
+        }
+        order[i] = lane;
+        count += 1;
+    }
+    count
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! One ray against the eight boxes of a wide node ([`WideNode`]): the boxes decoded
 //! once into vector registers ([`Planes`]), the slab test of a ray against all eight
-//! at once ([`Slabs::enter`]), and the entered children ordered nearest first
-//! ([`nearest_first`]). Used by the lone-ray and the packet traversals alike.
+//! at once ([`Slabs::enter`]). Used by the lone-ray and the packet traversals
+//! alike.
 //!
 //! Two slab tests: the plain one is the arithmetic of every other traversal, lane
 //! by lane (plane minus origin times `1 / dir`, the largest entry and smallest exit
@@ -12,7 +12,7 @@
 //! triangle's padded box is entered no later and left no earlier than that box, on
 //! every vector unit ([`Lanes8`]).
 
-use super::intersect::{BOX_MARGIN, RayFrame, lanes, overlaps_lanes};
+use super::intersect::{BOX_MARGIN, RayFrame, overlaps_lanes};
 use super::vector::Lanes8;
 use super::wide_bvh::{WIDTH, WideBvh, WideNode};
 use crate::types::Ray;
@@ -269,37 +269,12 @@ impl<L: Lanes8> Slabs<L> {
     }
 }
 
-/// Writes the lanes of `entered` to `order`, nearest first by `near` (insertion into
-/// a list that is usually one to three long); returns how many there are.
-#[inline(always)]
-pub(super) fn nearest_first(
-    entered: u32,
-    near: &[f32; WIDTH],
-    order: &mut [usize; WIDTH],
-) -> usize {
-    if entered.is_power_of_two() {
-        // One lane, the most common case: nothing to order.
-        order[0] = entered.trailing_zeros() as usize;
-        return 1;
-    }
-    let mut count = 0;
-    for lane in lanes(entered) {
-        let mut i = count;
-        while i > 0 && near[order[i - 1]] > near[lane] {
-            order[i] = order[i - 1];
-            i -= 1;
-        }
-        order[i] = lane;
-        count += 1;
-    }
-    count
-}
-
 #[cfg(test)]
 mod tests {
     use glam::Vec3;
 
     use super::*;
+    use crate::cpu::intersect::lanes;
     use crate::bvh::Bvh;
     use crate::cpu::vector::Portable;
     use crate::kit::{self, Rng, fixtures};

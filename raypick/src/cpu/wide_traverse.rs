@@ -27,7 +27,8 @@ use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::vector::Lanes8;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh, WideNode};
-use super::wide_boxes::{Planes, Slabs, nearest_first};
+use super::intersect::lanes;
+use super::wide_boxes::{Planes, Slabs};
 use crate::options::{Cull, Mode};
 use crate::bvh::MAX_DEPTH;
 use crate::prepare::is_valid_ray;
@@ -102,17 +103,31 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
         if entered == 0 {
             continue;
         }
-        // Order the entered children nearest first, push all but the nearest farthest
-        // first, and visit the nearest next.
-        let mut order = [0usize; WIDTH];
-        let count = nearest_first(entered, &near, &mut order);
-        for &lane in order[1..count].iter().rev() {
-            let child = pending(lane);
+        if entered.is_power_of_two() {
+            // One child, the most common case: nothing to order.
+            next = Some(pending(entered.trailing_zeros() as usize));
+            continue;
+        }
+        // Visit the nearest entered child next and push the others in order,
+        // farthest at the bottom: the nearest so far is kept aside, and each child
+        // pushed moves only past the nearer ones already pushed.
+        let mut nearest = pending(entered.trailing_zeros() as usize);
+        let base = depth;
+        for lane in lanes(entered & (entered - 1)) {
+            let mut child = pending(lane);
+            if child.entry < nearest.entry {
+                std::mem::swap(&mut child, &mut nearest);
+            }
             prefetch(wide, child.child, child.blocks);
-            stack[depth] = child;
+            let mut slot = depth;
+            while slot > base && stack[slot - 1].entry <= child.entry {
+                stack[slot] = stack[slot - 1];
+                slot -= 1;
+            }
+            stack[slot] = child;
             depth += 1;
         }
-        next = Some(pending(order[0]));
+        next = Some(nearest);
     }
 }
 
