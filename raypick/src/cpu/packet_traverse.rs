@@ -116,7 +116,7 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
         // Children entered by any ray.
         let mut entered = 0;
         for r in lanes(top.rays) {
-            let (by_ray, near) = slabs[r].enter(&planes, closest[r].bound(), node.occupied as u32);
+            let (by_ray, near) = slabs[r].enter(&planes, closest[r].bound(), node.occupied as u32, None);
             entered |= by_ray;
             for lane in lanes(by_ray) {
                 entered_by[lane] |= 1 << r;

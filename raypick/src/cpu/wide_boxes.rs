@@ -28,7 +28,7 @@ pub(super) struct Planes<L: Lanes8> {
     origin: [f32; 3],
     step: [f32; 3],
     /// Whether these are exact planes (origin 0, step 1), which the folded test
-    /// takes with the ray's own factors ([`Slabs::inv`]).
+    /// can take with the ray's own factors ([`ExactTerms`]).
     exact: bool,
 }
 
@@ -88,6 +88,18 @@ const FOLDED_SLACK: f32 = 1.25e-5;
 /// so that every distance and slack it computes is finite.
 const FOLDED_LIMIT: f32 = 1e30;
 
+/// One ray's folded-test factors (`1 / dir`) and terms (the offsets) in every
+/// lane, per axis: for exact planes (origin 0, step 1) they are the same at every
+/// node, so a lone ray works them out once ([`Slabs::exact_terms`]) and tests
+/// each exact plane with one multiply-add. A packet's rays leave them out (their
+/// slabs stay small) and work them out per node, to the same values.
+#[derive(Clone, Copy)]
+pub(super) struct ExactTerms<L: Lanes8> {
+    inv: [L::V; 3],
+    near: [L::V; 3],
+    far: [L::V; 3],
+}
+
 /// One ray, ready for slab tests against wide nodes.
 #[derive(Clone, Copy)]
 pub(super) struct Slabs<L: Lanes8> {
@@ -110,11 +122,6 @@ pub(super) struct Slabs<L: Lanes8> {
     /// Whether the folded test applies: every distance of the ray is finite and
     /// far from overflow.
     folded: bool,
-    /// `inv_dir` and the folded offsets in every lane: the folded test's factors
-    /// and terms for exact planes, the same per node, kept for the ray.
-    inv: [L::V; 3],
-    near_terms: [L::V; 3],
-    far_terms: [L::V; 3],
     /// Frame units to the caller's (`t_scale`) and back.
     t_scale: f32,
     to_frame: f32,
@@ -139,16 +146,11 @@ impl<L: Lanes8> Slabs<L> {
             let slack = FOLDED_SLACK * bounds[axis] + f32::MIN_POSITIVE;
             -(ray.origin[axis] * frame.inv_dir[axis]) + sign * slack
         };
-        let near_offset = each_axis(|axis| offset(axis, -1.0));
-        let far_offset = each_axis(|axis| offset(axis, 1.0));
         Self {
             origin: ray.origin.into(),
             inv_dir: frame.inv_dir,
-            near_offset,
-            far_offset,
-            inv: splat3::<L>(frame.inv_dir),
-            near_terms: splat3::<L>(near_offset),
-            far_terms: splat3::<L>(far_offset),
+            near_offset: each_axis(|axis| offset(axis, -1.0)),
+            far_offset: each_axis(|axis| offset(axis, 1.0)),
             negative: frame.dir.map(|d| d < 0.0),
             tmin,
             padded_tmin: L::splat(tmin - tmin.abs() * BOX_MARGIN),
@@ -156,6 +158,16 @@ impl<L: Lanes8> Slabs<L> {
             t_scale: frame.t_scale,
             to_frame,
             tmax: ray.tmax,
+        }
+    }
+
+    /// This ray's [`ExactTerms`].
+    #[inline(always)]
+    pub(super) fn exact_terms(&self) -> ExactTerms<L> {
+        ExactTerms {
+            inv: splat3::<L>(self.inv_dir),
+            near: splat3::<L>(self.near_offset),
+            far: splat3::<L>(self.far_offset),
         }
     }
 
@@ -168,10 +180,16 @@ impl<L: Lanes8> Slabs<L> {
     /// folded test ([`Slabs::enter_folded`]) takes fewer, shorter dependent steps
     /// and is used whenever the ray's distances are far from overflow.
     #[inline(always)]
-    pub(super) fn enter(&self, planes: &Planes<L>, bound: f32, occupied: u32) -> (u32, [f32; WIDTH]) {
+    pub(super) fn enter(
+        &self,
+        planes: &Planes<L>,
+        bound: f32,
+        occupied: u32,
+        terms: Option<&ExactTerms<L>>,
+    ) -> (u32, [f32; WIDTH]) {
         let limit = if bound < self.tmax { bound } else { self.tmax } * self.to_frame;
         let (entered, near) = if self.folded {
-            self.enter_folded(planes, limit)
+            self.enter_folded(planes, limit, terms)
         } else {
             self.enter_plain(planes, limit)
         };
@@ -204,15 +222,15 @@ impl<L: Lanes8> Slabs<L> {
     /// The folded, padded distances to the near and far planes of every lane on
     /// `axis` ([`Slabs::enter_folded`]).
     #[inline(always)]
-    fn folded_slab(&self, planes: &Planes<L>, axis: usize) -> (L::V, L::V) {
+    fn folded_slab(&self, planes: &Planes<L>, axis: usize, terms: Option<&ExactTerms<L>>) -> (L::V, L::V) {
         let (near, far) = self.near_far(planes, axis);
-        if planes.exact {
+        if let (true, Some(terms)) = (planes.exact, terms) {
             // Origin 0 and step 1: the factor is `inv_dir` and the term the offset,
             // exactly as below, without working them out again.
-            let inv = self.inv[axis];
+            let inv = terms.inv[axis];
             return (
-                L::mul_add(near, inv, self.near_terms[axis]),
-                L::mul_add(far, inv, self.far_terms[axis]),
+                L::mul_add(near, inv, terms.near[axis]),
+                L::mul_add(far, inv, terms.far[axis]),
             );
         }
         let inv = self.inv_dir[axis];
@@ -258,10 +276,10 @@ impl<L: Lanes8> Slabs<L> {
     /// test's padded one. The padded `tmin` and limit are padded as the plain test
     /// pads them.
     #[inline(always)]
-    fn enter_folded(&self, planes: &Planes<L>, limit: f32) -> (u32, L::V) {
-        let (nx, fx) = self.folded_slab(planes, 0);
-        let (ny, fy) = self.folded_slab(planes, 1);
-        let (nz, fz) = self.folded_slab(planes, 2);
+    fn enter_folded(&self, planes: &Planes<L>, limit: f32, terms: Option<&ExactTerms<L>>) -> (u32, L::V) {
+        let (nx, fx) = self.folded_slab(planes, 0, terms);
+        let (ny, fy) = self.folded_slab(planes, 1, terms);
+        let (nz, fz) = self.folded_slab(planes, 2, terms);
         let padded_limit = limit + limit.abs() * BOX_MARGIN;
         let near = L::max(L::max(nx, ny), L::max(nz, self.padded_tmin));
         let far = L::min(L::min(fx, fy), L::min(fz, L::splat(padded_limit)));
@@ -309,8 +327,9 @@ mod tests {
     }
 
     /// Asserts that for every ray the folded test applies to, at every node and
-    /// for two bounds, it enters each lane the plain test enters, no later; returns
-    /// how many rays it applied to.
+    /// for two bounds, it enters each lane the plain test enters, no later, and
+    /// that the ray's kept [`ExactTerms`] give it the same bits; returns how many
+    /// rays it applied to.
     fn check_units<L: Lanes8>(wide: &WideBvh, rays: &[Ray]) -> usize {
         let mut folded_rays = 0;
         for ray in rays.iter().filter(|ray| is_valid_ray(ray)) {
@@ -325,7 +344,11 @@ mod tests {
                 for limit in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
                     let limit = limit * slabs.to_frame;
                     let (plain, plain_near) = slabs.enter_plain(&planes, limit);
-                    let (folded, folded_near) = slabs.enter_folded(&planes, limit);
+                    let (folded, folded_near) = slabs.enter_folded(&planes, limit, None);
+                    let terms = slabs.exact_terms();
+                    let (kept, kept_near) = slabs.enter_folded(&planes, limit, Some(&terms));
+                    assert_eq!(kept, folded, "{ray:?} node {node:?}");
+                    assert_eq!(L::store(kept_near).map(f32::to_bits), L::store(folded_near).map(f32::to_bits));
                     let plain = plain & node.occupied as u32;
                     assert_eq!(plain & !folded, 0, "{ray:?} limit {limit} node {node:?}");
                     let (plain_near, folded_near) = (L::store(plain_near), L::store(folded_near));

@@ -67,6 +67,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     }
     let frame = RayFrame::new(ray);
     let slabs = Slabs::<L>::new(wide, ray, &frame);
+    let terms = slabs.exact_terms();
     let mut depth = 0;
     // The child to visit next: the nearest entered child of the last node, taken
     // without a trip through the stack (no nearer hit can have been found since its
@@ -93,7 +94,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
         }
         let node = &wide.nodes[top.child as usize];
         let planes = Planes::<L>::of(wide, top.child, node);
-        let (entered, near) = slabs.enter(&planes, collect.bound(), node.occupied as u32);
+        let (entered, near) = slabs.enter(&planes, collect.bound(), node.occupied as u32, Some(&terms));
         tally.wide_node(node.occupied.count_ones(), entered.count_ones());
         let pending = |lane: usize| Pending {
             child: node.child[lane],
