@@ -174,9 +174,10 @@ pub(super) fn offer_leaf<L: Lanes8, const WATERTIGHT: bool>(
     cull: Cull,
     collect: &mut impl Collect,
 ) -> bool {
-    let range = first as usize..(first + blocks) as usize;
-    for (block, ids) in wide.blocks[range.clone()].iter().zip(&wide.block_ids[range]) {
-        let prim = |lane: usize| ids[lane];
+    for index in first as usize..(first + blocks) as usize {
+        let block = &wide.blocks[index];
+        // The ids are read only for accepted hits, which few blocks have.
+        let prim = |lane: usize| wide.block_ids[index][lane];
         let test = if WATERTIGHT {
             watertight_block::<L>(block, frame)
         } else {
