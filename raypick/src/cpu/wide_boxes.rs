@@ -292,8 +292,8 @@ mod tests {
     use glam::Vec3;
 
     use super::*;
-    use crate::cpu::intersect::lanes;
     use crate::bvh::Bvh;
+    use crate::cpu::intersect::lanes;
     use crate::cpu::vector::Portable;
     use crate::kit::{self, Rng, fixtures};
     use crate::prepare::is_valid_ray;

@@ -21,13 +21,12 @@ use super::watertight::watertight_block;
 use super::bvh_traverse::Tally;
 use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
-use super::intersect::RayFrame;
+use super::intersect::{RayFrame, lanes};
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::vector::Lanes8;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh, WideNode};
-use super::intersect::lanes;
 use super::wide_boxes::{Planes, Slabs};
 use crate::options::{Cull, Mode};
 use crate::bvh::MAX_DEPTH;
@@ -110,8 +109,9 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
             continue;
         }
         // Visit the nearest entered child next and push the others in order,
-        // farthest at the bottom: the nearest so far is kept aside, and each child
-        // pushed moves only past the nearer ones already pushed.
+        // farthest at the bottom: the nearest so far is kept aside (the lowest lane
+        // among equals), and each child pushed moves only past the children already
+        // pushed that are no farther.
         let mut nearest = pending(entered.trailing_zeros() as usize);
         let base = depth;
         for lane in lanes(entered & (entered - 1)) {
