@@ -26,7 +26,7 @@ impl RayBoxes {
     /// ([`RayFrame::inv_dir`]).
     #[inline(always)]
     pub fn new(ray: &Ray, frame: &RayFrame) -> Self {
-        let to_frame = 1.0 / frame.t_scale;
+        let to_frame = frame.inv_t_scale();
         Self {
             origin: ray.origin,
             inv_dir: frame.inv_dir.into(),

@@ -156,6 +156,15 @@ pub fn direction_scale(max_abs: f32) -> f32 {
 }
 
 impl RayFrame {
+    /// `1 / t_scale`: multiplies distances in the caller's units into the frame's.
+    /// Exact and without a division: `t_scale` is a power of two from `2^-126` to
+    /// `2^126` ([`direction_scale`]), whose reciprocal's exponent bits are the
+    /// difference from 254.
+    #[inline(always)]
+    pub fn inv_t_scale(&self) -> f32 {
+        f32::from_bits((254 << 23) - self.t_scale.to_bits())
+    }
+
     /// The frame of `ray`.
     #[inline(always)]
     pub fn new(ray: &Ray) -> Self {
@@ -661,6 +670,21 @@ mod tests {
     use crate::cpu::watertight::watertight_block;
     use crate::cpu::wide_bvh::WideBvh;
     use crate::kit::{self, Rng, fixtures};
+
+    /// `inv_t_scale` is `1 / t_scale` bit for bit for every scale a frame can have:
+    /// directions whose largest component spans every exponent (subnormal to
+    /// `f32::MAX`), and the zero direction.
+    #[test]
+    fn inv_t_scale_is_the_scales_reciprocal() {
+        let mut magnitudes = vec![0.0, f32::from_bits(1), f32::MIN_POSITIVE, f32::MAX];
+        magnitudes.extend((-149..128).map(|e| 2f32.powi(e) * 1.5));
+        for m in magnitudes {
+            for dir in [glam::Vec3::new(m, m * 0.25, -m), glam::Vec3::new(0.0, -m, 0.0)] {
+                let frame = RayFrame::new(&Ray::new(glam::Vec3::ZERO, dir));
+                assert_eq!(frame.inv_t_scale().to_bits(), (1.0 / frame.t_scale).to_bits(), "{dir:?}");
+            }
+        }
+    }
 
     /// A block's candidates: lanes, and each one's `t`, `u`, `v` bits.
     fn listed(c: Option<Candidates<8>>) -> (u32, Vec<[u32; 3]>) {

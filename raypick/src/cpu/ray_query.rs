@@ -222,7 +222,7 @@ fn shrink(x: f32) -> f32 {
 /// there (or none the driver could search: an infinite `tmin`). `ray` is sanitised
 /// and live (`frame.live`).
 pub fn segment(ray: &Ray, frame: &RayFrame, direction: Direction) -> Option<Segment> {
-    let to_frame = 1.0 / frame.t_scale;
+    let to_frame = frame.inv_t_scale();
     let (lo, hi) = (ray.tmin * to_frame, ray.tmax * to_frame);
     let (tmin, tmax) = match direction {
         Direction::Behind if lo < 0.0 => (shrink((-hi).max(0.0)), grow(-lo)),

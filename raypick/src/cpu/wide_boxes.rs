@@ -133,7 +133,7 @@ impl<L: Lanes8> Slabs<L> {
     #[inline(always)]
     pub(super) fn new(wide: &WideBvh, ray: &Ray, frame: &RayFrame) -> Self {
         // Box distances in units of the scaled direction, as in `bvh_traverse`.
-        let to_frame = 1.0 / frame.t_scale;
+        let to_frame = frame.inv_t_scale();
         let tmin = ray.tmin * to_frame;
         let reach = |axis: usize| {
             (wide.reach[axis] + ray.origin[axis].abs()) * frame.inv_dir[axis].abs()
