@@ -626,7 +626,8 @@ impl Tree {
             *next += 1;
         }
         let mut boxes = vec![ExactBoxes::default(); self.exact.len()];
-        for (node, &index) in self.nodes.iter_mut().zip(&to) {
+        let mut nodes = vec![WideNode::default(); self.nodes.len()];
+        for (mut node, &index) in self.nodes.iter().copied().zip(&to) {
             for (child, &blocks) in node.child.iter_mut().zip(&node.blocks) {
                 if blocks == 0 && *child != EMPTY {
                     *child = to[*child as usize];
@@ -636,9 +637,10 @@ impl Tree {
                 boxes[index as usize] = self.exact[node.exact as usize];
                 node.exact = index;
             }
+            nodes[index as usize] = node;
         }
         self.exact = boxes;
-        permute(&mut self.nodes, &to);
+        self.nodes = nodes;
     }
 
     /// Quantizes `node`'s boxes (those of `slots`), or keeps them exactly when
@@ -657,27 +659,6 @@ impl Tree {
             self.exact.push(boxes);
         }
         self.nodes[index] = node;
-    }
-}
-
-/// Moves each `items[i]` to `items[to[i]]` in place (`to` is a permutation),
-/// following its cycles.
-fn permute<T: Copy>(items: &mut [T], to: &[u32]) {
-    let mut placed = vec![false; items.len()];
-    for start in 0..items.len() {
-        if placed[start] {
-            continue;
-        }
-        let (mut at, mut carried) = (start, items[start]);
-        loop {
-            placed[at] = true;
-            let next = to[at] as usize;
-            carried = std::mem::replace(&mut items[next], carried);
-            if next == start {
-                break;
-            }
-            at = next;
-        }
     }
 }
 

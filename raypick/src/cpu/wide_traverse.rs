@@ -50,8 +50,8 @@ struct Pending {
     entry: f32,
 }
 
-/// Offers the hits of one valid ray ([`is_valid_ray`]) to `collect`
-/// until it says stop, telling `tally` its work; `stack` is scratch space.
+/// Offers the hits of one ray to `collect` until it says stop, telling `tally`
+/// its work; an invalid ray ([`is_valid_ray`]) has none. `stack` is scratch space.
 #[inline(always)]
 fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
@@ -61,7 +61,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     stack: &mut Stack,
     tally: &mut impl Tally,
 ) {
-    if wide.nodes.is_empty() {
+    if wide.nodes.is_empty() || !is_valid_ray(ray) {
         return;
     }
     let frame = RayFrame::new(ray);
@@ -103,16 +103,17 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
         if entered == 0 {
             continue;
         }
+        let first = pending(entered.trailing_zeros() as usize);
         if entered.is_power_of_two() {
             // One child, the most common case: nothing to order.
-            next = Some(pending(entered.trailing_zeros() as usize));
+            next = Some(first);
             continue;
         }
         // Visit the nearest entered child next and push the others in order,
         // farthest at the bottom: the nearest so far is kept aside (the lowest lane
         // among equals), and each child pushed moves only past the children already
         // pushed that are no farther.
-        let mut nearest = pending(entered.trailing_zeros() as usize);
+        let mut nearest = first;
         let base = depth;
         for lane in lanes(entered & (entered - 1)) {
             let mut child = pending(lane);
@@ -203,9 +204,6 @@ fn trace_ray<L: Lanes8, const WATERTIGHT: bool>(
     stack: &mut Stack,
     tally: &mut impl Tally,
 ) -> Hit {
-    if !is_valid_ray(ray) {
-        return Hit::MISS;
-    }
     let mut closest = Closest::default();
     traverse::<L, WATERTIGHT>(wide, ray, cull, &mut closest, stack, tally);
     closest.0
@@ -270,10 +268,26 @@ fn trace_one_tallied<L: Lanes8>(
     stack: &mut RayStack,
     tally: &mut impl Tally,
 ) -> Hit {
+    let mut closest = Closest::default();
+    traverse_in::<L>(wide, ray, cull, mode, &mut closest, stack, tally);
+    closest.0
+}
+
+/// [`traverse`] with the test `mode` picks.
+#[inline(always)]
+fn traverse_in<L: Lanes8>(
+    wide: &WideBvh,
+    ray: &Ray,
+    cull: Cull,
+    mode: Mode,
+    collect: &mut impl Collect,
+    stack: &mut RayStack,
+    tally: &mut impl Tally,
+) {
     if mode == Mode::Watertight {
-        trace_ray::<L, true>(wide, ray, cull, &mut stack.0, tally)
+        traverse::<L, true>(wide, ray, cull, collect, &mut stack.0, tally);
     } else {
-        trace_ray::<L, false>(wide, ray, cull, &mut stack.0, tally)
+        traverse::<L, false>(wide, ray, cull, collect, &mut stack.0, tally);
     }
 }
 
@@ -288,14 +302,7 @@ pub(crate) fn occluded_one<L: Lanes8>(
     stack: &mut RayStack,
 ) -> bool {
     let mut any = AnyHit::default();
-    if !is_valid_ray(ray) {
-        return false;
-    }
-    if mode == Mode::Watertight {
-        traverse::<L, true>(wide, ray, cull, &mut any, &mut stack.0, &mut ());
-    } else {
-        traverse::<L, false>(wide, ray, cull, &mut any, &mut stack.0, &mut ());
-    }
+    traverse_in::<L>(wide, ray, cull, mode, &mut any, stack, &mut ());
     any.0
 }
 
@@ -376,9 +383,7 @@ fn occluded_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     let mut stack = RayStack::take();
     for (ray, out) in rays.iter().zip(occluded) {
         let mut any = AnyHit::default();
-        if is_valid_ray(ray) {
-            traverse::<L, WATERTIGHT>(wide, ray, cull, &mut any, &mut stack.0, &mut ());
-        }
+        traverse::<L, WATERTIGHT>(wide, ray, cull, &mut any, &mut stack.0, &mut ());
         *out = any.0;
     }
     stack.keep();
@@ -417,9 +422,7 @@ fn collect_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     let mut stack = RayStack::take();
     for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
         let mut list = HitList::new(slots, 0);
-        if is_valid_ray(ray) {
-            traverse::<L, WATERTIGHT>(wide, ray, cull, &mut list, &mut stack.0, &mut ());
-        }
+        traverse::<L, WATERTIGHT>(wide, ray, cull, &mut list, &mut stack.0, &mut ());
         *state = list.state();
     }
     stack.keep();
