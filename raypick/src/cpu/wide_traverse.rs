@@ -104,7 +104,8 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
             continue;
         }
         let first = pending(entered.trailing_zeros() as usize);
-        if entered.is_power_of_two() {
+        let rest = entered & (entered - 1);
+        if rest == 0 {
             // One child, the most common case: nothing to order.
             next = Some(first);
             continue;
@@ -112,10 +113,18 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
         // Visit the nearest entered child next and push the others in order,
         // farthest at the bottom: the nearest so far is kept aside (the lowest lane
         // among equals), and each child pushed moves only past the children already
-        // pushed that are no farther.
+        // pushed that are no farther. Two children, the next most common case, need
+        // only one comparison.
         let mut nearest = first;
+        let mut farther = pending(rest.trailing_zeros() as usize);
+        if farther.entry < nearest.entry {
+            std::mem::swap(&mut farther, &mut nearest);
+        }
+        prefetch(wide, farther.child, farther.blocks);
         let base = depth;
-        for lane in lanes(entered & (entered - 1)) {
+        stack[depth] = farther;
+        depth += 1;
+        for lane in lanes(rest & (rest - 1)) {
             let mut child = pending(lane);
             if child.entry < nearest.entry {
                 std::mem::swap(&mut child, &mut nearest);
