@@ -254,8 +254,8 @@ impl CpuBackend {
             self.install(|| match RayOrder::for_batch(rays, bounds) {
                 None => collect(rays, slots, states),
                 Some(order) => {
-                    let mut sorted_slots = vec![Hit::MISS; slots.len()];
-                    let mut sorted_states = vec![0; states.len()];
+                    let mut sorted_slots = ray_order::filled(slots.len(), Hit::MISS);
+                    let mut sorted_states = ray_order::filled(states.len(), 0);
                     collect(&order.rays, &mut sorted_slots, &mut sorted_states);
                     order.scatter(&sorted_slots, max_hits, slots);
                     order.scatter(&sorted_states, 1, states);
@@ -296,7 +296,7 @@ impl CpuBackend {
             self.install(|| match RayOrder::for_batch(rays, bounds) {
                 None => trace(rays, out),
                 Some(order) => {
-                    let mut sorted = vec![fill; out.len()];
+                    let mut sorted = ray_order::filled(out.len(), fill);
                     trace(&order.rays, &mut sorted);
                     order.scatter(&sorted, per_ray, out);
                 }

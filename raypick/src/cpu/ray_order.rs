@@ -31,8 +31,14 @@ const SAMPLES: usize = 256;
 /// between their unit directions. A batch is coherent when most are.
 const CLOSE: f32 = 0.05;
 
-/// Bits per axis of the Morton code of an entry point (all that [`spread`] takes).
-const BITS: u32 = 10;
+/// Bits per axis of the Morton code of an entry point: cells of 1/128 of the box
+/// on each axis, about as many on its faces as the largest window has rays; finer
+/// cells order no better for the caches and take the sort another pass.
+const BITS: u32 = 7;
+
+/// Bits sorted per pass of [`radix_sort_codes`]: two passes for a code of
+/// `3 * BITS` bits, with a table of counts that stays in the nearest cache.
+const DIGIT: u32 = 11;
 
 /// The rays of a window in tracing order.
 pub(crate) struct RayOrder {
@@ -63,14 +69,73 @@ impl RayOrder {
     }
 
     /// Writes `traced` (the answers in tracing order, `per_ray` values each) to
-    /// `out` in the caller's order.
-    pub(crate) fn scatter<T: Copy>(&self, traced: &[T], per_ray: usize, out: &mut [T]) {
-        debug_assert_eq!(traced.len(), out.len());
-        for (&slot, value) in self.order.iter().zip(traced.chunks_exact(per_ray)) {
-            let slot = slot as usize * per_ray;
-            out[slot..slot + per_ray].copy_from_slice(value);
-        }
+    /// `out` in the caller's order, on the pool in chunks: random writes that one
+    /// thread alone would spend a good part of a large batch's time on.
+    pub(crate) fn scatter<T: Copy + Send + Sync>(&self, traced: &[T], per_ray: usize, out: &mut [T]) {
+        assert!(traced.len() == out.len() && out.len() == self.order.len() * per_ray);
+        let out = SlotWriter(out.as_mut_ptr());
+        self.order
+            .par_chunks(SCATTER_CHUNK)
+            .zip(traced.par_chunks(SCATTER_CHUNK * per_ray))
+            .for_each(|(slots, values)| {
+                // SAFETY: `order` is a permutation of the window's positions
+                // (`for_batch` sorts the indices `0..n`), so each ray's `per_ray`
+                // values of `out` (`n * per_ray` long, asserted above) are written
+                // by exactly one iteration, and `traced` does not overlap `out` (a
+                // shared and an exclusive borrow).
+                if per_ray == 1 {
+                    // One value per ray (nearest hits, occlusion): a plain store
+                    // each, not a copy of a run-time length.
+                    for (&slot, &value) in slots.iter().zip(values) {
+                        unsafe { out.write_one(slot as usize, value) };
+                    }
+                } else {
+                    for (&slot, value) in slots.iter().zip(values.chunks_exact(per_ray)) {
+                        unsafe { out.write(slot as usize * per_ray, value) };
+                    }
+                }
+            });
     }
+}
+
+/// Rays whose answers one scatter task writes.
+const SCATTER_CHUNK: usize = 1 << 13;
+
+/// `out` of [`RayOrder::scatter`], written at disjoint places by the pool's threads.
+struct SlotWriter<T>(*mut T);
+
+// SAFETY: the threads write disjoint slots of one slice of `Send` values (see
+// `RayOrder::scatter`), which outlives the parallel loop.
+unsafe impl<T: Send> Send for SlotWriter<T> {}
+unsafe impl<T: Send> Sync for SlotWriter<T> {}
+
+impl<T: Copy> SlotWriter<T> {
+    /// Copies `values` to `start..start + values.len()`.
+    ///
+    /// # Safety
+    /// The range lies inside the slice, and no other thread reads or writes it
+    /// meanwhile.
+    #[inline(always)]
+    unsafe fn write(&self, start: usize, values: &[T]) {
+        // SAFETY: as the caller promises.
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.0.add(start), values.len()) };
+    }
+
+    /// [`SlotWriter::write`] of one value at `slot`.
+    ///
+    /// # Safety
+    /// As for [`SlotWriter::write`].
+    #[inline(always)]
+    unsafe fn write_one(&self, slot: usize, value: T) {
+        // SAFETY: as the caller promises.
+        unsafe { self.0.add(slot).write(value) };
+    }
+}
+
+/// A vector of `len` copies of `fill`, filled on the pool (the first touch of a
+/// large batch's pages is much of its cost).
+pub(crate) fn filled<T: Copy + Send + Sync>(len: usize, fill: T) -> Vec<T> {
+    (0..len).into_par_iter().map(|_| fill).collect()
 }
 
 /// Where `ray` starts inside `bounds`: its origin moved forward to the box when it
@@ -115,9 +180,8 @@ fn coherent(rays: &[Ray], bounds: (Vec3, Vec3)) -> bool {
 /// Sorts `codes` by their upper 32 bits (of which the low `3 * BITS` are used),
 /// keeping equal codes in their order: a least-significant-digit radix sort.
 fn radix_sort_codes(codes: &mut Vec<u64>) {
-    const DIGIT: u32 = BITS;
     let mut other = vec![0u64; codes.len()];
-    for pass in 0..3 {
+    for pass in 0..(3 * BITS).div_ceil(DIGIT) {
         let shift = 32 + pass * DIGIT;
         let digit = |c: u64| ((c >> shift) & ((1 << DIGIT) - 1)) as usize;
         let mut start = vec![0usize; 1 << DIGIT];
@@ -148,7 +212,7 @@ mod tests {
     fn radix_sort_orders_by_code_and_keeps_ties_in_order() {
         let mut rng = Rng::new(3);
         let mut codes: Vec<u64> = (0..5000u64)
-            .map(|i| (u64::from(rng.next_u32() & 0x3fff_ff00) << 32) | i)
+            .map(|i| (u64::from(rng.next_u32() >> (32 - 3 * BITS)) << 32) | i)
             .collect();
         let mut expected = codes.clone();
         expected.sort_by_key(|c| (c >> 32, c & 0xffff_ffff));
@@ -181,7 +245,7 @@ mod tests {
         assert_eq!(spread(0b1011), 0b1_000_001_001);
         let code = |p: Vec3| entry_code(&Ray::new(p - Vec3::Z * 3.0, Vec3::Z), BOX);
         assert_eq!(code(Vec3::new(-1.0, -1.0, 0.0)), 0);
-        assert_eq!(code(Vec3::new(1.0, 1.0, 0.0)), 3 * 0x0924_9249);
+        assert_eq!(code(Vec3::new(1.0, 1.0, 0.0)), 3 * spread((1 << BITS) - 1));
     }
 
     #[test]
@@ -214,6 +278,12 @@ mod tests {
             .flat_map(|r| [r.origin.to_array(), r.dir.to_array()])
             .collect();
         assert_eq!(out, expected);
+        // One value per ray, into a copy filled beforehand.
+        let traced: Vec<Ray> = order.rays.clone();
+        let mut out = filled(traced.len(), Ray::new(Vec3::ZERO, Vec3::X));
+        assert!(out.iter().all(|r| r.dir == Vec3::X) && out.len() == rays.len());
+        order.scatter(&traced, 1, &mut out);
+        assert_eq!(out, rays);
     }
 
     #[test]
