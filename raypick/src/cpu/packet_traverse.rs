@@ -2,18 +2,21 @@
 //! [`PACKET`] rays that share an origin and a direction octant (a camera's
 //! neighbouring pixels) visit the tree together.
 //!
-//! A node's box codes are fetched and converted once for the whole packet; then each ray
-//! that entered the node runs its own slab test with its own bound, with the same
-//! arithmetic as [`super::wide_traverse`] uses for a lone ray. A child is visited by
-//! the rays that entered it (a mask of rays), and every ray tests a leaf with the
-//! same arithmetic as a lone ray. The nearest hit (ties to the lowest triangle id)
+//! A node's box codes are fetched and converted once for the whole packet; then each
+//! child box is tested against every ray at once, the rays across the vector lanes,
+//! each ray with its own bound and with the operations [`super::wide_traverse`]
+//! uses for a lone ray ([`PacketSlabs`]), so it enters the same boxes at the same
+//! distances. Rays whose tests cannot be shared (a direction component that scaling
+//! made -0.0 in some of them, distances too large for the folded test) are traced
+//! alone. A child is visited by the rays that entered it (a mask of rays), and
+//! every ray tests a leaf with the same arithmetic as a lone ray. The nearest hit (ties to the lowest triangle id)
 //! does not depend on the order in which leaves are tested, so the answers are bit
 //! for bit those of the lone-ray traversal; only the work is shared.
 
 use super::intersect::{RayFrame, beyond, lanes};
 use super::query::{Closest, Collect};
 use super::vector::Lanes8;
-use super::wide_boxes::{Planes, Slabs};
+use super::wide_boxes::{PACKET_RAYS, PacketSlabs, Planes, Slabs};
 use super::wide_bvh::{WIDTH, WideBvh};
 use super::wide_traverse::{offer_leaf, prefetch};
 use crate::options::Cull;
@@ -21,7 +24,7 @@ use crate::prepare::is_valid_ray;
 use crate::types::Ray;
 
 /// Rays per packet: sixteen neighbouring rays of a camera share most of their path.
-pub const PACKET: usize = 16;
+pub const PACKET: usize = PACKET_RAYS;
 
 /// A child pending for some rays of the packet: wide node index or first leaf
 /// block, leaf block count (0 for a node), the rays that entered it (bit `r` for
@@ -59,7 +62,10 @@ pub(super) fn coherent(rays: &[Ray; PACKET]) -> bool {
         .all(|ray| ray.origin == first.origin && octant(ray) == octant(first) && is_valid_ray(ray))
 }
 
-/// The nearest hits of a [`coherent`] packet of rays, written to `closest`.
+/// The nearest hits of a [`coherent`] packet of rays, written to `closest`; `false`
+/// (and nothing written) when the rays cannot share their box tests
+/// ([`PacketSlabs::new`]: a direction component scaled to -0.0 in some rays, or
+/// distances too large for the folded test), to be traced alone instead.
 #[inline(always)]
 pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
@@ -67,9 +73,9 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     cull: Cull,
     closest: &mut [Closest; PACKET],
     stack: &mut PacketStack,
-) {
+) -> bool {
     if wide.nodes.is_empty() {
-        return;
+        return true;
     }
     let stack = &mut stack.0;
     stack.clear();
@@ -81,6 +87,17 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
         frames[r] = RayFrame::new(&rays[r]);
         slabs[r] = Slabs::new(wide, &rays[r], &frames[r]);
     }
+    let Some(packet) = PacketSlabs::new(&slabs) else {
+        return false;
+    };
+    // Each ray's bound, kept beside `closest` for the box tests.
+    let mut bounds = [0.0f32; PACKET];
+    for (bound, closest) in bounds.iter_mut().zip(closest.iter()) {
+        *bound = closest.bound();
+    }
+    // Per child of the node visited, each ray's entry (written for the children
+    // entered, read only for the rays that entered them).
+    let mut entry = [[0.0f32; PACKET]; WIDTH];
     // As for a lone ray: the nearest entered child of the last node is visited next
     // without a trip through the stack.
     let mut next = Some(Pending::ROOT);
@@ -89,7 +106,7 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
             Some(top) => top,
             None => match pop(stack, closest) {
                 Some(top) => top,
-                None => return,
+                None => return true,
             },
         };
         if top.blocks > 0 {
@@ -104,24 +121,37 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
                     cull,
                     &mut closest[r],
                 );
+                bounds[r] = closest[r].bound();
             }
             continue;
         }
         let node = &wide.nodes[top.child as usize];
-        let planes = Planes::<L>::of(wide, top.child, node);
-        // Per child, the rays that entered it, their entries and the nearest of them.
+        let raw = Planes::<L>::of(wide, top.child, node);
+        let planes = packet.planes(&raw);
+        let node_terms;
+        let terms = if raw.exact() {
+            packet.exact_terms()
+        } else {
+            node_terms = packet.node_terms(&raw);
+            &node_terms
+        };
+        let limits = packet.limits(&bounds);
+        // Per child, the rays that entered it and the nearest of their entries.
         let mut entered_by = [0u32; WIDTH];
         let mut nearest = [f32::INFINITY; WIDTH];
-        let mut entry = [[0.0f32; PACKET]; WIDTH];
         // Children entered by any ray.
         let mut entered = 0;
-        for r in lanes(top.rays) {
-            let (by_ray, near) = slabs[r].enter(&planes, closest[r].bound(), node.occupied as u32, None);
-            entered |= by_ray;
-            for lane in lanes(by_ray) {
-                entered_by[lane] |= 1 << r;
-                entry[lane][r] = near[lane];
-                nearest[lane] = nearest[lane].min(near[lane]);
+        for lane in lanes(node.occupied as u32) {
+            let (by_ray, near) = packet.enter_child(&planes, terms, lane, &limits);
+            let by_ray = by_ray & top.rays;
+            if by_ray == 0 {
+                continue;
+            }
+            entered |= 1 << lane;
+            entered_by[lane] = by_ray;
+            entry[lane] = near;
+            for r in lanes(by_ray) {
+                nearest[lane] = nearest[lane].min(near[r]);
             }
         }
         if entered == 0 {
@@ -250,6 +280,38 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A coherent group whose rays cannot share their box tests (a direction
+    /// component that scaling makes -0.0 in half of them) is traced ray by ray, with
+    /// each ray's own answer.
+    #[test]
+    fn groups_that_cannot_share_box_tests_are_traced_alone() {
+        let floor = [Vec3::new(-10.0, 0.0, -10.0), Vec3::new(10.0, 0.0, -10.0), Vec3::new(0.0, 0.0, 10.0)];
+        let wide = WideBvh::from_bvh(&Bvh::build(&crate::Mesh::from_triangles(&[floor])));
+        let origin = Vec3::new(0.0, 1.0, 0.0);
+        // Both point down: the first at the floor, the second nearly level, with a
+        // y component of -1e-30 that the frame's scaling (by about 1e-30) makes -0.0.
+        let dirs = [Vec3::new(0.1, -1.0, 0.1), Vec3::new(1e30, -1e-30, 1e30)];
+        let group: [Ray; PACKET] = std::array::from_fn(|r| Ray::new(origin, dirs[r % 2]));
+        assert!(coherent(&group));
+        let mut closest = std::array::from_fn(|_| Closest::default());
+        let shared = trace_packet::<crate::cpu::vector::Portable, true>(
+            &wide,
+            &group,
+            Cull::None,
+            &mut closest,
+            &mut PacketStack::default(),
+        );
+        assert!(!shared);
+        let mut together = vec![Hit::MISS; PACKET];
+        trace_rays(&wide, &group, &mut together, Cull::None, Mode::Watertight);
+        for (ray, hit) in group.iter().zip(&together) {
+            let mut alone = [Hit::MISS];
+            trace_rays(&wide, std::slice::from_ref(ray), &mut alone, Cull::None, Mode::Watertight);
+            assert_eq!(*hit, alone[0], "{ray:?}");
+        }
+        assert!(together.iter().any(|h| h.is_hit()), "{together:?}");
     }
 
     #[test]

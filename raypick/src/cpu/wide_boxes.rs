@@ -1,7 +1,8 @@
-//! One ray against the eight boxes of a wide node ([`WideNode`]): the boxes decoded
-//! once into vector registers ([`Planes`]), the slab test of a ray against all eight
-//! at once ([`Slabs::enter`]). Used by the lone-ray and the packet traversals
-//! alike.
+//! Rays against the eight boxes of a wide node ([`WideNode`]): the boxes decoded
+//! once into vector registers ([`Planes`]), the slab test of a lone ray against all
+//! eight at once ([`Slabs::enter`]), and of the sixteen rays of a packet against
+//! one box at a time, the rays across the lanes ([`PacketSlabs::enter_child`]),
+//! each lane with a lone ray's operations.
 //!
 //! Two slab tests: the plain one is the arithmetic of every other traversal, lane
 //! by lane (plane minus origin times `1 / dir`, the largest entry and smallest exit
@@ -58,6 +59,12 @@ impl<L: Lanes8> Planes<L> {
         }
     }
 
+    /// Whether these are exact planes (origin 0, step 1).
+    #[inline(always)]
+    pub(super) fn exact(&self) -> bool {
+        self.exact
+    }
+
     /// The planes `values` on `axis`, decoded as [`WideNode::decode`] does.
     #[inline(always)]
     fn decode(&self, axis: usize, values: L::V) -> L::V {
@@ -91,8 +98,8 @@ const FOLDED_LIMIT: f32 = 1e30;
 /// One ray's folded-test factors (`1 / dir`) and terms (the offsets) in every
 /// lane, per axis: for exact planes (origin 0, step 1) they are the same at every
 /// node, so a lone ray works them out once ([`Slabs::exact_terms`]) and tests
-/// each exact plane with one multiply-add. A packet's rays leave them out (their
-/// slabs stay small) and work them out per node, to the same values.
+/// each exact plane with one multiply-add (a packet keeps them as rows for all its
+/// rays, [`PacketSlabs`]).
 #[derive(Clone, Copy)]
 pub(super) struct ExactTerms<L: Lanes8> {
     inv: [L::V; 3],
@@ -173,7 +180,8 @@ impl<L: Lanes8> Slabs<L> {
 
     /// The children among `occupied` (bit per lane) whose `planes` the ray enters
     /// before `bound` (in the caller's units), as a lane mask, and every lane's entry
-    /// distance (in the caller's units).
+    /// distance (in the caller's units); `terms` are this ray's
+    /// ([`Slabs::exact_terms`]).
     ///
     /// Every child that the plain test ([`Slabs::enter_plain`], the arithmetic of
     /// every other traversal) enters is entered, so the answers are the same; the
@@ -185,11 +193,11 @@ impl<L: Lanes8> Slabs<L> {
         planes: &Planes<L>,
         bound: f32,
         occupied: u32,
-        terms: Option<&ExactTerms<L>>,
+        terms: &ExactTerms<L>,
     ) -> (u32, [f32; WIDTH]) {
         let limit = if bound < self.tmax { bound } else { self.tmax } * self.to_frame;
         let (entered, near) = if self.folded {
-            self.enter_folded(planes, limit, terms)
+            self.enter_folded(planes, limit, Some(terms))
         } else {
             self.enter_plain(planes, limit)
         };
@@ -284,6 +292,173 @@ impl<L: Lanes8> Slabs<L> {
         let near = L::max(L::max(nx, ny), L::max(nz, self.padded_tmin));
         let far = L::min(L::min(fx, fy), L::min(fz, L::splat(padded_limit)));
         (L::le(near, far), near)
+    }
+}
+
+/// Rays of a packet tested together: sixteen rays across the lanes of two vectors.
+pub(super) const PACKET_RAYS: usize = 16;
+
+/// A value of each ray of a packet, rays `0..8` in the first vector and `8..16` in
+/// the second.
+type Rows<L> = [<L as Lanes8>::V; 2];
+
+/// The [`Slabs`] of a packet's rays across vector lanes, to test one child box
+/// against all of them at once ([`PacketSlabs::enter_child`]): each lane does the
+/// operations of [`Slabs::enter`]'s folded test for its ray, in the same order, so
+/// it enters the same boxes at the same distances, bit for bit. Only for rays that
+/// all take the folded test and whose scaled directions share the sign of every
+/// component, so that one choice of near and far planes serves them all.
+pub(super) struct PacketSlabs<L: Lanes8> {
+    /// `1 / dir` and the offsets: the terms of exact planes.
+    exact: SlabTerms<L>,
+    padded_tmin: Rows<L>,
+    tmax: Rows<L>,
+    to_frame: Rows<L>,
+    t_scale: Rows<L>,
+    negative: [bool; 3],
+}
+
+/// `values` as two vectors of eight.
+#[inline(always)]
+fn load_rows<L: Lanes8>(values: &[f32; PACKET_RAYS]) -> Rows<L> {
+    let half = |h: usize| -> &[f32; WIDTH] {
+        values[WIDTH * h..WIDTH * (h + 1)].try_into().expect("eight values")
+    };
+    [L::load(half(0)), L::load(half(1))]
+}
+
+/// A node's planes for [`PacketSlabs`]: per axis, each child's near and far plane
+/// (its value, or its code for a quantized node).
+pub(super) struct PacketPlanes {
+    near: [[f32; WIDTH]; 3],
+    far: [[f32; WIDTH]; 3],
+}
+
+/// The folded test's factors and terms of a node's planes, per axis and ray.
+pub(super) struct SlabTerms<L: Lanes8> {
+    scale: [Rows<L>; 3],
+    near: [Rows<L>; 3],
+    far: [Rows<L>; 3],
+}
+
+impl<L: Lanes8> SlabTerms<L> {
+    /// The folded distances of rays `8 h .. 8 h + 8` to the near and far planes of
+    /// `child` on `axis`: a function rather than a closure, which could be compiled
+    /// apart from the caller's vector unit.
+    #[inline(always)]
+    fn slab(&self, planes: &PacketPlanes, axis: usize, child: usize, h: usize) -> (L::V, L::V) {
+        let (near, far) = (L::splat(planes.near[axis][child]), L::splat(planes.far[axis][child]));
+        (
+            L::mul_add(near, self.scale[axis][h], self.near[axis][h]),
+            L::mul_add(far, self.scale[axis][h], self.far[axis][h]),
+        )
+    }
+}
+
+impl<L: Lanes8> PacketSlabs<L> {
+    /// The rows of `slabs`, or `None` when some ray does not take the folded test
+    /// or the rays' directions differ in sign somewhere.
+    #[inline(always)]
+    pub(super) fn new(slabs: &[Slabs<L>; PACKET_RAYS]) -> Option<Self> {
+        let negative = slabs[0].negative;
+        if slabs.iter().any(|s| !s.folded || s.negative != negative) {
+            return None;
+        }
+        let rows = |value: fn(&Slabs<L>, usize) -> f32, axis: usize| {
+            let mut values = [0.0f32; PACKET_RAYS];
+            for (v, s) in values.iter_mut().zip(slabs) {
+                *v = value(s, axis);
+            }
+            load_rows::<L>(&values)
+        };
+        Some(Self {
+            exact: SlabTerms {
+                scale: each_axis(|axis| rows(|s, axis| s.inv_dir[axis], axis)),
+                near: each_axis(|axis| rows(|s, axis| s.near_offset[axis], axis)),
+                far: each_axis(|axis| rows(|s, axis| s.far_offset[axis], axis)),
+            },
+            // As `Slabs::new` pads it.
+            padded_tmin: rows(|s, _| s.tmin - s.tmin.abs() * BOX_MARGIN, 0),
+            tmax: rows(|s, _| s.tmax, 0),
+            to_frame: rows(|s, _| s.to_frame, 0),
+            t_scale: rows(|s, _| s.t_scale, 0),
+            negative,
+        })
+    }
+
+    /// The near and far planes of each child of `planes` on each axis, for these
+    /// rays' directions.
+    #[inline(always)]
+    pub(super) fn planes(&self, planes: &Planes<L>) -> PacketPlanes {
+        let rows = |axis: usize, near: bool| {
+            let negative = self.negative[axis];
+            L::store(if negative == near { planes.hi[axis] } else { planes.lo[axis] })
+        };
+        PacketPlanes {
+            near: each_axis(|axis| rows(axis, true)),
+            far: each_axis(|axis| rows(axis, false)),
+        }
+    }
+
+    /// The folded test's terms for the quantized `planes` (origin and step), worked
+    /// out per ray as [`Slabs::enter`] works them out; exact planes take
+    /// [`PacketSlabs::exact_terms`].
+    #[inline(always)]
+    pub(super) fn node_terms(&self, planes: &Planes<L>) -> SlabTerms<L> {
+        let inv = &self.exact.scale;
+        let start = |axis: usize, h: usize| L::mul(L::splat(planes.origin[axis]), inv[axis][h]);
+        let term = |offset: &[Rows<L>; 3], axis: usize| {
+            [L::add(start(axis, 0), offset[axis][0]), L::add(start(axis, 1), offset[axis][1])]
+        };
+        let scale = |axis: usize, h: usize| L::mul(L::splat(planes.step[axis]), inv[axis][h]);
+        SlabTerms {
+            scale: each_axis(|axis| [scale(axis, 0), scale(axis, 1)]),
+            near: each_axis(|axis| term(&self.exact.near, axis)),
+            far: each_axis(|axis| term(&self.exact.far, axis)),
+        }
+    }
+
+    /// The terms of exact planes (origin 0 and step 1): `1 / dir` and the offsets.
+    #[inline(always)]
+    pub(super) fn exact_terms(&self) -> &SlabTerms<L> {
+        &self.exact
+    }
+
+    /// Each ray's padded limit of the folded test, for its `bound` (in the caller's
+    /// units), as [`Slabs::enter`] pads it.
+    #[inline(always)]
+    pub(super) fn limits(&self, bounds: &[f32; PACKET_RAYS]) -> Rows<L> {
+        let bound = load_rows::<L>(bounds);
+        let limit = |h: usize| {
+            let limit = L::mul(L::min(bound[h], self.tmax[h]), self.to_frame[h]);
+            L::add(limit, L::mul(L::abs(limit), L::splat(BOX_MARGIN)))
+        };
+        [limit(0), limit(1)]
+    }
+
+    /// The rays that enter child `child` of the node of `planes` before their
+    /// `limits` ([`PacketSlabs::limits`]), bit `r` for ray `r`, and each ray's entry
+    /// distance in the caller's units.
+    #[inline(always)]
+    pub(super) fn enter_child(
+        &self,
+        planes: &PacketPlanes,
+        terms: &SlabTerms<L>,
+        child: usize,
+        limits: &Rows<L>,
+    ) -> (u32, [f32; PACKET_RAYS]) {
+        let mut entered = 0;
+        let mut entry = [0.0f32; PACKET_RAYS];
+        for h in 0..2 {
+            let (nx, fx) = terms.slab(planes, 0, child, h);
+            let (ny, fy) = terms.slab(planes, 1, child, h);
+            let (nz, fz) = terms.slab(planes, 2, child, h);
+            let near = L::max(L::max(nx, ny), L::max(nz, self.padded_tmin[h]));
+            let far = L::min(L::min(fx, fy), L::min(fz, limits[h]));
+            entered |= L::le(near, far) << (WIDTH * h);
+            entry[WIDTH * h..WIDTH * (h + 1)].copy_from_slice(&L::store(L::mul(near, self.t_scale[h])));
+        }
+        (entered, entry)
     }
 }
 
@@ -390,6 +565,90 @@ mod tests {
     /// Rays whose distances could overflow (a zero direction component against a
     /// mesh away from the origin), and meshes with infinite planes, take the plain
     /// test.
+    /// Asserts that a packet's test of each child gives each ray the bits its own
+    /// test gives (entered or not, entry distance) at every node of `wide`, for
+    /// the packets of `rays` that can share it, with random bounds; returns how
+    /// many packets it checked.
+    fn check_packets<L: Lanes8>(wide: &WideBvh, rays: &[Ray], rng: &mut Rng) -> usize {
+        let mut packets = 0;
+        for group in rays.chunks_exact(PACKET_RAYS) {
+            let frames: Vec<RayFrame> = group.iter().map(RayFrame::new).collect();
+            let slabs: [Slabs<L>; PACKET_RAYS] = std::array::from_fn(|r| Slabs::new(wide, &group[r], &frames[r]));
+            let Some(packet) = PacketSlabs::new(&slabs) else {
+                continue;
+            };
+            packets += 1;
+            let bounds: [f32; PACKET_RAYS] =
+                std::array::from_fn(|_| if rng.chance(0.3) { f32::INFINITY } else { rng.range(0.0, 4.0) });
+            let limits = packet.limits(&bounds);
+            for (index, node) in (0..).zip(&wide.nodes) {
+                let planes = Planes::<L>::of(wide, index, node);
+                let rows = packet.planes(&planes);
+                let node_terms;
+                let terms = if planes.exact() {
+                    packet.exact_terms()
+                } else {
+                    node_terms = packet.node_terms(&planes);
+                    &node_terms
+                };
+                let used = node.occupied as u32;
+                let alone: Vec<(u32, [f32; WIDTH])> = (0..PACKET_RAYS)
+                    .map(|r| slabs[r].enter(&planes, bounds[r], used, &slabs[r].exact_terms()))
+                    .collect();
+                for lane in lanes(used) {
+                    let (by_ray, entry) = packet.enter_child(&rows, terms, lane, &limits);
+                    for (r, (entered, near)) in alone.iter().enumerate() {
+                        let ray = &group[r];
+                        assert_eq!(by_ray >> r & 1, entered >> lane & 1, "{ray:?} node {index} lane {lane}");
+                        assert_eq!(entry[r].to_bits(), near[lane].to_bits(), "{ray:?} node {index} lane {lane}");
+                    }
+                }
+            }
+        }
+        packets
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn check_packets_avx2(wide: &WideBvh, rays: &[Ray], rng: &mut Rng) -> usize {
+        check_packets::<crate::cpu::vector::Avx2>(wide, rays, rng)
+    }
+
+    /// Camera rays in packets enter each child box as each of them does alone, bit
+    /// for bit, on every vector unit; packets whose rays cannot share the test are
+    /// refused: some ray outside the folded test's range, or a direction component
+    /// that scaling makes -0.0 in one ray and leaves negative in another.
+    #[test]
+    fn packets_enter_what_each_ray_enters() {
+        let mut rng = Rng::new(31);
+        let mesh = kit::mesh(fixtures::builtin_scene(5_000));
+        let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
+        let bounds = mesh.bounds().expect("a finite mesh");
+        let rays = kit::rays(fixtures::camera_rays(bounds, 64, 32));
+        // Groups that straddle the image's middle row or column mix signs.
+        let packets = check_packets::<Portable>(&wide, &rays, &mut rng);
+        assert!(packets * 4 >= rays.len() / PACKET_RAYS * 3, "{packets} packets");
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::simd::has_avx2() {
+            assert_eq!(unsafe { check_packets_avx2(&wide, &rays, &mut rng) }, packets);
+        }
+
+        let origin = Vec3::new(0.1, 0.2, -3.0);
+        let slabs = |dirs: [Vec3; 2]| -> [Slabs<Portable>; PACKET_RAYS] {
+            std::array::from_fn(|r| {
+                let ray = Ray::new(origin, dirs[r % 2]);
+                Slabs::new(&wide, &ray, &RayFrame::new(&ray))
+            })
+        };
+        let shared = slabs([Vec3::new(0.1, 0.2, 1.0), Vec3::new(0.2, 0.1, 1.0)]);
+        assert!(PacketSlabs::new(&shared).is_some());
+        // 1e30 scales to about 1, and -1e-30 with it to -0.0.
+        let underflow = slabs([Vec3::new(0.1, -0.2, 1.0), Vec3::new(1e30, -1e-30, 1.0)]);
+        assert!(PacketSlabs::new(&underflow).is_none());
+        let unfolded = slabs([Vec3::new(0.1, 0.2, 1.0), Vec3::new(0.0, 0.2, 1.0)]);
+        assert!(PacketSlabs::new(&unfolded).is_none());
+    }
+
     #[test]
     fn overflowing_distances_take_the_plain_test() {
         let mut rng = Rng::new(30);

@@ -93,7 +93,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
         }
         let node = &wide.nodes[top.child as usize];
         let planes = Planes::<L>::of(wide, top.child, node);
-        let (entered, near) = slabs.enter(&planes, collect.bound(), node.occupied as u32, Some(&terms));
+        let (entered, near) = slabs.enter(&planes, collect.bound(), node.occupied as u32, &terms);
         tally.wide_node(node.occupied.count_ones(), entered.count_ones());
         let pending = |lane: usize| Pending {
             child: node.child[lane],
@@ -331,9 +331,10 @@ fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
         ) && coherent(group)
         {
             let mut closest = std::array::from_fn(|_| Closest::default());
-            trace_packet::<L, WATERTIGHT>(wide, group, cull, &mut closest, &mut packet_stack);
-            *out = closest.map(|c| c.0);
-            continue;
+            if trace_packet::<L, WATERTIGHT>(wide, group, cull, &mut closest, &mut packet_stack) {
+                *out = closest.map(|c| c.0);
+                continue;
+            }
         }
         for (ray, hit) in rays.iter().zip(hits) {
             *hit = trace_ray::<L, WATERTIGHT>(wide, ray, cull, &mut stack.0, &mut ());
