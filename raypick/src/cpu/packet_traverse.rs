@@ -9,9 +9,10 @@
 //! distances. Rays whose tests cannot be shared (a direction component that scaling
 //! made -0.0 in some of them, distances too large for the folded test) are traced
 //! alone. A child is visited by the rays that entered it (a mask of rays), and
-//! every ray tests a leaf with the same arithmetic as a lone ray. The nearest hit (ties to the lowest triangle id)
-//! does not depend on the order in which leaves are tested, so the answers are bit
-//! for bit those of the lone-ray traversal; only the work is shared.
+//! every ray tests a leaf with the same arithmetic as a lone ray. The nearest hit
+//! (ties to the lowest triangle id) does not depend on the order in which leaves
+//! are tested, so the answers are bit for bit those of the lone-ray traversal; only
+//! the work is shared.
 
 use super::intersect::{RayFrame, beyond, lanes};
 use super::query::{Closest, Collect};

@@ -311,10 +311,14 @@ type Rows<L> = [<L as Lanes8>::V; 2];
 pub(super) struct PacketSlabs<L: Lanes8> {
     /// `1 / dir` and the offsets: the terms of exact planes.
     exact: SlabTerms<L>,
+    /// `tmin` in frame units, less its margin.
     padded_tmin: Rows<L>,
+    /// `tmax` in the caller's units.
     tmax: Rows<L>,
+    /// The caller's units to the frame's (`1 / t_scale`) and back.
     to_frame: Rows<L>,
     t_scale: Rows<L>,
+    /// The sign of each direction component, the same in every ray.
     negative: [bool; 3],
 }
 
