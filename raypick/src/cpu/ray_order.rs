@@ -1,7 +1,8 @@
-//! The order in which a batch of incoherent rays is traced: sorted along a Morton
-//! curve by the point where each ray enters the mesh's box, so that rays traced one
-//! after another on a thread visit the same nodes and leaves while they are still in
-//! the caches.
+//! The order in which a batch of incoherent rays is traced: grouped by the octant of
+//! their directions, and each group sorted along a Morton curve by the point where
+//! each ray enters the mesh's box, so that rays traced one after another on a
+//! thread visit the same nodes and leaves while they are still in the caches, and
+//! take the same branches on the signs of their directions.
 //!
 //! Only the order of work changes: each ray is traced on its own, as it would be in
 //! the caller's order, and its answer is written back to its own slot. Batches that
@@ -36,9 +37,13 @@ const CLOSE: f32 = 0.05;
 /// cells order no better for the caches and take the sort another pass.
 const BITS: u32 = 7;
 
-/// Bits sorted per pass of [`radix_sort_codes`]: two passes for a code of
-/// `3 * BITS` bits, with a table of counts that stays in the nearest cache.
-const DIGIT: u32 = 11;
+/// Bits of a ray's sort code ([`entry_code`]): the octant's three, then the
+/// Morton code's.
+const CODE_BITS: u32 = 3 + 3 * BITS;
+
+/// Bits sorted per pass of [`radix_sort_codes`]: two passes for [`CODE_BITS`],
+/// with a table of counts that stays in the nearest cache.
+const DIGIT: u32 = 12;
 
 /// The rays of a window in tracing order.
 pub(crate) struct RayOrder {
@@ -150,11 +155,14 @@ fn entry_point(ray: &Ray, (lo, hi): (Vec3, Vec3)) -> Vec3 {
     ((point - lo) / (hi - lo).max(Vec3::splat(f32::MIN_POSITIVE))).clamp(Vec3::ZERO, Vec3::ONE)
 }
 
-/// The Morton code of [`entry_point`] ([`BITS`] bits per axis).
+/// The sort code of `ray`: the octant of its direction (bit per negative
+/// component) above the Morton code of its [`entry_point`] ([`BITS`] bits per
+/// axis).
 fn entry_code(ray: &Ray, bounds: (Vec3, Vec3)) -> u32 {
     let p = entry_point(ray, bounds) * ((1u32 << BITS) - 1) as f32;
     // `as` saturates and maps NaN to 0.
-    spread(p.x as u32) | (spread(p.y as u32) << 1) | (spread(p.z as u32) << 2)
+    let morton = spread(p.x as u32) | (spread(p.y as u32) << 1) | (spread(p.z as u32) << 2);
+    (ray.dir.cmplt(Vec3::ZERO).bitmask() << (3 * BITS)) | morton
 }
 
 /// Whether most neighbouring rays of the batch (a sample of [`SAMPLES`] pairs, at
@@ -177,11 +185,11 @@ fn coherent(rays: &[Ray], bounds: (Vec3, Vec3)) -> bool {
     2 * close >= SAMPLES
 }
 
-/// Sorts `codes` by their upper 32 bits (of which the low `3 * BITS` are used),
+/// Sorts `codes` by their upper 32 bits (of which the low [`CODE_BITS`] are used),
 /// keeping equal codes in their order: a least-significant-digit radix sort.
 fn radix_sort_codes(codes: &mut Vec<u64>) {
     let mut other = vec![0u64; codes.len()];
-    for pass in 0..(3 * BITS).div_ceil(DIGIT) {
+    for pass in 0..CODE_BITS.div_ceil(DIGIT) {
         let shift = 32 + pass * DIGIT;
         let digit = |c: u64| ((c >> shift) & ((1 << DIGIT) - 1)) as usize;
         let mut start = vec![0usize; 1 << DIGIT];
@@ -212,7 +220,7 @@ mod tests {
     fn radix_sort_orders_by_code_and_keeps_ties_in_order() {
         let mut rng = Rng::new(3);
         let mut codes: Vec<u64> = (0..5000u64)
-            .map(|i| (u64::from(rng.next_u32() >> (32 - 3 * BITS)) << 32) | i)
+            .map(|i| (u64::from(rng.next_u32() >> (32 - CODE_BITS)) << 32) | i)
             .collect();
         let mut expected = codes.clone();
         expected.sort_by_key(|c| (c >> 32, c & 0xffff_ffff));
@@ -246,6 +254,9 @@ mod tests {
         let code = |p: Vec3| entry_code(&Ray::new(p - Vec3::Z * 3.0, Vec3::Z), BOX);
         assert_eq!(code(Vec3::new(-1.0, -1.0, 0.0)), 0);
         assert_eq!(code(Vec3::new(1.0, 1.0, 0.0)), 3 * spread((1 << BITS) - 1));
+        // The octant comes first: x and z negative are bits 0 and 2 of it.
+        let back = Ray::new(Vec3::new(3.0, 0.0, 3.0), Vec3::new(-1.0, 0.0, -1.0));
+        assert_eq!(entry_code(&back, BOX) >> (3 * BITS), 0b101);
     }
 
     #[test]
