@@ -129,13 +129,8 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
         let node = &wide.nodes[top.child as usize];
         let raw = Planes::<L>::of(wide, top.child, node);
         let planes = packet.planes(&raw);
-        let node_terms;
-        let terms = if raw.exact() {
-            packet.exact_terms()
-        } else {
-            node_terms = packet.node_terms(&raw);
-            &node_terms
-        };
+        let node_terms = packet.node_terms(&raw);
+        let terms = node_terms.as_ref().unwrap_or(packet.exact_terms());
         let limits = packet.limits(&bounds);
         // Per child, the rays that entered it and the nearest of their entries.
         let mut entered_by = [0u32; WIDTH];

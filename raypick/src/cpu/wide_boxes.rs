@@ -59,12 +59,6 @@ impl<L: Lanes8> Planes<L> {
         }
     }
 
-    /// Whether these are exact planes (origin 0, step 1).
-    #[inline(always)]
-    pub(super) fn exact(&self) -> bool {
-        self.exact
-    }
-
     /// The planes `values` on `axis`, decoded as [`WideNode::decode`] does.
     #[inline(always)]
     fn decode(&self, axis: usize, values: L::V) -> L::V {
@@ -197,7 +191,7 @@ impl<L: Lanes8> Slabs<L> {
     ) -> (u32, [f32; WIDTH]) {
         let limit = if bound < self.tmax { bound } else { self.tmax } * self.to_frame;
         let (entered, near) = if self.folded {
-            self.enter_folded(planes, limit, Some(terms))
+            self.enter_folded(planes, limit, terms)
         } else {
             self.enter_plain(planes, limit)
         };
@@ -230,9 +224,9 @@ impl<L: Lanes8> Slabs<L> {
     /// The folded, padded distances to the near and far planes of every lane on
     /// `axis` ([`Slabs::enter_folded`]).
     #[inline(always)]
-    fn folded_slab(&self, planes: &Planes<L>, axis: usize, terms: Option<&ExactTerms<L>>) -> (L::V, L::V) {
+    fn folded_slab(&self, planes: &Planes<L>, axis: usize, terms: &ExactTerms<L>) -> (L::V, L::V) {
         let (near, far) = self.near_far(planes, axis);
-        if let (true, Some(terms)) = (planes.exact, terms) {
+        if planes.exact {
             // Origin 0 and step 1: the factor is `inv_dir` and the term the offset,
             // exactly as below, without working them out again.
             let inv = terms.inv[axis];
@@ -284,7 +278,7 @@ impl<L: Lanes8> Slabs<L> {
     /// test's padded one. The padded `tmin` and limit are padded as the plain test
     /// pads them.
     #[inline(always)]
-    fn enter_folded(&self, planes: &Planes<L>, limit: f32, terms: Option<&ExactTerms<L>>) -> (u32, L::V) {
+    fn enter_folded(&self, planes: &Planes<L>, limit: f32, terms: &ExactTerms<L>) -> (u32, L::V) {
         let (nx, fx) = self.folded_slab(planes, 0, terms);
         let (ny, fy) = self.folded_slab(planes, 1, terms);
         let (nz, fz) = self.folded_slab(planes, 2, terms);
@@ -331,6 +325,16 @@ fn load_rows<L: Lanes8>(values: &[f32; PACKET_RAYS]) -> Rows<L> {
     [L::load(half(0)), L::load(half(1))]
 }
 
+/// `value` of each ray's slabs, as rows.
+#[inline(always)]
+fn gather_rows<L: Lanes8>(slabs: &[Slabs<L>; PACKET_RAYS], value: impl Fn(&Slabs<L>) -> f32) -> Rows<L> {
+    let mut values = [0.0f32; PACKET_RAYS];
+    for (v, s) in values.iter_mut().zip(slabs) {
+        *v = value(s);
+    }
+    load_rows::<L>(&values)
+}
+
 /// A node's planes for [`PacketSlabs`]: per axis, each child's near and far plane
 /// (its value, or its code for a quantized node).
 pub(super) struct PacketPlanes {
@@ -368,24 +372,17 @@ impl<L: Lanes8> PacketSlabs<L> {
         if slabs.iter().any(|s| !s.folded || s.negative != negative) {
             return None;
         }
-        let rows = |value: fn(&Slabs<L>, usize) -> f32, axis: usize| {
-            let mut values = [0.0f32; PACKET_RAYS];
-            for (v, s) in values.iter_mut().zip(slabs) {
-                *v = value(s, axis);
-            }
-            load_rows::<L>(&values)
-        };
         Some(Self {
             exact: SlabTerms {
-                scale: each_axis(|axis| rows(|s, axis| s.inv_dir[axis], axis)),
-                near: each_axis(|axis| rows(|s, axis| s.near_offset[axis], axis)),
-                far: each_axis(|axis| rows(|s, axis| s.far_offset[axis], axis)),
+                scale: each_axis(|axis| gather_rows(slabs, |s| s.inv_dir[axis])),
+                near: each_axis(|axis| gather_rows(slabs, |s| s.near_offset[axis])),
+                far: each_axis(|axis| gather_rows(slabs, |s| s.far_offset[axis])),
             },
             // As `Slabs::new` pads it.
-            padded_tmin: rows(|s, _| s.tmin - s.tmin.abs() * BOX_MARGIN, 0),
-            tmax: rows(|s, _| s.tmax, 0),
-            to_frame: rows(|s, _| s.to_frame, 0),
-            t_scale: rows(|s, _| s.t_scale, 0),
+            padded_tmin: gather_rows(slabs, |s| s.tmin - s.tmin.abs() * BOX_MARGIN),
+            tmax: gather_rows(slabs, |s| s.tmax),
+            to_frame: gather_rows(slabs, |s| s.to_frame),
+            t_scale: gather_rows(slabs, |s| s.t_scale),
             negative,
         })
     }
@@ -404,22 +401,25 @@ impl<L: Lanes8> PacketSlabs<L> {
         }
     }
 
-    /// The folded test's terms for the quantized `planes` (origin and step), worked
-    /// out per ray as [`Slabs::enter`] works them out; exact planes take
-    /// [`PacketSlabs::exact_terms`].
+    /// The folded test's terms for quantized `planes` (origin and step), worked out
+    /// per ray as [`Slabs::enter`] works them out; `None` for exact planes, which
+    /// take [`PacketSlabs::exact_terms`].
     #[inline(always)]
-    pub(super) fn node_terms(&self, planes: &Planes<L>) -> SlabTerms<L> {
+    pub(super) fn node_terms(&self, planes: &Planes<L>) -> Option<SlabTerms<L>> {
+        if planes.exact {
+            return None;
+        }
         let inv = &self.exact.scale;
         let start = |axis: usize, h: usize| L::mul(L::splat(planes.origin[axis]), inv[axis][h]);
         let term = |offset: &[Rows<L>; 3], axis: usize| {
             [L::add(start(axis, 0), offset[axis][0]), L::add(start(axis, 1), offset[axis][1])]
         };
         let scale = |axis: usize, h: usize| L::mul(L::splat(planes.step[axis]), inv[axis][h]);
-        SlabTerms {
+        Some(SlabTerms {
             scale: each_axis(|axis| [scale(axis, 0), scale(axis, 1)]),
             near: each_axis(|axis| term(&self.exact.near, axis)),
             far: each_axis(|axis| term(&self.exact.far, axis)),
-        }
+        })
     }
 
     /// The terms of exact planes (origin 0 and step 1): `1 / dir` and the offsets.
@@ -523,9 +523,11 @@ mod tests {
                 for limit in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
                     let limit = limit * slabs.to_frame;
                     let (plain, plain_near) = slabs.enter_plain(&planes, limit);
-                    let (folded, folded_near) = slabs.enter_folded(&planes, limit, None);
                     let terms = slabs.exact_terms();
-                    let (kept, kept_near) = slabs.enter_folded(&planes, limit, Some(&terms));
+                    // The same planes taken as general ones (origin and step).
+                    let general = Planes { exact: false, ..planes };
+                    let (folded, folded_near) = slabs.enter_folded(&general, limit, &terms);
+                    let (kept, kept_near) = slabs.enter_folded(&planes, limit, &terms);
                     assert_eq!(kept, folded, "{ray:?} node {node:?}");
                     assert_eq!(L::store(kept_near).map(f32::to_bits), L::store(folded_near).map(f32::to_bits));
                     let plain = plain & node.occupied as u32;
@@ -566,9 +568,6 @@ mod tests {
         }
     }
 
-    /// Rays whose distances could overflow (a zero direction component against a
-    /// mesh away from the origin), and meshes with infinite planes, take the plain
-    /// test.
     /// Asserts that a packet's test of each child gives each ray the bits its own
     /// test gives (entered or not, entry distance) at every node of `wide`, for
     /// the packets of `rays` that can share it, with random bounds; returns how
@@ -588,13 +587,8 @@ mod tests {
             for (index, node) in (0..).zip(&wide.nodes) {
                 let planes = Planes::<L>::of(wide, index, node);
                 let rows = packet.planes(&planes);
-                let node_terms;
-                let terms = if planes.exact() {
-                    packet.exact_terms()
-                } else {
-                    node_terms = packet.node_terms(&planes);
-                    &node_terms
-                };
+                let node_terms = packet.node_terms(&planes);
+                let terms = node_terms.as_ref().unwrap_or(packet.exact_terms());
                 let used = node.occupied as u32;
                 let alone: Vec<(u32, [f32; WIDTH])> = (0..PACKET_RAYS)
                     .map(|r| slabs[r].enter(&planes, bounds[r], used, &slabs[r].exact_terms()))
@@ -653,6 +647,9 @@ mod tests {
         assert!(PacketSlabs::new(&unfolded).is_none());
     }
 
+    /// Rays whose distances could overflow (a zero direction component against a
+    /// mesh away from the origin), and meshes with infinite planes, take the plain
+    /// test.
     #[test]
     fn overflowing_distances_take_the_plain_test() {
         let mut rng = Rng::new(30);
