@@ -33,8 +33,8 @@ const SAMPLES: usize = 256;
 const CLOSE: f32 = 0.05;
 
 /// Bits per axis of the Morton code of an entry point: cells of 1/128 of the box
-/// on each axis, about as many on its faces as the largest window has rays; finer
-/// cells order no better for the caches and take the sort another pass.
+/// on each axis. Finer cells traced no faster (rays in one cell still point every
+/// way) and took the sort another pass.
 const BITS: u32 = 7;
 
 /// Bits of a ray's sort code ([`entry_code`]): the octant's three, then the
@@ -42,7 +42,7 @@ const BITS: u32 = 7;
 const CODE_BITS: u32 = 3 + 3 * BITS;
 
 /// Bits sorted per pass of [`radix_sort_codes`]: two passes for [`CODE_BITS`],
-/// with a table of counts that stays in the nearest cache.
+/// with a table of counts of 32 KiB.
 const DIGIT: u32 = 12;
 
 /// The rays of a window in tracing order.
