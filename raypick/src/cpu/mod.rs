@@ -55,7 +55,7 @@ use crate::options::{Accel, TraceOptions};
 use crate::prepare::pack_mesh;
 use crate::types::{Hit, Ray};
 use brute_force::TriangleBlocks;
-use ray_order::RayOrder;
+use ray_order::{RayOrder, Scatter};
 use wide_bvh::WideBvh;
 
 /// Rays handed to one rayon task: big enough to amortise scheduling, small enough to
@@ -244,7 +244,6 @@ impl CpuBackend {
                 .zip(states.par_chunks_mut(RAYS_PER_TASK))
                 .for_each(|((rays, slots), states)| task(rays, slots, states))
         };
-        // The sorted copies start as `AllHits::new` leaves the lists: empty.
         let bounds = mesh.ray_order_bounds();
         let windows = rays
             .chunks(ray_order::WINDOW)
@@ -254,11 +253,18 @@ impl CpuBackend {
             self.install(|| match RayOrder::for_batch(rays, bounds) {
                 None => collect(rays, slots, states),
                 Some(order) => {
-                    let mut sorted_slots = ray_order::filled(slots.len(), Hit::MISS);
-                    let mut sorted_states = ray_order::filled(states.len(), 0);
-                    collect(&order.rays, &mut sorted_slots, &mut sorted_states);
-                    order.scatter(&sorted_slots, max_hits, slots);
-                    order.scatter(&sorted_states, 1, states);
+                    let (slots, states) = (
+                        Scatter::new(slots, max_hits, &order),
+                        Scatter::new(states, 1, &order),
+                    );
+                    order.for_each_task(rays, RAYS_PER_TASK, |rays, places| {
+                        // Lists start as `AllHits::new` leaves them: empty.
+                        let mut traced_slots = vec![Hit::MISS; rays.len() * max_hits];
+                        let mut traced_states = vec![0; rays.len()];
+                        task(rays, &mut traced_slots, &mut traced_states);
+                        slots.write(places, &traced_slots);
+                        states.write(places, &traced_states);
+                    });
                 }
             });
         }
@@ -268,8 +274,8 @@ impl CpuBackend {
     /// Runs `task` over `rays` and `out` (`per_ray` values per ray, every one of
     /// which `task` writes) in tasks of [`RAYS_PER_TASK`] rays on the pool, window by
     /// window ([`ray_order::WINDOW`] rays), each window in the order [`RayOrder`]
-    /// picks for it against the mesh box `bounds` gives (`None`: as given) into a
-    /// copy filled with `fill`. A batch of one task runs on the calling thread
+    /// picks for it against the mesh box `bounds` gives (`None`: as given), each
+    /// task's answers starting as `fill`. A batch of one task runs on the calling thread
     /// instead ([`CpuBackend::runs_here`]), without asking for the box.
     pub(crate) fn in_tracing_order<T: Copy + Send + Sync>(
         &self,
@@ -296,9 +302,12 @@ impl CpuBackend {
             self.install(|| match RayOrder::for_batch(rays, bounds) {
                 None => trace(rays, out),
                 Some(order) => {
-                    let mut sorted = ray_order::filled(out.len(), fill);
-                    trace(&order.rays, &mut sorted);
-                    order.scatter(&sorted, per_ray, out);
+                    let out = Scatter::new(out, per_ray, &order);
+                    order.for_each_task(rays, RAYS_PER_TASK, |rays, places| {
+                        let mut traced = vec![fill; rays.len() * per_ray];
+                        task(rays, &mut traced);
+                        out.write(places, &traced);
+                    });
                 }
             });
         }

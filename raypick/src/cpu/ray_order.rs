@@ -9,7 +9,9 @@
 //! are small, or already coherent (camera rays, whose neighbours start at one point
 //! and differ little in direction), are traced as given.
 
-use glam::Vec3;
+use std::marker::PhantomData;
+
+use glam::{Vec3, Vec3A};
 use rayon::prelude::*;
 
 use crate::bvh::spread;
@@ -20,8 +22,8 @@ use crate::types::Ray;
 pub(crate) const MIN_RAYS: usize = 1 << 14;
 
 /// Rays sorted at a time; longer batches are sorted window by window, which bounds
-/// the memory the sorted copies take (some 52 bytes per ray of the window for
-/// nearest hits: the order, the rays and their answers; more for hit lists).
+/// the memory the sort takes (20 bytes per ray of the window: the sort codes, the
+/// radix sort's second buffer of them, and the order).
 pub(crate) const WINDOW: usize = 1 << 20;
 
 /// Neighbouring rays checked when deciding whether a batch is already coherent.
@@ -45,12 +47,11 @@ const CODE_BITS: u32 = 3 + 3 * BITS;
 /// with a table of counts of 32 KiB.
 const DIGIT: u32 = 12;
 
-/// The rays of a window in tracing order.
+/// The order in which a window's rays are traced.
 pub(crate) struct RayOrder {
-    /// Position in the window of the `i`-th ray traced.
+    /// Position in the window of the `i`-th ray traced: a permutation of the
+    /// window's positions.
     order: Vec<u32>,
-    /// The rays, in tracing order.
-    pub(crate) rays: Vec<Ray>,
 }
 
 impl RayOrder {
@@ -58,107 +59,143 @@ impl RayOrder {
     /// is `bounds`, or `None` when they are best traced as given.
     pub(crate) fn for_batch(rays: &[Ray], bounds: Option<(Vec3, Vec3)>) -> Option<Self> {
         debug_assert!(rays.len() <= WINDOW);
-        let bounds = bounds?;
-        if rays.len() < MIN_RAYS || coherent(rays, bounds) {
+        let bounds = EntryBox::new(bounds?);
+        if rays.len() < MIN_RAYS || coherent(rays, &bounds) {
             return None;
         }
         let mut keyed: Vec<u64> = rays
             .par_iter()
             .enumerate()
-            .map(|(i, ray)| (u64::from(entry_code(ray, bounds)) << 32) | i as u64)
+            .map(|(i, ray)| (u64::from(entry_code(ray, &bounds)) << 32) | i as u64)
             .collect();
         radix_sort_codes(&mut keyed);
-        let order: Vec<u32> = keyed.into_par_iter().map(|k| k as u32).collect();
-        let rays = order.par_iter().map(|&i| rays[i as usize]).collect();
-        Some(Self { order, rays })
+        let order = keyed.into_par_iter().map(|k| k as u32).collect();
+        Some(Self { order })
     }
 
-    /// Writes `traced` (the answers in tracing order, `per_ray` values each) to
-    /// `out` in the caller's order, on the pool in chunks: random writes that one
-    /// thread alone would spend a good part of a large batch's time on.
-    pub(crate) fn scatter<T: Copy + Send + Sync>(&self, traced: &[T], per_ray: usize, out: &mut [T]) {
-        assert!(traced.len() == out.len() && out.len() == self.order.len() * per_ray);
-        let out = SlotWriter(out.as_mut_ptr());
+    /// Runs `task` on the pool over `rays` (the window this order was made for) in
+    /// tracing order, `per_task` rays at a time: each call gets its rays, gathered
+    /// into a buffer of its own, and their [`Places`] in the window, through which
+    /// it writes their answers to the caller's slots ([`Scatter::write`]).
+    pub(crate) fn for_each_task(
+        &self,
+        rays: &[Ray],
+        per_task: usize,
+        task: impl Fn(&[Ray], &Places) + Send + Sync,
+    ) {
+        assert_eq!(rays.len(), self.order.len(), "the window this order was made for");
         self.order
-            .par_chunks(SCATTER_CHUNK)
-            .zip(traced.par_chunks(SCATTER_CHUNK * per_ray))
-            .for_each(|(slots, values)| {
-                // SAFETY: `order` is a permutation of the window's positions
-                // (`for_batch` sorts the indices `0..n`), so each ray's `per_ray`
-                // values of `out` (`n * per_ray` long, asserted above) are written
-                // by exactly one iteration, and `traced` does not overlap `out` (a
-                // shared and an exclusive borrow).
-                if per_ray == 1 {
-                    // One value per ray (nearest hits, occlusion): a plain store
-                    // each, not a copy of a run-time length.
-                    for (&slot, &value) in slots.iter().zip(values) {
-                        unsafe { out.write_one(slot as usize, value) };
-                    }
-                } else {
-                    for (&slot, value) in slots.iter().zip(values.chunks_exact(per_ray)) {
-                        unsafe { out.write(slot as usize * per_ray, value) };
-                    }
-                }
+            .par_chunks(per_task)
+            .for_each_init(Vec::new, |gathered, positions| {
+                gathered.clear();
+                gathered.extend(positions.iter().map(|&i| rays[i as usize]));
+                task(gathered, &Places { order: self, positions, _here: PhantomData });
             });
     }
 }
 
-/// Rays whose answers one scatter task writes.
-const SCATTER_CHUNK: usize = 1 << 13;
+/// The places in the window of one task's rays ([`RayOrder::for_each_task`]), in
+/// tracing order. Tasks of one order have disjoint places, and a `Places` never
+/// leaves the thread that runs its task (it is neither `Send` nor `Sync`), so no
+/// two threads write one slot.
+pub(crate) struct Places<'a> {
+    order: &'a RayOrder,
+    positions: &'a [u32],
+    _here: PhantomData<*const ()>,
+}
 
-/// `out` of [`RayOrder::scatter`], written at disjoint places by the pool's threads.
-struct SlotWriter<T>(*mut T);
+/// A window's answers in the caller's order (`per_ray` values per ray), written by
+/// the tasks of one [`RayOrder`] at their rays' places.
+pub(crate) struct Scatter<'a, T> {
+    out: *mut T,
+    per_ray: usize,
+    order: &'a RayOrder,
+    _out: PhantomData<&'a mut [T]>,
+}
 
-// SAFETY: the threads write disjoint slots of one slice of `Send` values (see
-// `RayOrder::scatter`), which outlives the parallel loop.
-unsafe impl<T: Send> Send for SlotWriter<T> {}
-unsafe impl<T: Send> Sync for SlotWriter<T> {}
+// SAFETY: threads write disjoint slots of one exclusively borrowed slice of `Send`
+// values (see `Places`), which outlives the borrow.
+unsafe impl<T: Send> Send for Scatter<'_, T> {}
+unsafe impl<T: Send> Sync for Scatter<'_, T> {}
 
-impl<T: Copy> SlotWriter<T> {
-    /// Copies `values` to `start..start + values.len()`.
+impl<'a, T: Copy> Scatter<'a, T> {
+    /// Answers for the rays of `order`'s window, `per_ray` each, into `out`.
     ///
-    /// # Safety
-    /// The range lies inside the slice, and no other thread reads or writes it
-    /// meanwhile.
-    #[inline(always)]
-    unsafe fn write(&self, start: usize, values: &[T]) {
-        // SAFETY: as the caller promises.
-        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.0.add(start), values.len()) };
+    /// # Panics
+    /// If `out` does not hold `per_ray` values for each ray of the window.
+    pub(crate) fn new(out: &'a mut [T], per_ray: usize, order: &'a RayOrder) -> Self {
+        assert_eq!(out.len(), order.order.len() * per_ray, "per_ray values per ray");
+        Self { out: out.as_mut_ptr(), per_ray, order, _out: PhantomData }
     }
 
-    /// [`SlotWriter::write`] of one value at `slot`.
+    /// Writes `values` (`per_ray` for each ray of `places`, in tracing order) to
+    /// the slots of their rays.
     ///
-    /// # Safety
-    /// As for [`SlotWriter::write`].
-    #[inline(always)]
-    unsafe fn write_one(&self, slot: usize, value: T) {
-        // SAFETY: as the caller promises.
-        unsafe { self.0.add(slot).write(value) };
+    /// # Panics
+    /// If `places` belong to another order, or `values` is not `per_ray` values
+    /// for each of their rays.
+    #[inline]
+    pub(crate) fn write(&self, places: &Places, values: &[T]) {
+        assert!(std::ptr::eq(places.order, self.order), "places of this scatter's order");
+        assert_eq!(values.len(), places.positions.len() * self.per_ray);
+        // SAFETY (both loops): each `slot` is a position of the window (`order` is
+        // a permutation of them) and `out` holds `per_ray` values for each
+        // (asserted by `new`); `places` are this task's own, disjoint from every
+        // other task's, and stay on this thread (see `Places`); `values` is a
+        // shared borrow, so it cannot overlap the exclusively borrowed `out`.
+        if self.per_ray == 1 {
+            // One value per ray (nearest hits, occlusion): a plain store each, not
+            // a copy of a run-time length.
+            for (&slot, &value) in places.positions.iter().zip(values) {
+                unsafe { self.out.add(slot as usize).write(value) };
+            }
+            return;
+        }
+        for (&slot, values) in places.positions.iter().zip(values.chunks_exact(self.per_ray)) {
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    values.as_ptr(),
+                    self.out.add(slot as usize * self.per_ray),
+                    self.per_ray,
+                );
+            }
+        }
     }
 }
 
-/// A vector of `len` copies of `fill`, filled on the pool (the first touch of a
-/// large batch's pages is much of its cost).
-pub(crate) fn filled<T: Copy + Send + Sync>(len: usize, fill: T) -> Vec<T> {
-    (0..len).into_par_iter().map(|_| fill).collect()
+/// A mesh's box, with what [`entry_point`] needs of it computed once per batch.
+struct EntryBox {
+    lo: Vec3A,
+    hi: Vec3A,
+    /// `1 / (hi - lo)`, each extent at least the smallest normal float.
+    inv_extent: Vec3A,
+}
+
+impl EntryBox {
+    fn new((lo, hi): (Vec3, Vec3)) -> Self {
+        let (lo, hi) = (Vec3A::from(lo), Vec3A::from(hi));
+        let inv_extent = (hi - lo).max(Vec3A::splat(f32::MIN_POSITIVE)).recip();
+        Self { lo, hi, inv_extent }
+    }
 }
 
 /// Where `ray` starts inside `bounds`: its origin moved forward to the box when it
 /// starts outside, clamped to the box when it misses it (such rays are quick
 /// anyway), as a unit-cube position. Invalid rays give some point of the cube.
-fn entry_point(ray: &Ray, (lo, hi): (Vec3, Vec3)) -> Vec3 {
-    let inv = ray.dir.recip();
-    let (a, b) = ((lo - ray.origin) * inv, (hi - ray.origin) * inv);
+fn entry_point(ray: &Ray, bounds: &EntryBox) -> Vec3A {
+    let (origin, dir) = (Vec3A::from(ray.origin), Vec3A::from(ray.dir));
+    let inv = dir.recip();
+    let (a, b) = ((bounds.lo - origin) * inv, (bounds.hi - origin) * inv);
     let enter = a.min(b).max_element().max(ray.tmin).max(0.0);
     let enter = if enter.is_finite() { enter } else { 0.0 };
-    let point = (ray.origin + ray.dir * enter).clamp(lo, hi);
-    ((point - lo) / (hi - lo).max(Vec3::splat(f32::MIN_POSITIVE))).clamp(Vec3::ZERO, Vec3::ONE)
+    let point = (origin + dir * enter).clamp(bounds.lo, bounds.hi);
+    ((point - bounds.lo) * bounds.inv_extent).clamp(Vec3A::ZERO, Vec3A::ONE)
 }
 
 /// The sort code of `ray`: the octant of its direction (bit per negative
 /// component) above the Morton code of its [`entry_point`] ([`BITS`] bits per
 /// axis).
-fn entry_code(ray: &Ray, bounds: (Vec3, Vec3)) -> u32 {
+fn entry_code(ray: &Ray, bounds: &EntryBox) -> u32 {
     let p = entry_point(ray, bounds) * ((1u32 << BITS) - 1) as f32;
     // `as` saturates and maps NaN to 0.
     let morton = spread(p.x as u32) | (spread(p.y as u32) << 1) | (spread(p.z as u32) << 2);
@@ -168,7 +205,7 @@ fn entry_code(ray: &Ray, bounds: (Vec3, Vec3)) -> u32 {
 /// Whether most neighbouring rays of the batch (a sample of [`SAMPLES`] pairs, at
 /// scattered places so that no image width lines up with the sampling) already
 /// start close together and point the same way.
-fn coherent(rays: &[Ray], bounds: (Vec3, Vec3)) -> bool {
+fn coherent(rays: &[Ray], bounds: &EntryBox) -> bool {
     let pairs = rays.len() - 1;
     let close = (0..SAMPLES)
         .filter(|&s| {
@@ -230,12 +267,13 @@ mod tests {
 
     #[test]
     fn entry_points_are_where_rays_reach_the_box() {
+        let point = |ray: &Ray| Vec3::from(entry_point(ray, &EntryBox::new(BOX)));
         let ray = Ray::new(Vec3::new(-3.0, 0.5, 0.0), Vec3::X);
-        assert_eq!(entry_point(&ray, BOX), Vec3::new(0.0, 0.75, 0.5));
+        assert_eq!(point(&ray), Vec3::new(0.0, 0.75, 0.5));
         let inside = Ray::new(Vec3::new(0.0, 0.5, -0.5), -Vec3::X);
-        assert_eq!(entry_point(&inside, BOX), Vec3::new(0.5, 0.75, 0.25));
+        assert_eq!(point(&inside), Vec3::new(0.5, 0.75, 0.25));
         let past_tmin = Ray::with_interval(Vec3::new(-3.0, 0.0, 0.0), Vec3::X, 3.5, 9.0);
-        assert_eq!(entry_point(&past_tmin, BOX), Vec3::new(0.75, 0.5, 0.5));
+        assert_eq!(point(&past_tmin), Vec3::new(0.75, 0.5, 0.5));
         // Rays that miss the box, and invalid ones, still give a point of the cube.
         for ray in [
             Ray::new(Vec3::new(-3.0, 5.0, 0.0), Vec3::X),
@@ -243,7 +281,7 @@ mod tests {
             Ray::new(Vec3::ZERO, Vec3::ZERO),
             Ray::new(Vec3::splat(f32::MAX), Vec3::splat(f32::INFINITY)),
         ] {
-            let p = entry_point(&ray, BOX);
+            let p = point(&ray);
             assert!(p.cmpge(Vec3::ZERO).all() && p.cmple(Vec3::ONE).all(), "{p}");
         }
     }
@@ -251,12 +289,13 @@ mod tests {
     #[test]
     fn morton_codes_interleave_the_axes() {
         assert_eq!(spread(0b1011), 0b1_000_001_001);
-        let code = |p: Vec3| entry_code(&Ray::new(p - Vec3::Z * 3.0, Vec3::Z), BOX);
+        let entry = EntryBox::new(BOX);
+        let code = |p: Vec3| entry_code(&Ray::new(p - Vec3::Z * 3.0, Vec3::Z), &entry);
         assert_eq!(code(Vec3::new(-1.0, -1.0, 0.0)), 0);
         assert_eq!(code(Vec3::new(1.0, 1.0, 0.0)), 3 * spread((1 << BITS) - 1));
         // The octant comes first: x and z negative are bits 0 and 2 of it.
         let back = Ray::new(Vec3::new(3.0, 0.0, 3.0), Vec3::new(-1.0, 0.0, -1.0));
-        assert_eq!(entry_code(&back, BOX) >> (3 * BITS), 0b101);
+        assert_eq!(entry_code(&back, &entry) >> (3 * BITS), 0b101);
     }
 
     #[test]
@@ -270,31 +309,49 @@ mod tests {
     }
 
     #[test]
-    fn incoherent_rays_are_sorted_and_scattered_back() {
+    fn incoherent_rays_are_sorted_and_answers_go_to_their_slots() {
         let mut rng = Rng::new(5);
         let rays = kit::rays(fixtures::incoherent_rays(MIN_RAYS * 2, &mut rng, BOX));
         let order = RayOrder::for_batch(&rays, Some(BOX)).expect("incoherent rays are sorted");
-        let codes: Vec<u32> = order.rays.iter().map(|r| entry_code(r, BOX)).collect();
+        let entry = EntryBox::new(BOX);
+        let codes: Vec<u32> = order.order.iter().map(|&i| entry_code(&rays[i as usize], &entry)).collect();
         assert!(codes.is_sorted());
-        // Every ray once, and each answer back in its ray's slot (two values per ray).
-        let traced: Vec<[f32; 3]> = order
-            .rays
-            .iter()
-            .flat_map(|r| [r.origin.to_array(), r.dir.to_array()])
-            .collect();
-        let mut out = vec![[0.0; 3]; traced.len()];
-        order.scatter(&traced, 2, &mut out);
+        // Each task gets its rays in tracing order, and the values it writes for
+        // them (two per ray here, one there) land in their rays' slots.
+        let mut out = vec![[0.0; 3]; rays.len() * 2];
+        let mut first = vec![Ray::new(Vec3::ZERO, Vec3::X); rays.len()];
+        let (pairs, ones) = (Scatter::new(&mut out, 2, &order), Scatter::new(&mut first, 1, &order));
+        order.for_each_task(&rays, 100, |task_rays, places| {
+            assert!(task_rays.len() <= 100);
+            let codes: Vec<u32> = task_rays.iter().map(|r| entry_code(r, &entry)).collect();
+            assert!(codes.is_sorted());
+            let values: Vec<[f32; 3]> = task_rays
+                .iter()
+                .flat_map(|r| [r.origin.to_array(), r.dir.to_array()])
+                .collect();
+            pairs.write(places, &values);
+            ones.write(places, task_rays);
+        });
         let expected: Vec<[f32; 3]> = rays
             .iter()
             .flat_map(|r| [r.origin.to_array(), r.dir.to_array()])
             .collect();
         assert_eq!(out, expected);
-        // One value per ray, into a copy filled beforehand.
-        let traced: Vec<Ray> = order.rays.clone();
-        let mut out = filled(traced.len(), Ray::new(Vec3::ZERO, Vec3::X));
-        assert!(out.iter().all(|r| r.dir == Vec3::X) && out.len() == rays.len());
-        order.scatter(&traced, 1, &mut out);
-        assert_eq!(out, rays);
+        assert_eq!(first, rays);
+    }
+
+    #[test]
+    #[should_panic(expected = "places of this scatter's order")]
+    fn a_scatter_takes_only_the_places_of_its_own_order() {
+        let mut rng = Rng::new(7);
+        let rays = kit::rays(fixtures::incoherent_rays(MIN_RAYS, &mut rng, BOX));
+        let (one, other) = (
+            RayOrder::for_batch(&rays, Some(BOX)).expect("incoherent rays are sorted"),
+            RayOrder::for_batch(&rays, Some(BOX)).expect("incoherent rays are sorted"),
+        );
+        let mut out = vec![0u8; rays.len()];
+        let out = Scatter::new(&mut out, 1, &one);
+        other.for_each_task(&rays, 64, |rays, places| out.write(places, &vec![1; rays.len()]));
     }
 
     #[test]
