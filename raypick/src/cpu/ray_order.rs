@@ -4,16 +4,21 @@
 //! thread visit the same nodes and leaves while they are still in the caches, and
 //! take the same branches on the signs of their directions.
 //!
+//! Batches that are already coherent (camera rays, whose neighbours start at one
+//! point and differ little in direction) are not sorted; when they are the rows of
+//! an image, they are traced in square tiles, one packet each, rather than in
+//! strips of a row. Small batches are traced as given.
+//!
 //! Only the order of work changes: each ray is traced on its own, as it would be in
-//! the caller's order, and its answer is written back to its own slot. Batches that
-//! are small, or already coherent (camera rays, whose neighbours start at one point
-//! and differ little in direction), are traced as given.
+//! the caller's order (a packet gives each of its rays the answer it would get
+//! alone), and its answer is written back to its own slot.
 
 use std::marker::PhantomData;
 
 use glam::{Vec3, Vec3A};
 use rayon::prelude::*;
 
+use super::packet_traverse::PACKET;
 use crate::bvh::spread;
 use crate::types::Ray;
 
@@ -60,8 +65,11 @@ impl RayOrder {
     pub(crate) fn for_batch(rays: &[Ray], bounds: Option<(Vec3, Vec3)>) -> Option<Self> {
         debug_assert!(rays.len() <= WINDOW);
         let bounds = EntryBox::new(bounds?);
-        if rays.len() < MIN_RAYS || coherent(rays, &bounds) {
+        if rays.len() < MIN_RAYS {
             return None;
+        }
+        if coherent(rays, &bounds) {
+            return image_width(rays).map(|width| Self::tiles(rays.len(), width));
         }
         let mut keyed: Vec<u64> = rays
             .par_iter()
@@ -71,6 +79,36 @@ impl RayOrder {
         radix_sort_codes(&mut keyed);
         let order = keyed.into_par_iter().map(|k| k as u32).collect();
         Some(Self { order })
+    }
+
+    /// The rays of an image `width` rays wide, in row order, taken in tiles of
+    /// [`TILE`] × [`TILE`]: one packet each, rays whose paths through the tree
+    /// stay closer together than those of a strip of one row. The tiles of each
+    /// band of [`TILE`] rows come first, then what is left over (the columns
+    /// right of the last whole tile, the rows below the last whole band) in row
+    /// order, so that every tile starts at a multiple of a packet.
+    fn tiles(rays: usize, width: usize) -> Self {
+        let (bands, columns) = (rays / (TILE * width), width / TILE * TILE);
+        let mut order = vec![0u32; rays];
+        let (tiled, rest) = order.split_at_mut(bands * TILE * columns);
+        if columns > 0 {
+            tiled.par_chunks_mut(TILE * columns).enumerate().for_each(|(band, slots)| {
+                let mut slots = slots.iter_mut();
+                for x in (0..columns).step_by(TILE) {
+                    for row in band * TILE..(band + 1) * TILE {
+                        // The range first: `zip` asks it before taking a slot.
+                        for (column, slot) in (x..x + TILE).zip(slots.by_ref()) {
+                            *slot = (row * width + column) as u32;
+                        }
+                    }
+                }
+            });
+        }
+        let right = (0..bands * TILE).flat_map(|row| (columns..width).map(move |x| row * width + x));
+        for (slot, i) in rest.iter_mut().zip(right.chain(bands * TILE * width..rays)) {
+            *slot = i as u32;
+        }
+        Self { order }
     }
 
     /// Runs `task` on the pool over `rays` (the window this order was made for) in
@@ -202,6 +240,44 @@ fn entry_code(ray: &Ray, bounds: &EntryBox) -> u32 {
     (ray.dir.cmplt(Vec3::ZERO).bitmask() << (3 * BITS)) | morton
 }
 
+/// Rays per side of the square tiles a camera image is traced in: a tile is one
+/// packet.
+const TILE: usize = 4;
+const _: () = assert!(TILE * TILE == PACKET);
+
+/// Widest image row that [`image_width`] looks for.
+const MAX_WIDTH: usize = 1 << 14;
+
+/// The width of the image whose rays `rays` are, in row order, if they look like
+/// one: the ray below the first is the one, past the first [`TILE`], whose
+/// direction is nearest the first's (along a row the directions move away from
+/// it), and at most places of the batch the next ray in the row points nearly
+/// the same way and the ray a row down about as nearly. `None` for batches of any other shape, which keep
+/// their order.
+fn image_width(rays: &[Ray]) -> Option<usize> {
+    let limit = (rays.len() / TILE).min(MAX_WIDTH);
+    let first = rays[0].dir;
+    let width = (TILE..limit).min_by(|&a, &b| {
+        first.distance_squared(rays[a].dir).total_cmp(&first.distance_squared(rays[b].dir))
+    })?;
+    let span = rays.len() - width - 1;
+    let rows = (0..SAMPLES)
+        .filter(|&s| {
+            let i = (s as u64 * 0x9e37_79b9 % span as u64) as usize;
+            let dir = rays[i].dir;
+            let across = dir.distance(rays[i + 1].dir);
+            let down = dir.distance(rays[i + width].dir);
+            across <= CLOSE * dir.length() && down <= ROW_PITCH * across
+        })
+        .count();
+    (rows * 4 >= SAMPLES * 3).then_some(width)
+}
+
+/// How much farther than the next ray in its row the ray a row down may point,
+/// in an image: pixels taller than wide, and the ends of rows (where the next ray
+/// starts the following row) within the quarter of samples allowed to miss.
+const ROW_PITCH: f32 = 4.0;
+
 /// Whether most neighbouring rays of the batch (a sample of [`SAMPLES`] pairs, at
 /// scattered places so that no image width lines up with the sampling) already
 /// start close together and point the same way.
@@ -299,9 +375,39 @@ mod tests {
     }
 
     #[test]
-    fn camera_rays_and_small_batches_keep_their_order() {
-        let rays = kit::rays(fixtures::camera_rays(BOX, 256, 256));
-        assert!(RayOrder::for_batch(&rays, Some(BOX)).is_none());
+    fn camera_images_are_traced_in_tiles() {
+        for (width, height) in [(256, 256), (203, 97)] {
+            let rays = kit::rays(fixtures::camera_rays(BOX, width, height));
+            assert_eq!(image_width(&rays), Some(width as usize));
+            let order = RayOrder::for_batch(&rays, Some(BOX)).expect("an image's rays are tiled");
+            let tile = |x: u32, y: u32| -> Vec<u32> {
+                (y..y + 4).flat_map(|row| (x..x + 4).map(move |col| row * width + col)).collect()
+            };
+            assert_eq!(order.order[..16], tile(0, 0)[..]);
+            assert_eq!(order.order[16..32], tile(4, 0)[..]);
+            let band = (width / 4 * 16) as usize;
+            assert_eq!(order.order[band..band + 16], tile(0, 4)[..]);
+            // Every ray once; the rays right of the last whole tile, then those
+            // below the last whole band, come last in row order.
+            let mut sorted = order.order.clone();
+            sorted.sort_unstable();
+            assert!(sorted.iter().copied().eq(0..width * height));
+            let tiled = (height / 4 * 4) * (width / 4 * 4);
+            let rest = &order.order[tiled as usize..];
+            assert!(rest.is_sorted());
+            assert!(rest.iter().all(|&i| i % width >= width / 4 * 4 || i / width >= height / 4 * 4));
+        }
+        // Incoherent rays, and rays from one point in random directions, are not
+        // rows of an image.
+        let mut rng = Rng::new(8);
+        let incoherent = kit::rays(fixtures::incoherent_rays(MIN_RAYS, &mut rng, BOX));
+        assert_eq!(image_width(&incoherent), None);
+        let spray: Vec<Ray> = (0..MIN_RAYS).map(|_| Ray::new(Vec3::ZERO, rng.unit_vector())).collect();
+        assert_eq!(image_width(&spray), None);
+    }
+
+    #[test]
+    fn small_batches_keep_their_order() {
         let mut rng = Rng::new(4);
         let few = kit::rays(fixtures::incoherent_rays(MIN_RAYS - 1, &mut rng, BOX));
         assert!(RayOrder::for_batch(&few, Some(BOX)).is_none());
@@ -357,8 +463,9 @@ mod tests {
     #[test]
     fn reordered_batches_answer_like_brute_force() {
         // Two windows' worth of rays would take too long here; one batch of
-        // incoherent rays, which the BVH traces in entry order and brute force as
-        // given, must get the same answers in the caller's slots for every query.
+        // incoherent rays, which the BVH traces in entry order, and one camera
+        // image, which it traces in tiles, must get brute force's answers (traced
+        // as given) in the caller's slots for every query.
         use crate::cpu::{CpuBackend, CpuMesh};
         use crate::{Accel, TraceOptions};
         let mut rng = Rng::new(6);
@@ -367,29 +474,32 @@ mod tests {
             fixtures::soup(1500, &mut rng, BOX),
         ]));
         let bounds = mesh.bounds();
-        let rays = kit::rays(fixtures::incoherent_rays(
+        let incoherent = kit::rays(fixtures::incoherent_rays(
             MIN_RAYS + 1000,
             &mut rng,
             bounds.unwrap(),
         ));
-        assert!(RayOrder::for_batch(&rays, bounds).is_some());
+        let camera = kit::rays(fixtures::camera_rays(bounds.unwrap(), 190, 101));
         let cpu = CpuBackend::with_threads(2).expect("a 2-thread pool");
         let (bvh, brute) = (
             CpuMesh::new(&mesh),
             CpuMesh::with_accel(&mesh, Accel::Brute),
         );
         let options = TraceOptions::default();
-        let expected = cpu.trace(&brute, &rays, &options);
-        assert!(expected.iter().filter(|h| h.is_hit()).count() > rays.len() / 2);
-        assert_eq!(cpu.trace(&bvh, &rays, &options), expected);
-        assert_eq!(
-            cpu.occluded(&bvh, &rays, &options),
-            cpu.occluded(&brute, &rays, &options)
-        );
-        let all = |mesh| {
-            cpu.trace_all(mesh, &rays, 3, &options)
-                .expect("3 hits per ray")
-        };
-        assert_eq!(all(&bvh), all(&brute));
+        for rays in [incoherent, camera] {
+            assert!(RayOrder::for_batch(&rays, bounds).is_some());
+            let expected = cpu.trace(&brute, &rays, &options);
+            assert!(expected.iter().filter(|h| h.is_hit()).count() > rays.len() / 5);
+            assert_eq!(cpu.trace(&bvh, &rays, &options), expected);
+            assert_eq!(
+                cpu.occluded(&bvh, &rays, &options),
+                cpu.occluded(&brute, &rays, &options)
+            );
+            let all = |mesh| {
+                cpu.trace_all(mesh, &rays, 3, &options)
+                    .expect("3 hits per ray")
+            };
+            assert_eq!(all(&bvh), all(&brute));
+        }
     }
 }
