@@ -185,7 +185,9 @@ impl RayFrame {
             std::mem::swap(&mut kx, &mut ky);
         }
         let live = dz != 0.0;
-        let inv_dz = if live { 1.0 / dz } else { 0.0 };
+        let inv_dir = dir.map(|d| if d == 0.0 { BIG } else { 1.0 / d });
+        // `1 / dz` itself when the ray is live (`dz` is not zero, so not `BIG`).
+        let inv_dz = if live { inv_dir[kz] } else { 0.0 };
         let dir_norm = a[0] + a[1] + a[2];
         Self {
             origin: ray.origin.into(),
@@ -195,10 +197,24 @@ impl RayFrame {
             shear: [dir[kx] * inv_dz, dir[ky] * inv_dz, inv_dz],
             shear_norm: dir_norm * inv_dz.abs(),
             t_scale: scale,
-            inv_dir: dir.map(|d| if d == 0.0 { BIG } else { 1.0 / d }),
+            inv_dir,
             live,
         }
     }
+}
+
+/// [`is_valid_ray`](crate::prepare::is_valid_ray) on the lanes of one vector: the
+/// ray's eight values (`ox oy oz tmin dx dy dz tmax`) loaded at once, the origin
+/// and direction finite, the direction not zero, and `tmin <= tmax` (false for a
+/// NaN bound), in a few instructions and one branch where the traversal asks.
+#[inline(always)]
+pub(super) fn is_valid_ray_on<L: Lanes8>(ray: &Ray) -> bool {
+    const ORIGIN_AND_DIR: u32 = 0b0111_0111;
+    const DIR: u32 = 0b0111_0000;
+    let values = L::load(bytemuck::cast_ref::<Ray, [f32; 8]>(ray));
+    let finite = finite_lanes::<L>(values) & ORIGIN_AND_DIR;
+    let zero = L::eq(values, L::splat(0.0)) & DIR;
+    (finite == ORIGIN_AND_DIR) & (zero != DIR) & (ray.tmin <= ray.tmax)
 }
 
 /// Normalises the values of one test and applies every acceptance rule of
@@ -663,6 +679,48 @@ impl<const N: usize> SoaTriangles<N> {
 
 #[cfg(test)]
 mod tests {
+    /// The lanes' validity test says what [`is_valid_ray`](crate::prepare::is_valid_ray)
+    /// says, on every kind of bad value in every slot and on good rays.
+    #[test]
+    fn lane_validity_is_is_valid_ray() {
+        use crate::cpu::vector::Portable;
+        use crate::prepare::is_valid_ray;
+        let good = [1.0, -2.0, 0.5, 0.0, 0.3, -0.4, 1.0, 9.0];
+        let bad = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, f32::MAX, -1e-45, 10.0];
+        let mut rays = vec![bytemuck::cast::<[f32; 8], Ray>(good)];
+        for slot in 0..8 {
+            for value in bad {
+                let mut values = good;
+                values[slot] = value;
+                rays.push(bytemuck::cast(values));
+            }
+        }
+        for dir in [[0.0, 0.0, 0.0], [-0.0, 0.0, -0.0], [0.0, -0.0, 1e-45], [0.0, f32::NAN, 0.0]] {
+            let mut values = good;
+            values[4..7].copy_from_slice(&dir);
+            rays.push(bytemuck::cast(values));
+        }
+        let mut checked = 0;
+        for ray in &rays {
+            let expected = is_valid_ray(ray);
+            assert_eq!(is_valid_ray_on::<Portable>(ray), expected, "{ray:?}");
+            #[cfg(target_arch = "x86_64")]
+            if crate::cpu::simd::has_avx2() {
+                // SAFETY: the CPU has AVX2, checked just above.
+                assert_eq!(unsafe { avx2_valid(ray) }, expected, "{ray:?}");
+            }
+            checked += usize::from(expected);
+        }
+        // Both kinds, many of each.
+        assert!(checked > 20 && rays.len() - checked > 20, "{checked} of {} valid", rays.len());
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2_valid(ray: &Ray) -> bool {
+            is_valid_ray_on::<crate::cpu::vector::Avx2>(ray)
+        }
+    }
+
     use super::*;
     use crate::bvh::Bvh;
     use crate::cpu::moller_trumbore::moller_trumbore_block;

@@ -21,7 +21,7 @@ use super::watertight::watertight_block;
 use super::bvh_traverse::Tally;
 use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
-use super::intersect::{RayFrame, lanes};
+use super::intersect::{RayFrame, is_valid_ray_on, lanes};
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
@@ -30,7 +30,6 @@ use super::wide_bvh::{LeafBlock, WIDTH, WideBvh, WideNode};
 use super::wide_boxes::{Planes, Slabs};
 use crate::options::{Cull, Mode};
 use crate::bvh::MAX_DEPTH;
-use crate::prepare::is_valid_ray;
 use crate::types::{Hit, MISS, Ray};
 
 /// Pending children: at most `WIDTH - 1` per level of a tree at most `MAX_DEPTH` deep,
@@ -51,7 +50,7 @@ struct Pending {
 }
 
 /// Offers the hits of one ray to `collect` until it says stop, telling `tally`
-/// its work; an invalid ray ([`is_valid_ray`]) has none. `stack` is scratch space.
+/// its work; an invalid ray ([`is_valid_ray`](crate::prepare::is_valid_ray)) has none. `stack` is scratch space.
 #[inline(always)]
 fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
@@ -61,7 +60,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     stack: &mut Stack,
     tally: &mut impl Tally,
 ) {
-    if wide.nodes.is_empty() || !is_valid_ray(ray) {
+    if wide.nodes.is_empty() || !is_valid_ray_on::<L>(ray) {
         return;
     }
     let frame = RayFrame::new(ray);
@@ -543,6 +542,7 @@ mod tests {
     use super::*;
     use crate::bvh::Bvh;
     use crate::cpu::vector::Portable;
+    use crate::prepare::is_valid_ray;
     use crate::kit::{self, Rng, fixtures};
 
     /// The built-in scene with some degenerate triangles, and camera, random and
