@@ -155,7 +155,31 @@ pub fn direction_scale(max_abs: f32) -> f32 {
     f32::from_bits(254u32.saturating_sub(exponent).clamp(1, 253) << 23)
 }
 
-impl RayFrame {
+/// The part of a ray's [`RayFrame`] that the box tests need: its scaled direction,
+/// the scale, and `1 / dir`. Cheaper than the whole frame, whose triangle-test
+/// part (the shear) a ray that reaches no leaf never uses.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BoxFrame {
+    /// As [`RayFrame::dir`].
+    pub dir: [f32; 3],
+    /// As [`RayFrame::t_scale`].
+    pub t_scale: f32,
+    /// As [`RayFrame::inv_dir`].
+    pub inv_dir: [f32; 3],
+}
+
+impl BoxFrame {
+    /// The box frame of `ray`: the same values as in [`RayFrame::new`]`(ray)`, which
+    /// works them out with this.
+    #[inline(always)]
+    pub fn new(ray: &Ray) -> Self {
+        let raw = ray.dir.abs();
+        let t_scale = direction_scale(raw.x.max(raw.y).max(raw.z));
+        let dir: [f32; 3] = (ray.dir * t_scale).into();
+        let inv_dir = dir.map(|d| if d == 0.0 { BIG } else { 1.0 / d });
+        Self { dir, t_scale, inv_dir }
+    }
+
     /// `1 / t_scale`: multiplies distances in the caller's units into the frame's.
     /// Exact and without a division: `t_scale` is a power of two from `2^-126` to
     /// `2^126` ([`direction_scale`]), whose reciprocal's exponent bits are the
@@ -164,13 +188,25 @@ impl RayFrame {
     pub fn inv_t_scale(&self) -> f32 {
         f32::from_bits((254 << 23) - self.t_scale.to_bits())
     }
+}
+
+impl RayFrame {
+    /// `1 / t_scale` ([`BoxFrame::inv_t_scale`]).
+    #[inline(always)]
+    pub fn inv_t_scale(&self) -> f32 {
+        self.boxes().inv_t_scale()
+    }
+
+    /// The part of this frame the box tests need.
+    #[inline(always)]
+    pub fn boxes(&self) -> BoxFrame {
+        BoxFrame { dir: self.dir, t_scale: self.t_scale, inv_dir: self.inv_dir }
+    }
 
     /// The frame of `ray`.
     #[inline(always)]
     pub fn new(ray: &Ray) -> Self {
-        let raw = ray.dir.abs();
-        let scale = direction_scale(raw.x.max(raw.y).max(raw.z));
-        let dir: [f32; 3] = (ray.dir * scale).into();
+        let BoxFrame { dir, t_scale: scale, inv_dir } = BoxFrame::new(ray);
         let a = dir.map(f32::abs);
         let kz = if a[0] > a[1] {
             if a[0] > a[2] { 0 } else { 2 }
@@ -185,7 +221,6 @@ impl RayFrame {
             std::mem::swap(&mut kx, &mut ky);
         }
         let live = dz != 0.0;
-        let inv_dir = dir.map(|d| if d == 0.0 { BIG } else { 1.0 / d });
         // `1 / dz` itself when the ray is live (`dz` is not zero, so not `BIG`).
         let inv_dz = if live { inv_dir[kz] } else { 0.0 };
         let dir_norm = a[0] + a[1] + a[2];
@@ -209,12 +244,29 @@ impl RayFrame {
 /// NaN bound), in a few instructions and one branch where the traversal asks.
 #[inline(always)]
 pub(super) fn is_valid_ray_on<L: Lanes8>(ray: &Ray) -> bool {
-    const ORIGIN_AND_DIR: u32 = 0b0111_0111;
-    const DIR: u32 = 0b0111_0000;
-    let values = L::load(bytemuck::cast_ref::<Ray, [f32; 8]>(ray));
+    valid_lanes::<L>(ray_lanes::<L>(ray)) & (ray.tmin <= ray.tmax)
+}
+
+/// Lanes of a ray's values (`ox oy oz tmin dx dy dz tmax`) that hold its origin.
+pub(super) const ORIGIN_LANES: u32 = 0b0000_0111;
+
+/// Lanes of a ray's values that hold its direction.
+pub(super) const DIR_LANES: u32 = 0b0111_0000;
+
+/// A ray's eight values in the lanes of one vector.
+#[inline(always)]
+pub(super) fn ray_lanes<L: Lanes8>(ray: &Ray) -> L::V {
+    L::load(bytemuck::cast_ref::<Ray, [f32; 8]>(ray))
+}
+
+/// Whether the origin and direction in `values` ([`ray_lanes`]) are finite and
+/// the direction is not zero: [`is_valid_ray_on`] but for the bounds.
+#[inline(always)]
+pub(super) fn valid_lanes<L: Lanes8>(values: L::V) -> bool {
+    const ORIGIN_AND_DIR: u32 = ORIGIN_LANES | DIR_LANES;
     let finite = finite_lanes::<L>(values) & ORIGIN_AND_DIR;
-    let zero = L::eq(values, L::splat(0.0)) & DIR;
-    (finite == ORIGIN_AND_DIR) & (zero != DIR) & (ray.tmin <= ray.tmax)
+    let zero = L::eq(values, L::splat(0.0)) & DIR_LANES;
+    (finite == ORIGIN_AND_DIR) & (zero != DIR_LANES)
 }
 
 /// Normalises the values of one test and applies every acceptance rule of

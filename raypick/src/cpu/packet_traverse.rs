@@ -14,14 +14,15 @@
 //! are tested, so the answers are bit for bit those of the lone-ray traversal; only
 //! the work is shared.
 
-use super::intersect::{RayFrame, beyond, lanes};
+use super::intersect::{
+    BoxFrame, DIR_LANES, ORIGIN_LANES, RayFrame, beyond, lanes, ray_lanes, valid_lanes,
+};
 use super::query::{Closest, Collect};
 use super::vector::Lanes8;
 use super::wide_boxes::{PACKET_RAYS, PacketSlabs, Planes, Slabs};
 use super::wide_bvh::{WIDTH, WideBvh};
 use super::wide_traverse::{offer_leaf, prefetch};
 use crate::options::Cull;
-use crate::prepare::is_valid_ray;
 use crate::types::Ray;
 
 /// Rays per packet: sixteen neighbouring rays of a camera share most of their path.
@@ -55,12 +56,26 @@ pub(super) struct PacketStack(Vec<Pending>);
 /// Whether `rays` can travel as one packet: one origin, every direction in one
 /// octant (so that they tend to enter the same boxes), and all valid (so that
 /// sanitising would leave them as they are).
+///
+/// Checked on the lanes of one vector per ray, without a branch per ray: the
+/// origin lanes equal to the first ray's (as `==` compares them), the negative
+/// direction lanes the first ray's, and [`is_valid_ray`](crate::prepare::is_valid_ray).
 #[inline(always)]
-pub(super) fn coherent(rays: &[Ray; PACKET]) -> bool {
-    let first = &rays[0];
-    let octant = |ray: &Ray| ray.dir.cmplt(glam::Vec3::ZERO).bitmask();
-    rays.iter()
-        .all(|ray| ray.origin == first.origin && octant(ray) == octant(first) && is_valid_ray(ray))
+pub(super) fn coherent<L: Lanes8>(rays: &[Ray; PACKET]) -> bool {
+    let first = ray_lanes::<L>(&rays[0]);
+    let zero = L::splat(0.0);
+    let octant = L::lt(first, zero) & DIR_LANES;
+    // A loop, not `fold`: the closure of a library function may be compiled apart,
+    // without the caller's vector unit.
+    let mut all = true;
+    for ray in rays {
+        let values = ray_lanes::<L>(ray);
+        let same_origin = L::eq(values, first) & ORIGIN_LANES == ORIGIN_LANES;
+        let same_octant = L::lt(values, zero) & DIR_LANES == octant;
+        let valid = valid_lanes::<L>(values) & (ray.tmin <= ray.tmax);
+        all &= same_origin & same_octant & valid;
+    }
+    all
 }
 
 /// The nearest hits of a [`coherent`] packet of rays, written to `closest`; `false`
@@ -82,12 +97,13 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     stack.clear();
     // Filled in a loop: the closure of `array::map` or `array::from_fn` is compiled
     // apart, without the caller's vector unit.
-    let mut frames = [RayFrame::new(&rays[0]); PACKET];
-    let mut slabs = [Slabs::<L>::new(wide, &rays[0], &frames[0]); PACKET];
+    let mut slabs = [Slabs::<L>::new(wide, &rays[0], &BoxFrame::new(&rays[0])); PACKET];
     for r in 1..PACKET {
-        frames[r] = RayFrame::new(&rays[r]);
-        slabs[r] = Slabs::new(wide, &rays[r], &frames[r]);
+        slabs[r] = Slabs::new(wide, &rays[r], &BoxFrame::new(&rays[r]));
     }
+    // Each ray's whole frame, made at its first leaf: many rays of a camera reach
+    // none, and the triangle test's part of the frame is most of its cost.
+    let mut frames: [Option<RayFrame>; PACKET] = [None; PACKET];
     let Some(packet) = PacketSlabs::new(&slabs) else {
         return false;
     };
@@ -112,7 +128,11 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
         };
         if top.blocks > 0 {
             for r in lanes(top.rays) {
-                let (ray, frame) = (&rays[r], &frames[r]);
+                let ray = &rays[r];
+                let frame = match &mut frames[r] {
+                    Some(frame) => frame,
+                    none => none.insert(RayFrame::new(ray)),
+                };
                 offer_leaf::<L, WATERTIGHT>(
                     wide,
                     top.child,
@@ -219,6 +239,7 @@ mod tests {
 
     use super::*;
     use crate::bvh::Bvh;
+    use crate::cpu::vector::Portable;
     use crate::cpu::wide_traverse::trace_rays;
     use crate::kit::{self, Rng, fixtures};
     use crate::types::Hit;
@@ -253,7 +274,7 @@ mod tests {
             .chunks_exact(PACKET)
             .map(|g| <[Ray; PACKET]>::try_from(g).expect("a full group"))
             .collect();
-        let packets = groups.iter().filter(|g| coherent(g)).count();
+        let packets = groups.iter().filter(|g| coherent::<Portable>(g)).count();
         assert!(
             packets * 4 >= groups.len() * 3,
             "{packets} of {} groups travel as packets",
@@ -290,9 +311,9 @@ mod tests {
         // y component of -1e-30 that the frame's scaling (by about 1e-30) makes -0.0.
         let dirs = [Vec3::new(0.1, -1.0, 0.1), Vec3::new(1e30, -1e-30, 1e30)];
         let group: [Ray; PACKET] = std::array::from_fn(|r| Ray::new(origin, dirs[r % 2]));
-        assert!(coherent(&group));
+        assert!(coherent::<Portable>(&group));
         let mut closest = std::array::from_fn(|_| Closest::default());
-        let shared = trace_packet::<crate::cpu::vector::Portable, true>(
+        let shared = trace_packet::<Portable, true>(
             &wide,
             &group,
             Cull::None,
@@ -314,15 +335,27 @@ mod tests {
     fn mixed_groups_are_not_packets() {
         let ray = |dir: Vec3| Ray::new(Vec3::new(0.5, 1.0, -3.0), dir);
         let group = [ray(Vec3::new(0.1, 0.2, 1.0)); PACKET];
-        assert!(coherent(&group));
+        assert!(coherent::<Portable>(&group));
         let mut other_origin = group;
         other_origin[7].origin.x += 1e-3;
         let mut other_octant = group;
         other_octant[3].dir.x = -0.1;
         let mut invalid = group;
         invalid[PACKET - 1].dir = Vec3::ZERO;
-        for group in [other_origin, other_octant, invalid] {
-            assert!(!coherent(&group));
+        let mut reversed = group;
+        reversed[5].tmax = -1.0;
+        let mut nan_origin = group;
+        nan_origin[0].origin.y = f32::NAN;
+        let mut infinite_dir = group;
+        infinite_dir[9].dir.z = f32::INFINITY;
+        for group in [other_origin, other_octant, invalid, reversed, nan_origin, infinite_dir] {
+            assert!(!coherent::<Portable>(&group));
         }
+        // A zero component's sign does not make another octant; 0.0 and -0.0 are
+        // one origin.
+        let mut signed_zeros = [Ray::new(Vec3::new(0.0, 1.0, -3.0), Vec3::new(0.1, 0.2, 1.0)); PACKET];
+        signed_zeros[4].origin.x = -0.0;
+        signed_zeros[2].dir.x = -0.0;
+        assert!(coherent::<Portable>(&signed_zeros));
     }
 }

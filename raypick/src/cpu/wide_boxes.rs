@@ -13,7 +13,7 @@
 //! triangle's padded box is entered no later and left no earlier than that box, on
 //! every vector unit ([`Lanes8`]).
 
-use super::intersect::{BOX_MARGIN, RayFrame, overlaps_lanes};
+use super::intersect::{BOX_MARGIN, BoxFrame, overlaps_lanes};
 use super::vector::Lanes8;
 use super::wide_bvh::{WIDTH, WideBvh, WideNode};
 use crate::types::Ray;
@@ -132,7 +132,7 @@ pub(super) struct Slabs<L: Lanes8> {
 impl<L: Lanes8> Slabs<L> {
     /// The slabs of `ray`, whose frame is `frame`, for the nodes of `wide`.
     #[inline(always)]
-    pub(super) fn new(wide: &WideBvh, ray: &Ray, frame: &RayFrame) -> Self {
+    pub(super) fn new(wide: &WideBvh, ray: &Ray, frame: &BoxFrame) -> Self {
         // Box distances in units of the scaled direction, as in `bvh_traverse`.
         let to_frame = frame.inv_t_scale();
         let tmin = ray.tmin * to_frame;
@@ -512,8 +512,7 @@ mod tests {
     fn check_units<L: Lanes8>(wide: &WideBvh, rays: &[Ray]) -> usize {
         let mut folded_rays = 0;
         for ray in rays.iter().filter(|ray| is_valid_ray(ray)) {
-            let frame = RayFrame::new(ray);
-            let slabs = Slabs::<L>::new(wide, ray, &frame);
+            let slabs = Slabs::<L>::new(wide, ray, &BoxFrame::new(ray));
             if !slabs.folded {
                 continue;
             }
@@ -575,8 +574,8 @@ mod tests {
     fn check_packets<L: Lanes8>(wide: &WideBvh, rays: &[Ray], rng: &mut Rng) -> usize {
         let mut packets = 0;
         for group in rays.chunks_exact(PACKET_RAYS) {
-            let frames: Vec<RayFrame> = group.iter().map(RayFrame::new).collect();
-            let slabs: [Slabs<L>; PACKET_RAYS] = std::array::from_fn(|r| Slabs::new(wide, &group[r], &frames[r]));
+            let slabs: [Slabs<L>; PACKET_RAYS] =
+                std::array::from_fn(|r| Slabs::new(wide, &group[r], &BoxFrame::new(&group[r])));
             let Some(packet) = PacketSlabs::new(&slabs) else {
                 continue;
             };
@@ -635,7 +634,7 @@ mod tests {
         let slabs = |dirs: [Vec3; 2]| -> [Slabs<Portable>; PACKET_RAYS] {
             std::array::from_fn(|r| {
                 let ray = Ray::new(origin, dirs[r % 2]);
-                Slabs::new(&wide, &ray, &RayFrame::new(&ray))
+                Slabs::new(&wide, &ray, &BoxFrame::new(&ray))
             })
         };
         let shared = slabs([Vec3::new(0.1, 0.2, 1.0), Vec3::new(0.2, 0.1, 1.0)]);
@@ -656,12 +655,12 @@ mod tests {
         let bounds = (Vec3::splat(1.0), Vec3::splat(2.0));
         let mesh = kit::mesh(fixtures::soup(100, &mut rng, bounds));
         let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
-        let slabs = |ray: Ray| Slabs::<Portable>::new(&wide, &ray, &RayFrame::new(&ray)).folded;
+        let slabs = |ray: Ray| Slabs::<Portable>::new(&wide, &ray, &BoxFrame::new(&ray)).folded;
         assert!(slabs(Ray::new(Vec3::ZERO, Vec3::new(1.0, 0.5, 0.25))));
         assert!(!slabs(Ray::new(Vec3::ZERO, Vec3::new(1.0, 0.5, 0.0))));
         let mut unbounded = wide.clone();
         unbounded.reach[1] = f32::INFINITY;
         let ray = Ray::new(Vec3::ZERO, Vec3::new(1.0, 0.5, 0.25));
-        assert!(!Slabs::<Portable>::new(&unbounded, &ray, &RayFrame::new(&ray)).folded);
+        assert!(!Slabs::<Portable>::new(&unbounded, &ray, &BoxFrame::new(&ray)).folded);
     }
 }

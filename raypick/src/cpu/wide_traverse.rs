@@ -64,7 +64,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
         return;
     }
     let frame = RayFrame::new(ray);
-    let slabs = Slabs::<L>::new(wide, ray, &frame);
+    let slabs = Slabs::<L>::new(wide, ray, &frame.boxes());
     let terms = slabs.exact_terms();
     let mut depth = 0;
     // The child to visit next: the nearest entered child of the last node, taken
@@ -327,7 +327,7 @@ fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
         if let (Ok(group), Ok(out)) = (
             <&[Ray; PACKET]>::try_from(rays),
             <&mut [Hit; PACKET]>::try_from(&mut *hits),
-        ) && coherent(group)
+        ) && coherent::<L>(group)
         {
             let mut closest = std::array::from_fn(|_| Closest::default());
             if trace_packet::<L, WATERTIGHT>(wide, group, cull, &mut closest, &mut packet_stack) {
