@@ -68,6 +68,12 @@ pub fn beyond(entry: f32, bound: f32) -> bool {
     entry - entry.abs() * BOX_MARGIN > bound
 }
 
+/// [`beyond`] lane by lane, as a lane mask.
+#[inline(always)]
+pub(super) fn beyond_lanes<L: Lanes8>(entry: L::V, bound: L::V) -> u32 {
+    L::lt(bound, L::sub(entry, L::mul(L::abs(entry), L::splat(BOX_MARGIN))))
+}
+
 /// A determinant within `DET_TOLERANCE · |e1|₁ · |e2|₁ · (ray factor)` of zero counts
 /// as zero (the ray is parallel to the triangle). The bound covers the rounding error
 /// of the determinant, so its sign is reliable whenever a hit is reported and
@@ -173,8 +179,7 @@ impl BoxFrame {
     /// works them out with this.
     #[inline(always)]
     pub fn new(ray: &Ray) -> Self {
-        let raw = ray.dir.abs();
-        let t_scale = direction_scale(raw.x.max(raw.y).max(raw.z));
+        let t_scale = ray_scale(ray);
         let dir: [f32; 3] = (ray.dir * t_scale).into();
         let inv_dir = dir.map(|d| if d == 0.0 { BIG } else { 1.0 / d });
         Self { dir, t_scale, inv_dir }
@@ -186,8 +191,23 @@ impl BoxFrame {
     /// difference from 254.
     #[inline(always)]
     pub fn inv_t_scale(&self) -> f32 {
-        f32::from_bits((254 << 23) - self.t_scale.to_bits())
+        reciprocal_scale(self.t_scale)
     }
+}
+
+/// The scale of `ray`'s direction: [`direction_scale`] of its largest component.
+#[inline(always)]
+pub(super) fn ray_scale(ray: &Ray) -> f32 {
+    let raw = ray.dir.abs();
+    direction_scale(raw.x.max(raw.y).max(raw.z))
+}
+
+/// `1 / scale` for a [`direction_scale`] (a power of two from `2^-126` to
+/// `2^126`), exact and without a division: its exponent bits are the difference
+/// from 254.
+#[inline(always)]
+pub(super) fn reciprocal_scale(scale: f32) -> f32 {
+    f32::from_bits((254 << 23) - scale.to_bits())
 }
 
 impl RayFrame {

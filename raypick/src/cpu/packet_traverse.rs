@@ -15,11 +15,11 @@
 //! the work is shared.
 
 use super::intersect::{
-    BoxFrame, DIR_LANES, ORIGIN_LANES, RayFrame, beyond, lanes, ray_lanes, valid_lanes,
+    DIR_LANES, ORIGIN_LANES, RayFrame, beyond_lanes, lanes, ray_lanes, valid_lanes,
 };
 use super::query::{Closest, Collect};
 use super::vector::Lanes8;
-use super::wide_boxes::{PACKET_RAYS, PacketSlabs, Planes, Slabs};
+use super::wide_boxes::{PACKET_RAYS, PacketSlabs, Planes};
 use super::wide_bvh::{WIDTH, WideBvh};
 use super::wide_traverse::{offer_leaf, prefetch};
 use crate::options::Cull;
@@ -95,18 +95,12 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     }
     let stack = &mut stack.0;
     stack.clear();
-    // Filled in a loop: the closure of `array::map` or `array::from_fn` is compiled
-    // apart, without the caller's vector unit.
-    let mut slabs = [Slabs::<L>::new(wide, &rays[0], &BoxFrame::new(&rays[0])); PACKET];
-    for r in 1..PACKET {
-        slabs[r] = Slabs::new(wide, &rays[r], &BoxFrame::new(&rays[r]));
-    }
+    let Some(packet) = PacketSlabs::<L>::for_rays(wide, rays) else {
+        return false;
+    };
     // Each ray's whole frame, made at its first leaf: many rays of a camera reach
     // none, and the triangle test's part of the frame is most of its cost.
     let mut frames: [Option<RayFrame>; PACKET] = [None; PACKET];
-    let Some(packet) = PacketSlabs::new(&slabs) else {
-        return false;
-    };
     // Each ray's bound, kept beside `closest` for the box tests.
     let mut bounds = [0.0f32; PACKET];
     for (bound, closest) in bounds.iter_mut().zip(closest.iter()) {
@@ -121,7 +115,7 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     loop {
         let top = match next.take() {
             Some(top) => top,
-            None => match pop(stack, closest) {
+            None => match pop::<L>(stack, &bounds) {
                 Some(top) => top,
                 None => return true,
             },
@@ -158,17 +152,14 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
         // Children entered by any ray.
         let mut entered = 0;
         for lane in lanes(node.occupied as u32) {
-            let (by_ray, near) = packet.enter_child(&planes, terms, lane, &limits);
-            let by_ray = by_ray & top.rays;
+            let (by_ray, near, nearest_entry) = packet.enter_child(&planes, terms, lane, &limits, top.rays);
             if by_ray == 0 {
                 continue;
             }
             entered |= 1 << lane;
             entered_by[lane] = by_ray;
             entry[lane] = near;
-            for r in lanes(by_ray) {
-                nearest[lane] = nearest[lane].min(near[r]);
-            }
+            nearest[lane] = nearest_entry;
         }
         if entered == 0 {
             continue;
@@ -190,15 +181,16 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
 }
 
 /// Pops pending children until one is still wanted by some ray (its entry not
-/// beyond that ray's nearest hit so far), keeping only the rays that want it; `None`
-/// when the stack is empty.
+/// beyond that ray's nearest hit so far, `bounds`), keeping only the rays that want
+/// it; `None` when the stack is empty.
 #[inline(always)]
-fn pop(stack: &mut Vec<Pending>, closest: &[Closest; PACKET]) -> Option<Pending> {
+fn pop<L: Lanes8>(stack: &mut Vec<Pending>, bounds: &[f32; PACKET]) -> Option<Pending> {
     while let Some(mut top) = stack.pop() {
-        for r in lanes(top.rays) {
-            if beyond(top.entry[r], closest[r].bound()) {
-                top.rays &= !(1 << r);
-            }
+        for h in 0..PACKET / WIDTH {
+            let rows = |values: &[f32; PACKET]| -> L::V {
+                L::load(values[WIDTH * h..WIDTH * (h + 1)].try_into().expect("eight values"))
+            };
+            top.rays &= !(beyond_lanes::<L>(rows(&top.entry), rows(bounds)) << (WIDTH * h));
         }
         if top.rays != 0 {
             return Some(top);

@@ -53,6 +53,19 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     fn eq(a: Self::V, b: Self::V) -> u32;
     /// The lanes as an array.
     fn store(a: Self::V) -> [f32; 8];
+    /// `a` with every lane outside `mask` (bit per lane) replaced by `x`.
+    fn fill_outside(a: Self::V, mask: u32, x: f32) -> Self::V;
+    /// The smallest lane of `a`, as [`Lanes8::min`] takes pairs: lane `i` with
+    /// lane `i + 4`, then the first two of those with the next two, then the
+    /// last pair (so the order of the pairs decides between `-0.0` and `0.0`,
+    /// and NaN lanes are passed over but in the last place).
+    fn min_lane(a: Self::V) -> f32;
+}
+
+/// `if a < b { a } else { b }`: [`Lanes8::min`] of one lane.
+#[inline(always)]
+fn min1(a: f32, b: f32) -> f32 {
+    if a < b { a } else { b }
 }
 
 /// Arrays of eight lanes, computed lane by lane (vectorised by the compiler for
@@ -126,6 +139,15 @@ unsafe impl Lanes8 for Portable {
     fn store(a: Self::V) -> [f32; 8] {
         a
     }
+    #[inline(always)]
+    fn fill_outside(a: Self::V, mask: u32, x: f32) -> Self::V {
+        std::array::from_fn(|i| if mask >> i & 1 != 0 { a[i] } else { x })
+    }
+    #[inline(always)]
+    fn min_lane(a: Self::V) -> f32 {
+        let quad: [f32; 4] = std::array::from_fn(|i| min1(a[i], a[i + 4]));
+        min1(min1(quad[0], quad[2]), min1(quad[1], quad[3]))
+    }
 }
 
 /// AVX2 registers with FMA (x86-64 only; also what the AVX-512 build of a kernel
@@ -139,6 +161,12 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{Avx2, Lanes8};
+
+    /// Bit `i` in lane `i`: a lane mask from a bit mask.
+    #[inline(always)]
+    unsafe fn lane_bits() -> __m256i {
+        unsafe { _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128) }
+    }
 
     // SAFETY: chosen only by the dispatch, after it found AVX2 and FMA; each
     // intrinsic is the lane-wise operation named in the trait.
@@ -215,6 +243,24 @@ mod avx2 {
             unsafe { _mm256_storeu_ps(out.as_mut_ptr(), a) };
             out
         }
+        #[inline(always)]
+        fn fill_outside(a: Self::V, mask: u32, x: f32) -> Self::V {
+            unsafe {
+                let bits = lane_bits();
+                let inside = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(mask as i32), bits), bits);
+                _mm256_blendv_ps(_mm256_set1_ps(x), a, _mm256_castsi256_ps(inside))
+            }
+        }
+        #[inline(always)]
+        fn min_lane(a: Self::V) -> f32 {
+            unsafe {
+                // Lane `i` with lane `i + 4`, then lanes 0 and 1 with lanes 2
+                // and 3, then lane 0 with lane 1.
+                let quad = _mm_min_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
+                let pair = _mm_min_ps(quad, _mm_movehl_ps(quad, quad));
+                _mm_cvtss_f32(_mm_min_ss(pair, _mm_shuffle_ps::<0b01_01_01_01>(pair, pair)))
+            }
+        }
     }
 }
 
@@ -254,6 +300,7 @@ mod tests {
             -f32::MAX,
         ];
         let mut rng = Rng::new(7);
+        let mut masks = Rng::new(11);
         let mut pick = || {
             if rng.next_u32().is_multiple_of(3) {
                 special[rng.next_u32() as usize % special.len()]
@@ -295,6 +342,14 @@ mod tests {
             assert_eq!(Portable::le(pa, pb), Avx2::le(va, vb), "{a:?} {b:?}");
             assert_eq!(Portable::lt(pa, pb), Avx2::lt(va, vb), "{a:?} {b:?}");
             assert_eq!(Portable::eq(pa, pb), Avx2::eq(va, vb), "{a:?} {b:?}");
+            let mask = masks.next_u32() & 0xff;
+            let (filled, x) = (Portable::fill_outside(pa, mask, b[0]), b[0]);
+            assert_eq!(bits(filled), bits(Avx2::store(Avx2::fill_outside(va, mask, x))), "{a:?} {mask:#x}");
+            let (portable, avx2) = (Portable::min_lane(pa), Avx2::min_lane(va));
+            assert_eq!(portable.to_bits(), avx2.to_bits(), "{a:?}");
+            if !a.iter().any(|x| x.is_nan()) {
+                assert_eq!(portable, a.iter().copied().fold(f32::INFINITY, f32::min), "{a:?}");
+            }
         }
     }
 }

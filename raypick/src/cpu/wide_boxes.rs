@@ -13,7 +13,7 @@
 //! triangle's padded box is entered no later and left no earlier than that box, on
 //! every vector unit ([`Lanes8`]).
 
-use super::intersect::{BOX_MARGIN, BoxFrame, overlaps_lanes};
+use super::intersect::{BIG, BOX_MARGIN, BoxFrame, overlaps_lanes, ray_scale, reciprocal_scale};
 use super::vector::Lanes8;
 use super::wide_bvh::{WIDTH, WideBvh, WideNode};
 use crate::types::Ray;
@@ -325,16 +325,6 @@ fn load_rows<L: Lanes8>(values: &[f32; PACKET_RAYS]) -> Rows<L> {
     [L::load(half(0)), L::load(half(1))]
 }
 
-/// `value` of each ray's slabs, as rows.
-#[inline(always)]
-fn gather_rows<L: Lanes8>(slabs: &[Slabs<L>; PACKET_RAYS], value: impl Fn(&Slabs<L>) -> f32) -> Rows<L> {
-    let mut values = [0.0f32; PACKET_RAYS];
-    for (v, s) in values.iter_mut().zip(slabs) {
-        *v = value(s);
-    }
-    load_rows::<L>(&values)
-}
-
 /// A node's planes for [`PacketSlabs`]: per axis, each child's near and far plane
 /// (its value, or its code for a quantized node).
 pub(super) struct PacketPlanes {
@@ -364,25 +354,74 @@ impl<L: Lanes8> SlabTerms<L> {
 }
 
 impl<L: Lanes8> PacketSlabs<L> {
-    /// The rows of `slabs`, or `None` when some ray does not take the folded test
-    /// or the rays' directions differ in sign somewhere.
+    /// The rows of `rays`' slabs, each lane the operations of [`Slabs::new`] for
+    /// its ray (so the same bits), worked out eight rays at a time; `None` when some
+    /// ray does not take the folded test or the rays' scaled directions differ in
+    /// sign somewhere. The rays are valid ([`is_valid_ray`](crate::prepare::is_valid_ray)).
     #[inline(always)]
-    pub(super) fn new(slabs: &[Slabs<L>; PACKET_RAYS]) -> Option<Self> {
-        let negative = slabs[0].negative;
-        if slabs.iter().any(|s| !s.folded || s.negative != negative) {
+    pub(super) fn for_rays(wide: &WideBvh, rays: &[Ray; PACKET_RAYS]) -> Option<Self> {
+        // The scales take a few integer steps per ray; the rest runs on the lanes.
+        let mut scales = [0.0f32; PACKET_RAYS];
+        let mut to_frames = [0.0f32; PACKET_RAYS];
+        for ((scale, to_frame), ray) in scales.iter_mut().zip(&mut to_frames).zip(rays) {
+            *scale = ray_scale(ray);
+            *to_frame = reciprocal_scale(*scale);
+        }
+        let t_scale = load_rows::<L>(&scales);
+        let to_frame = load_rows::<L>(&to_frames);
+        let row = |value: fn(&Ray) -> f32| {
+            let mut values = [0.0f32; PACKET_RAYS];
+            for (v, ray) in values.iter_mut().zip(rays) {
+                *v = value(ray);
+            }
+            load_rows::<L>(&values)
+        };
+        let origin = [row(|r| r.origin.x), row(|r| r.origin.y), row(|r| r.origin.z)];
+        let dir = [row(|r| r.dir.x), row(|r| r.dir.y), row(|r| r.dir.z)];
+        let (tmin, tmax) = (row(|r| r.tmin), row(|r| r.tmax));
+        let zero = L::splat(0.0);
+        let mut folded = true;
+        let mut negative = [false; 3];
+        let mut exact = SlabTerms {
+            scale: [[zero; 2]; 3],
+            near: [[zero; 2]; 3],
+            far: [[zero; 2]; 3],
+        };
+        for axis in 0..3 {
+            let mut signs = 0;
+            for h in 0..2 {
+                // As `BoxFrame::new`: the scaled direction and its reciprocal.
+                let d = L::mul(dir[axis][h], t_scale[h]);
+                let nonzero = !L::eq(d, zero) & 0xff;
+                let inv = L::fill_outside(L::div(L::splat(1.0), d), nonzero, BIG);
+                signs |= L::lt(d, zero) << (WIDTH * h);
+                // As `Slabs::new`: the distance bound, the slack and the offsets.
+                let bound = L::mul(L::add(L::splat(wide.reach[axis]), L::abs(origin[axis][h])), L::abs(inv));
+                folded &= L::le(bound, L::splat(FOLDED_LIMIT)) == 0xff;
+                let slack = L::add(L::mul(L::splat(FOLDED_SLACK), bound), L::splat(f32::MIN_POSITIVE));
+                let start = L::mul(L::splat(-1.0), L::mul(origin[axis][h], inv));
+                exact.scale[axis][h] = inv;
+                exact.near[axis][h] = L::add(start, L::mul(L::splat(-1.0), slack));
+                exact.far[axis][h] = L::add(start, L::mul(L::splat(1.0), slack));
+            }
+            if signs != 0 && signs != u32::MAX >> (32 - PACKET_RAYS) {
+                return None;
+            }
+            negative[axis] = signs != 0;
+        }
+        if !folded {
             return None;
         }
+        let padded_tmin = |h: usize| {
+            let tmin = L::mul(tmin[h], to_frame[h]);
+            L::sub(tmin, L::mul(L::abs(tmin), L::splat(BOX_MARGIN)))
+        };
         Some(Self {
-            exact: SlabTerms {
-                scale: each_axis(|axis| gather_rows(slabs, |s| s.inv_dir[axis])),
-                near: each_axis(|axis| gather_rows(slabs, |s| s.near_offset[axis])),
-                far: each_axis(|axis| gather_rows(slabs, |s| s.far_offset[axis])),
-            },
-            // As `Slabs::new` pads it.
-            padded_tmin: gather_rows(slabs, |s| s.tmin - s.tmin.abs() * BOX_MARGIN),
-            tmax: gather_rows(slabs, |s| s.tmax),
-            to_frame: gather_rows(slabs, |s| s.to_frame),
-            t_scale: gather_rows(slabs, |s| s.t_scale),
+            exact,
+            padded_tmin: [padded_tmin(0), padded_tmin(1)],
+            tmax,
+            to_frame,
+            t_scale,
             negative,
         })
     }
@@ -440,9 +479,10 @@ impl<L: Lanes8> PacketSlabs<L> {
         [limit(0), limit(1)]
     }
 
-    /// The rays that enter child `child` of the node of `planes` before their
-    /// `limits` ([`PacketSlabs::limits`]), bit `r` for ray `r`, and each ray's entry
-    /// distance in the caller's units.
+    /// The rays among `rays` (bit `r` for ray `r`) that enter child `child` of the
+    /// node of `planes` before their `limits` ([`PacketSlabs::limits`]), each
+    /// ray's entry distance in the caller's units, and the nearest entry of the
+    /// rays that enter (infinite when none does).
     #[inline(always)]
     pub(super) fn enter_child(
         &self,
@@ -450,19 +490,24 @@ impl<L: Lanes8> PacketSlabs<L> {
         terms: &SlabTerms<L>,
         child: usize,
         limits: &Rows<L>,
-    ) -> (u32, [f32; PACKET_RAYS]) {
+        rays: u32,
+    ) -> (u32, [f32; PACKET_RAYS], f32) {
         let mut entered = 0;
         let mut entry = [0.0f32; PACKET_RAYS];
+        let mut nearest = [L::splat(f32::INFINITY); 2];
         for h in 0..2 {
             let (nx, fx) = terms.slab(planes, 0, child, h);
             let (ny, fy) = terms.slab(planes, 1, child, h);
             let (nz, fz) = terms.slab(planes, 2, child, h);
             let near = L::max(L::max(nx, ny), L::max(nz, self.padded_tmin[h]));
             let far = L::min(L::min(fx, fy), L::min(fz, limits[h]));
-            entered |= L::le(near, far) << (WIDTH * h);
-            entry[WIDTH * h..WIDTH * (h + 1)].copy_from_slice(&L::store(L::mul(near, self.t_scale[h])));
+            let these = L::le(near, far) & (rays >> (WIDTH * h));
+            entered |= these << (WIDTH * h);
+            let caller = L::mul(near, self.t_scale[h]);
+            nearest[h] = L::fill_outside(caller, these, f32::INFINITY);
+            entry[WIDTH * h..WIDTH * (h + 1)].copy_from_slice(&L::store(caller));
         }
-        (entered, entry)
+        (entered, entry, L::min_lane(L::min(nearest[0], nearest[1])))
     }
 }
 
@@ -574,11 +619,16 @@ mod tests {
     fn check_packets<L: Lanes8>(wide: &WideBvh, rays: &[Ray], rng: &mut Rng) -> usize {
         let mut packets = 0;
         for group in rays.chunks_exact(PACKET_RAYS) {
+            let group: &[Ray; PACKET_RAYS] = group.try_into().expect("a full group");
             let slabs: [Slabs<L>; PACKET_RAYS] =
                 std::array::from_fn(|r| Slabs::new(wide, &group[r], &BoxFrame::new(&group[r])));
-            let Some(packet) = PacketSlabs::new(&slabs) else {
+            let shareable = slabs.iter().all(|s| s.folded && s.negative == slabs[0].negative);
+            let Some(packet) = PacketSlabs::<L>::for_rays(wide, group) else {
+                assert!(!shareable, "{group:?}");
                 continue;
             };
+            assert!(shareable, "{group:?}");
+            assert_rows_match(&packet, &slabs);
             packets += 1;
             let bounds: [f32; PACKET_RAYS] =
                 std::array::from_fn(|_| if rng.chance(0.3) { f32::INFINITY } else { rng.range(0.0, 4.0) });
@@ -592,17 +642,48 @@ mod tests {
                 let alone: Vec<(u32, [f32; WIDTH])> = (0..PACKET_RAYS)
                     .map(|r| slabs[r].enter(&planes, bounds[r], used, &slabs[r].exact_terms()))
                     .collect();
+                // Some rays of the packet may have left it: they enter nothing.
+                let rays = if rng.chance(0.5) { u32::MAX >> (32 - PACKET_RAYS) } else { rng.next_u32() & 0xffff };
                 for lane in lanes(used) {
-                    let (by_ray, entry) = packet.enter_child(&rows, terms, lane, &limits);
+                    let (by_ray, entry, nearest) = packet.enter_child(&rows, terms, lane, &limits, rays);
+                    let mut expected_nearest = f32::INFINITY;
                     for (r, (entered, near)) in alone.iter().enumerate() {
                         let ray = &group[r];
-                        assert_eq!(by_ray >> r & 1, entered >> lane & 1, "{ray:?} node {index} lane {lane}");
+                        let wanted = entered >> lane & rays >> r & 1;
+                        assert_eq!(by_ray >> r & 1, wanted, "{ray:?} node {index} lane {lane}");
                         assert_eq!(entry[r].to_bits(), near[lane].to_bits(), "{ray:?} node {index} lane {lane}");
+                        if wanted != 0 {
+                            expected_nearest = expected_nearest.min(near[lane]);
+                        }
                     }
+                    assert_eq!(nearest, expected_nearest, "node {index} lane {lane}");
                 }
             }
         }
         packets
+    }
+
+    /// Asserts that `packet`'s rows hold each ray's values of `slabs`, bit for bit.
+    fn assert_rows_match<L: Lanes8>(packet: &PacketSlabs<L>, slabs: &[Slabs<L>; PACKET_RAYS]) {
+        let bits = |rows: &Rows<L>| -> Vec<u32> {
+            rows.iter().flat_map(|&row| L::store(row)).map(f32::to_bits).collect()
+        };
+        let of_rays = |value: fn(&Slabs<L>) -> f32| -> Vec<u32> {
+            slabs.iter().map(|s| value(s).to_bits()).collect()
+        };
+        for axis in 0..3 {
+            let inv: Vec<u32> = slabs.iter().map(|s| s.inv_dir[axis].to_bits()).collect();
+            let near: Vec<u32> = slabs.iter().map(|s| s.near_offset[axis].to_bits()).collect();
+            let far: Vec<u32> = slabs.iter().map(|s| s.far_offset[axis].to_bits()).collect();
+            assert_eq!(bits(&packet.exact.scale[axis]), inv, "axis {axis}");
+            assert_eq!(bits(&packet.exact.near[axis]), near, "axis {axis}");
+            assert_eq!(bits(&packet.exact.far[axis]), far, "axis {axis}");
+        }
+        assert_eq!(bits(&packet.padded_tmin), of_rays(|s| L::store(s.padded_tmin)[0]));
+        assert_eq!(bits(&packet.tmax), of_rays(|s| s.tmax));
+        assert_eq!(bits(&packet.to_frame), of_rays(|s| s.to_frame));
+        assert_eq!(bits(&packet.t_scale), of_rays(|s| s.t_scale));
+        assert_eq!(packet.negative, slabs[0].negative);
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -631,19 +712,14 @@ mod tests {
         }
 
         let origin = Vec3::new(0.1, 0.2, -3.0);
-        let slabs = |dirs: [Vec3; 2]| -> [Slabs<Portable>; PACKET_RAYS] {
-            std::array::from_fn(|r| {
-                let ray = Ray::new(origin, dirs[r % 2]);
-                Slabs::new(&wide, &ray, &BoxFrame::new(&ray))
-            })
+        let packet = |dirs: [Vec3; 2]| {
+            let rays: [Ray; PACKET_RAYS] = std::array::from_fn(|r| Ray::new(origin, dirs[r % 2]));
+            PacketSlabs::<Portable>::for_rays(&wide, &rays)
         };
-        let shared = slabs([Vec3::new(0.1, 0.2, 1.0), Vec3::new(0.2, 0.1, 1.0)]);
-        assert!(PacketSlabs::new(&shared).is_some());
+        assert!(packet([Vec3::new(0.1, 0.2, 1.0), Vec3::new(0.2, 0.1, 1.0)]).is_some());
         // 1e30 scales to about 1, and -1e-30 with it to -0.0.
-        let underflow = slabs([Vec3::new(0.1, -0.2, 1.0), Vec3::new(1e30, -1e-30, 1.0)]);
-        assert!(PacketSlabs::new(&underflow).is_none());
-        let unfolded = slabs([Vec3::new(0.1, 0.2, 1.0), Vec3::new(0.0, 0.2, 1.0)]);
-        assert!(PacketSlabs::new(&unfolded).is_none());
+        assert!(packet([Vec3::new(0.1, -0.2, 1.0), Vec3::new(1e30, -1e-30, 1.0)]).is_none());
+        assert!(packet([Vec3::new(0.1, 0.2, 1.0), Vec3::new(0.0, 0.2, 1.0)]).is_none());
     }
 
     /// Rays whose distances could overflow (a zero direction component against a
