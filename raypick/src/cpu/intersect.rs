@@ -185,10 +185,8 @@ impl BoxFrame {
         Self { dir, t_scale, inv_dir }
     }
 
-    /// `1 / t_scale`: multiplies distances in the caller's units into the frame's.
-    /// Exact and without a division: `t_scale` is a power of two from `2^-126` to
-    /// `2^126` ([`direction_scale`]), whose reciprocal's exponent bits are the
-    /// difference from 254.
+    /// `1 / t_scale`: multiplies distances in the caller's units into the frame's
+    /// (exact, [`reciprocal_scale`]).
     #[inline(always)]
     pub fn inv_t_scale(&self) -> f32 {
         reciprocal_scale(self.t_scale)
@@ -197,7 +195,7 @@ impl BoxFrame {
 
 /// The scale of `ray`'s direction: [`direction_scale`] of its largest component.
 #[inline(always)]
-pub(super) fn ray_scale(ray: &Ray) -> f32 {
+pub fn ray_scale(ray: &Ray) -> f32 {
     let raw = ray.dir.abs();
     direction_scale(raw.x.max(raw.y).max(raw.z))
 }
@@ -206,7 +204,7 @@ pub(super) fn ray_scale(ray: &Ray) -> f32 {
 /// `2^126`), exact and without a division: its exponent bits are the difference
 /// from 254.
 #[inline(always)]
-pub(super) fn reciprocal_scale(scale: f32) -> f32 {
+pub fn reciprocal_scale(scale: f32) -> f32 {
     f32::from_bits((254 << 23) - scale.to_bits())
 }
 
