@@ -24,7 +24,7 @@ macro_rules! simd_dispatch {
         $vis fn $name($($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx512f,fma")]
+                #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,fma")]
                 fn avx512($($arg: $ty),*) {
                     $wide($($arg),*)
                 }
@@ -33,7 +33,8 @@ macro_rules! simd_dispatch {
                     $wide($($arg),*)
                 }
                 if $crate::cpu::simd::has_avx512() {
-                    // SAFETY: the CPU supports AVX-512F and FMA, checked just above.
+                    // SAFETY: the CPU supports AVX-512 (F, VL, BW, DQ) and FMA, checked
+                    // just above.
                     return unsafe { avx512($($arg),*) };
                 }
                 if $crate::cpu::simd::has_avx2() {
@@ -48,11 +49,17 @@ macro_rules! simd_dispatch {
 
 pub(crate) use simd_dispatch;
 
-/// Whether the CPU has what the AVX-512 variant uses: AVX-512F and FMA.
+/// Whether the CPU has what the AVX-512 variant uses: AVX-512F, FMA, and the
+/// VL, BW and DQ extensions, which give the 256-bit lanes of the kernels the
+/// AVX-512 encodings (32 registers, compares into mask registers).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) fn has_avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma")
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("fma")
 }
 
 /// Whether the CPU has what the AVX2 variant uses: AVX2 and FMA.
