@@ -55,10 +55,10 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     fn store(a: Self::V) -> [f32; 8];
     /// `a` with every lane outside `mask` (bit per lane) replaced by `x`.
     fn fill_outside(a: Self::V, mask: u32, x: f32) -> Self::V;
-    /// The smallest lane of `a`, as [`Lanes8::min`] takes pairs: lane `i` with
-    /// lane `i + 4`, then the first two of those with the next two, then the
-    /// last pair (so the order of the pairs decides between `-0.0` and `0.0`,
-    /// and NaN lanes are passed over but in the last place).
+    /// The smallest lane of `a`, by [`Lanes8::min`] on pairs in a fixed order:
+    /// lane `i` with lane `i + 4`, then those four as two pairs, then the last
+    /// pair. So every unit gives the same bits, even where `min` depends on the
+    /// order of its operands (`-0.0` against `0.0`, NaN).
     fn min_lane(a: Self::V) -> f32;
 }
 
