@@ -209,10 +209,10 @@ pub fn reciprocal_scale(scale: f32) -> f32 {
 }
 
 impl RayFrame {
-    /// `1 / t_scale` ([`BoxFrame::inv_t_scale`]).
+    /// `1 / t_scale` (exact, [`reciprocal_scale`]).
     #[inline(always)]
     pub fn inv_t_scale(&self) -> f32 {
-        self.boxes().inv_t_scale()
+        reciprocal_scale(self.t_scale)
     }
 
     /// The part of this frame the box tests need.
@@ -262,7 +262,7 @@ impl RayFrame {
 /// NaN bound), in a few instructions and one branch where the traversal asks.
 #[inline(always)]
 pub(super) fn is_valid_ray_on<L: Lanes8>(ray: &Ray) -> bool {
-    valid_lanes::<L>(ray_lanes::<L>(ray)) & (ray.tmin <= ray.tmax)
+    valid_lanes::<L>(ray_lanes::<L>(ray), ray)
 }
 
 /// Lanes of a ray's values (`ox oy oz tmin dx dy dz tmax`) that hold its origin.
@@ -277,14 +277,15 @@ pub(super) fn ray_lanes<L: Lanes8>(ray: &Ray) -> L::V {
     L::load(bytemuck::cast_ref::<Ray, [f32; 8]>(ray))
 }
 
-/// Whether the origin and direction in `values` ([`ray_lanes`]) are finite and
-/// the direction is not zero: [`is_valid_ray_on`] but for the bounds.
+/// [`is_valid_ray_on`] of `ray`, whose values are already in `values`
+/// ([`ray_lanes`]): origin and direction finite, the direction not zero, and
+/// `tmin <= tmax` (false for a NaN bound).
 #[inline(always)]
-pub(super) fn valid_lanes<L: Lanes8>(values: L::V) -> bool {
+pub(super) fn valid_lanes<L: Lanes8>(values: L::V, ray: &Ray) -> bool {
     const ORIGIN_AND_DIR: u32 = ORIGIN_LANES | DIR_LANES;
     let finite = finite_lanes::<L>(values) & ORIGIN_AND_DIR;
     let zero = L::eq(values, L::splat(0.0)) & DIR_LANES;
-    (finite == ORIGIN_AND_DIR) & (zero != DIR_LANES)
+    (finite == ORIGIN_AND_DIR) & (zero != DIR_LANES) & (ray.tmin <= ray.tmax)
 }
 
 /// Normalises the values of one test and applies every acceptance rule of

@@ -19,7 +19,7 @@ use super::intersect::{
 };
 use super::query::{Closest, Collect};
 use super::vector::Lanes8;
-use super::wide_boxes::{PACKET_RAYS, PacketSlabs, Planes};
+use super::wide_boxes::{PACKET_RAYS, PacketSlabs, Planes, load_rows};
 use super::wide_bvh::{WIDTH, WideBvh};
 use super::wide_traverse::{offer_leaf, prefetch};
 use crate::options::Cull;
@@ -72,7 +72,7 @@ pub(super) fn coherent<L: Lanes8>(rays: &[Ray; PACKET]) -> bool {
         let values = ray_lanes::<L>(ray);
         let same_origin = L::eq(values, first) & ORIGIN_LANES == ORIGIN_LANES;
         let same_octant = L::lt(values, zero) & DIR_LANES == octant;
-        let valid = valid_lanes::<L>(values) & (ray.tmin <= ray.tmax);
+        let valid = valid_lanes::<L>(values, ray);
         all &= same_origin & same_octant & valid;
     }
     all
@@ -185,12 +185,11 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
 /// it; `None` when the stack is empty.
 #[inline(always)]
 fn pop<L: Lanes8>(stack: &mut Vec<Pending>, bounds: &[f32; PACKET]) -> Option<Pending> {
+    let bounds = load_rows::<L>(bounds);
     while let Some(mut top) = stack.pop() {
-        for h in 0..PACKET / WIDTH {
-            let rows = |values: &[f32; PACKET]| -> L::V {
-                L::load(values[WIDTH * h..WIDTH * (h + 1)].try_into().expect("eight values"))
-            };
-            top.rays &= !(beyond_lanes::<L>(rows(&top.entry), rows(bounds)) << (WIDTH * h));
+        let entry = load_rows::<L>(&top.entry);
+        for h in 0..2 {
+            top.rays &= !(beyond_lanes::<L>(entry[h], bounds[h]) << (WIDTH * h));
         }
         if top.rays != 0 {
             return Some(top);

@@ -294,7 +294,7 @@ pub(super) const PACKET_RAYS: usize = 16;
 
 /// A value of each ray of a packet, rays `0..8` in the first vector and `8..16` in
 /// the second.
-type Rows<L> = [<L as Lanes8>::V; 2];
+pub(super) type Rows<L> = [<L as Lanes8>::V; 2];
 
 /// The [`Slabs`] of a packet's rays across vector lanes, to test one child box
 /// against all of them at once ([`PacketSlabs::enter_child`]): each lane does the
@@ -318,7 +318,7 @@ pub(super) struct PacketSlabs<L: Lanes8> {
 
 /// `values` as two vectors of eight.
 #[inline(always)]
-fn load_rows<L: Lanes8>(values: &[f32; PACKET_RAYS]) -> Rows<L> {
+pub(super) fn load_rows<L: Lanes8>(values: &[f32; PACKET_RAYS]) -> Rows<L> {
     let half = |h: usize| -> &[f32; WIDTH] {
         values[WIDTH * h..WIDTH * (h + 1)].try_into().expect("eight values")
     };
@@ -399,10 +399,11 @@ impl<L: Lanes8> PacketSlabs<L> {
                 let bound = L::mul(L::add(L::splat(wide.reach[axis]), L::abs(origin[axis][h])), L::abs(inv));
                 folded &= L::le(bound, L::splat(FOLDED_LIMIT)) == 0xff;
                 let slack = L::add(L::mul(L::splat(FOLDED_SLACK), bound), L::splat(f32::MIN_POSITIVE));
+                // `-(origin · inv) ∓ slack` (`a + (-1) · s` is `a - s` exactly).
                 let start = L::mul(L::splat(-1.0), L::mul(origin[axis][h], inv));
                 exact.scale[axis][h] = inv;
-                exact.near[axis][h] = L::add(start, L::mul(L::splat(-1.0), slack));
-                exact.far[axis][h] = L::add(start, L::mul(L::splat(1.0), slack));
+                exact.near[axis][h] = L::sub(start, slack);
+                exact.far[axis][h] = L::add(start, slack);
             }
             if signs != 0 && signs != u32::MAX >> (32 - PACKET_RAYS) {
                 return None;
