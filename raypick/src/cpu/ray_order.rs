@@ -48,8 +48,8 @@ const BITS: u32 = 7;
 /// Morton code's.
 const CODE_BITS: u32 = 3 + 3 * BITS;
 
-/// Bits sorted per pass of [`radix_sort_codes`]: two passes for [`CODE_BITS`],
-/// with a table of counts of 32 KiB.
+/// Bits sorted per pass of [`sorted_positions`]: two passes for [`CODE_BITS`],
+/// with a table of counts of 32 KiB per thread.
 const DIGIT: u32 = 12;
 
 /// The order in which a window's rays are traced.
@@ -71,14 +71,12 @@ impl RayOrder {
         if coherent(rays, &bounds) {
             return image_width(rays).map(|width| Self::tiles(rays.len(), width));
         }
-        let mut keyed: Vec<u64> = rays
+        let keyed: Vec<u64> = rays
             .par_iter()
             .enumerate()
             .map(|(i, ray)| (u64::from(entry_code(ray, &bounds)) << 32) | i as u64)
             .collect();
-        radix_sort_codes(&mut keyed);
-        let order = keyed.into_par_iter().map(|k| k as u32).collect();
-        Some(Self { order })
+        Some(Self { order: sorted_positions(keyed) })
     }
 
     /// The rays of an image `width` rays wide, in row order, taken in tiles of
@@ -298,28 +296,70 @@ fn coherent(rays: &[Ray], bounds: &EntryBox) -> bool {
     2 * close >= SAMPLES
 }
 
-/// Sorts `codes` by their upper 32 bits (of which the low [`CODE_BITS`] are used),
-/// keeping equal codes in their order: a least-significant-digit radix sort.
-fn radix_sort_codes(codes: &mut Vec<u64>) {
+/// The positions (low 32 bits) of `codes` in the order of their upper 32 bits (of
+/// which the low [`CODE_BITS`] are used), equal codes keeping their order: a
+/// least-significant-digit radix sort, each pass split among the pool's threads
+/// (the same order whatever their number: each pass is stable).
+fn sorted_positions(codes: Vec<u64>) -> Vec<u32> {
+    const PASSES: u32 = CODE_BITS.div_ceil(DIGIT);
+    let mut codes = codes;
     let mut other = vec![0u64; codes.len()];
-    for pass in 0..CODE_BITS.div_ceil(DIGIT) {
-        let shift = 32 + pass * DIGIT;
-        let digit = |c: u64| ((c >> shift) & ((1 << DIGIT) - 1)) as usize;
-        let mut start = vec![0usize; 1 << DIGIT];
-        for &c in codes.iter() {
-            start[digit(c)] += 1;
-        }
-        let mut next = 0;
-        for slot in start.iter_mut() {
-            (*slot, next) = (next, next + *slot);
-        }
-        for &c in codes.iter() {
-            let d = digit(c);
-            other[start[d]] = c;
-            start[d] += 1;
-        }
-        std::mem::swap(codes, &mut other);
+    for pass in 0..PASSES - 1 {
+        scatter_by_digit(&codes, 32 + pass * DIGIT, &mut other, |code| code);
+        std::mem::swap(&mut codes, &mut other);
     }
+    drop(other);
+    let mut positions = vec![0u32; codes.len()];
+    scatter_by_digit(&codes, 32 + (PASSES - 1) * DIGIT, &mut positions, |code| code as u32);
+    positions
+}
+
+/// Codes per part of a radix pass, at the least: enough to outweigh a table of
+/// counts and a task.
+const MIN_PART: usize = 1 << 16;
+
+/// One stable pass of [`sorted_positions`]: `value` of each of `codes` into `out`,
+/// in the order of the digit at `shift`. The codes are cut into one part per
+/// thread; each part counts its digits, and writes its values into slices of
+/// `out` of its own, one per digit: after those of every digit below, and after
+/// the earlier parts' of the same digit.
+fn scatter_by_digit<T: Send>(
+    codes: &[u64],
+    shift: u32,
+    out: &mut [T],
+    value: impl Fn(u64) -> T + Sync,
+) {
+    const DIGITS: usize = 1 << DIGIT;
+    let digit = |code: u64| ((code >> shift) as usize) & (DIGITS - 1);
+    let part = codes.len().div_ceil(rayon::current_num_threads()).max(MIN_PART);
+    let counts: Vec<Vec<usize>> = codes
+        .par_chunks(part)
+        .map(|codes| {
+            let mut count = vec![0; DIGITS];
+            for &code in codes {
+                count[digit(code)] += 1;
+            }
+            count
+        })
+        .collect();
+    let mut slots: Vec<Vec<std::slice::IterMut<T>>> =
+        counts.iter().map(|_| Vec::with_capacity(DIGITS)).collect();
+    let mut rest = out;
+    for d in 0..DIGITS {
+        for (count, slots) in counts.iter().zip(&mut slots) {
+            let (slice, after) = rest.split_at_mut(count[d]);
+            slots.push(slice.iter_mut());
+            rest = after;
+        }
+    }
+    codes.par_chunks(part).zip(slots).for_each(|(codes, mut slots)| {
+        for &code in codes {
+            // Each part's slice for a digit holds exactly its codes of that digit.
+            if let Some(slot) = slots[digit(code)].next() {
+                *slot = value(code);
+            }
+        }
+    });
 }
 
 #[cfg(test)]
@@ -331,14 +371,22 @@ mod tests {
 
     #[test]
     fn radix_sort_orders_by_code_and_keeps_ties_in_order() {
+        // Few codes (one part), and enough for a part per thread on pools of
+        // several sizes, with codes spread over every bit and with many ties.
         let mut rng = Rng::new(3);
-        let mut codes: Vec<u64> = (0..5000u64)
-            .map(|i| (u64::from(rng.next_u32() >> (32 - CODE_BITS)) << 32) | i)
-            .collect();
-        let mut expected = codes.clone();
-        expected.sort_by_key(|c| (c >> 32, c & 0xffff_ffff));
-        radix_sort_codes(&mut codes);
-        assert_eq!(codes, expected);
+        for (n, bits) in [(5000, CODE_BITS), (300_000, CODE_BITS), (300_000, 5)] {
+            let codes: Vec<u64> = (0..n as u64)
+                .map(|i| (u64::from(rng.next_u32() >> (32 - bits)) << 32) | i)
+                .collect();
+            let mut expected = codes.clone();
+            expected.sort_by_key(|c| (c >> 32, c & 0xffff_ffff));
+            let expected: Vec<u32> = expected.iter().map(|&c| c as u32).collect();
+            for threads in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let sorted = pool.install(|| sorted_positions(codes.clone()));
+                assert!(sorted == expected, "{n} codes of {bits} bits, {threads} threads");
+            }
+        }
     }
 
     #[test]
