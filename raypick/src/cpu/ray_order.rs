@@ -27,8 +27,8 @@ use crate::types::Ray;
 pub(crate) const MIN_RAYS: usize = 1 << 14;
 
 /// Rays sorted at a time; longer batches are sorted window by window, which bounds
-/// the memory the sort takes (20 bytes per ray of the window: the sort codes, the
-/// radix sort's second buffer of them, and the order).
+/// the memory the sort takes (16 bytes per ray of the window at most: the sort
+/// codes and the radix sort's second buffer of them, then the codes and the order).
 pub(crate) const WINDOW: usize = 1 << 20;
 
 /// Neighbouring rays checked when deciding whether a batch is already coherent.
