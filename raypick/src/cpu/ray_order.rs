@@ -300,9 +300,8 @@ fn coherent(rays: &[Ray], bounds: &EntryBox) -> bool {
 /// which the low [`CODE_BITS`] are used), equal codes keeping their order: a
 /// least-significant-digit radix sort, each pass split among the pool's threads
 /// (the same order whatever their number: each pass is stable).
-fn sorted_positions(codes: Vec<u64>) -> Vec<u32> {
+fn sorted_positions(mut codes: Vec<u64>) -> Vec<u32> {
     const PASSES: u32 = CODE_BITS.div_ceil(DIGIT);
-    let mut codes = codes;
     let mut other = vec![0u64; codes.len()];
     for pass in 0..PASSES - 1 {
         scatter_by_digit(&codes, 32 + pass * DIGIT, &mut other, |code| code);

@@ -117,7 +117,7 @@ unsafe impl Lanes8 for Portable {
     }
     #[inline(always)]
     fn min(a: Self::V, b: Self::V) -> Self::V {
-        std::array::from_fn(|i| if a[i] < b[i] { a[i] } else { b[i] })
+        std::array::from_fn(|i| min1(a[i], b[i]))
     }
     #[inline(always)]
     fn abs(a: Self::V) -> Self::V {

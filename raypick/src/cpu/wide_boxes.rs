@@ -669,21 +669,19 @@ mod tests {
         let bits = |rows: &Rows<L>| -> Vec<u32> {
             rows.iter().flat_map(|&row| L::store(row)).map(f32::to_bits).collect()
         };
-        let of_rays = |value: fn(&Slabs<L>) -> f32| -> Vec<u32> {
+        let of_rays = |value: &dyn Fn(&Slabs<L>) -> f32| -> Vec<u32> {
             slabs.iter().map(|s| value(s).to_bits()).collect()
         };
         for axis in 0..3 {
-            let inv: Vec<u32> = slabs.iter().map(|s| s.inv_dir[axis].to_bits()).collect();
-            let near: Vec<u32> = slabs.iter().map(|s| s.near_offset[axis].to_bits()).collect();
-            let far: Vec<u32> = slabs.iter().map(|s| s.far_offset[axis].to_bits()).collect();
-            assert_eq!(bits(&packet.exact.scale[axis]), inv, "axis {axis}");
-            assert_eq!(bits(&packet.exact.near[axis]), near, "axis {axis}");
-            assert_eq!(bits(&packet.exact.far[axis]), far, "axis {axis}");
+            let scale = of_rays(&|s| s.inv_dir[axis]);
+            assert_eq!(bits(&packet.exact.scale[axis]), scale, "axis {axis}");
+            assert_eq!(bits(&packet.exact.near[axis]), of_rays(&|s| s.near_offset[axis]), "axis {axis}");
+            assert_eq!(bits(&packet.exact.far[axis]), of_rays(&|s| s.far_offset[axis]), "axis {axis}");
         }
-        assert_eq!(bits(&packet.padded_tmin), of_rays(|s| L::store(s.padded_tmin)[0]));
-        assert_eq!(bits(&packet.tmax), of_rays(|s| s.tmax));
-        assert_eq!(bits(&packet.to_frame), of_rays(|s| s.to_frame));
-        assert_eq!(bits(&packet.t_scale), of_rays(|s| s.t_scale));
+        assert_eq!(bits(&packet.padded_tmin), of_rays(&|s| L::store(s.padded_tmin)[0]));
+        assert_eq!(bits(&packet.tmax), of_rays(&|s| s.tmax));
+        assert_eq!(bits(&packet.to_frame), of_rays(&|s| s.to_frame));
+        assert_eq!(bits(&packet.t_scale), of_rays(&|s| s.t_scale));
         assert_eq!(packet.negative, slabs[0].negative);
     }
 
