@@ -23,7 +23,9 @@
 //! * **Embree** (`libembree3.so.3`, Debian's `libembree-dev`) is loaded at run time;
 //!   without it its column is left out with a notice. Its build time is measured
 //!   beside raypick's, and batches of 1 and 64 picks at the image centre are timed
-//!   on the calling thread for both.
+//!   on the calling thread for both, as are single picks over the image with the
+//!   caches swept before each (an application's pick, once a frame between other
+//!   work).
 //! * raypick's work per ray (nodes visited, boxes tested and entered, leaves and
 //!   leaf blocks tested) is counted on each ray set, each ray traced alone.
 //! * `--skip parry3d,obvhs` leaves libraries out (their builds are single-threaded
@@ -313,7 +315,60 @@ fn compare_on(spec: &SceneSpec, args: &Args) {
     }
     if let Some(embree) = &embree {
         picks(&cpu_mesh, embree, &camera, args.rounds);
+        cold_picks(&cpu_mesh, embree, &camera, args.rounds);
     }
+}
+
+/// Rays of the cold picks ([`cold_picks`]): an 8 × 8 grid over the image.
+const COLD_PICKS: usize = 64;
+
+/// Bytes written before each cold pick: more than the last-level cache of the
+/// machines the bench runs on, so that the pick finds none of its tree there.
+const SWEEP_BYTES: usize = 64 << 20;
+
+/// Times single picks as an application makes them, once a frame between other
+/// work: before each call, a sweep over [`SWEEP_BYTES`] of other memory leaves
+/// neither library's tree in the caches (and the branch predictors trained on the
+/// sweep). The rays are [`COLD_PICKS`] spread over the image, one per call, each
+/// `rounds` times, the libraries taking turns on each; prints the median call.
+fn cold_picks(cpu_mesh: &CpuMesh, embree: &Embree, camera: &[Ray], rounds: usize) {
+    let options = TraceOptions::default();
+    let mut sweep = vec![0u8; SWEEP_BYTES];
+    let mut evict = |pass: usize| {
+        // A value unlike the last sweep's, so that no write can be skipped.
+        sweep.fill(pass as u8);
+        std::hint::black_box(&sweep);
+    };
+    let calls = COLD_PICKS * rounds;
+    let (mut ours, mut theirs) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+    let mut hit = [Hit::MISS];
+    for k in (0..calls).map(|call| call % COLD_PICKS) {
+        // The centres of an 8 × 8 grid of cells over the image, row by row.
+        let cell = IMAGE as usize / 8;
+        let (row, col) = (k / 8 * cell + cell / 2, k % 8 * cell + cell / 2);
+        let ray = [camera[row * IMAGE as usize + col]];
+        evict(2 * ours.len());
+        let start = Instant::now();
+        support::cpu().trace_into(cpu_mesh, &ray, &options, &mut hit);
+        ours.push(start.elapsed().as_secs_f64());
+        std::hint::black_box(&hit);
+        evict(2 * ours.len() + 1);
+        let start = Instant::now();
+        embree.trace_serial_into(&ray, &mut hit);
+        theirs.push(start.elapsed().as_secs_f64());
+        std::hint::black_box(&hit);
+    }
+    let (ours, theirs) = (median_us(&mut ours), median_us(&mut theirs));
+    println!(
+        "  1 cold pick (caches swept before each call): raypick {ours:.3} us, Embree {theirs:.3} us, raypick/Embree time {:.2}x",
+        ours / theirs
+    );
+}
+
+/// The median of `seconds` (not empty) in microseconds.
+fn median_us(seconds: &mut [f64]) -> f64 {
+    seconds.sort_by(f64::total_cmp);
+    seconds[seconds.len() / 2] * 1e6
 }
 
 /// Prints the work per ray of raypick's traversal (each ray alone, watertight
@@ -410,15 +465,12 @@ fn picks(cpu_mesh: &CpuMesh, embree: &Embree, camera: &[Ray], rounds: usize) {
             ours.push(start.elapsed().as_secs_f64() / PICK_CALLS as f64);
             let start = Instant::now();
             for _ in 0..PICK_CALLS {
-                std::hint::black_box(embree.trace_serial(&rays));
+                embree.trace_serial_into(&rays, &mut hits);
+                std::hint::black_box(&hits);
             }
             theirs.push(start.elapsed().as_secs_f64() / PICK_CALLS as f64);
         }
-        let median = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2] * 1e6
-        };
-        let (ours, theirs) = (median(&mut ours), median(&mut theirs));
+        let (ours, theirs) = (median_us(&mut ours), median_us(&mut theirs));
         println!(
             "  {} pick(s) per batch: raypick {ours:.2} us, Embree {theirs:.2} us, raypick/Embree time {:.2}x",
             rays.len(),

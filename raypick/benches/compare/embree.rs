@@ -264,9 +264,14 @@ impl Embree {
             .collect()
     }
 
-    /// Traces `rays` one after another on the calling thread.
-    pub fn trace_serial(&self, rays: &[Ray]) -> Vec<Hit> {
-        rays.iter().map(|ray| self.trace_one(ray)).collect()
+    /// Traces `rays` one after another on the calling thread into `hits` (one slot
+    /// per ray, as raypick's `trace_into` takes them, so that neither library's
+    /// time includes an allocation).
+    pub fn trace_serial_into(&self, rays: &[Ray], hits: &mut [Hit]) {
+        assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
+        for (ray, hit) in rays.iter().zip(hits) {
+            *hit = self.trace_one(ray);
+        }
     }
 
     fn trace_one(&self, ray: &Ray) -> Hit {
