@@ -328,9 +328,9 @@ const SWEEP_BYTES: usize = 64 << 20;
 
 /// Times single picks as an application makes them, once a frame between other
 /// work: before each call, a sweep over [`SWEEP_BYTES`] of other memory leaves
-/// neither library's tree in the caches (and the branch predictors trained on the
-/// sweep). The rays are [`COLD_PICKS`] spread over the image, one per call, each
-/// `rounds` times, the libraries taking turns on each; prints the median call.
+/// neither library's tree in the caches. The rays are [`COLD_PICKS`] spread over
+/// the image, one per call (so that no call follows the same ray), each `rounds`
+/// times, the libraries taking turns on each; prints the median call.
 fn cold_picks(cpu_mesh: &CpuMesh, embree: &Embree, camera: &[Ray], rounds: usize) {
     let options = TraceOptions::default();
     let mut sweep = vec![0u8; SWEEP_BYTES];
