@@ -36,22 +36,44 @@ pub const BIG: f32 = 1e38;
 /// test and in Möller–Trumbore's `t` for non-grazing rays.
 pub const BOX_MARGIN: f32 = 1e-5;
 
+/// `x` moved down by the relative [`BOX_MARGIN`] (`x - |x| · margin`): how the box
+/// tests pad a slab entry.
+#[inline(always)]
+pub fn padded_below(x: f32) -> f32 {
+    x - x.abs() * BOX_MARGIN
+}
+
+/// `x` moved up by the relative [`BOX_MARGIN`] (`x + |x| · margin`): how the box
+/// tests pad a slab exit.
+#[inline(always)]
+pub fn padded_above(x: f32) -> f32 {
+    x + x.abs() * BOX_MARGIN
+}
+
+/// [`padded_below`] lane by lane (the same operations, so the same bits).
+#[inline(always)]
+pub(super) fn padded_below_lanes<L: Lanes8>(x: L::V) -> L::V {
+    L::sub(x, L::mul(L::abs(x), L::splat(BOX_MARGIN)))
+}
+
+/// [`padded_above`] lane by lane (the same operations, so the same bits).
+#[inline(always)]
+pub(super) fn padded_above_lanes<L: Lanes8>(x: L::V) -> L::V {
+    L::add(x, L::mul(L::abs(x), L::splat(BOX_MARGIN)))
+}
+
 /// Whether a slab interval `[near, far]` is non-empty up to the relative
 /// [`BOX_MARGIN`]: the box tests' overlap rule, used by every traversal and by the
 /// kernel on the triangle's own box.
 #[inline(always)]
 pub fn overlaps(near: f32, far: f32) -> bool {
-    near - near.abs() * BOX_MARGIN <= far + far.abs() * BOX_MARGIN
+    padded_below(near) <= padded_above(far)
 }
 
 /// [`overlaps`] lane by lane, as a lane mask.
 #[inline(always)]
 pub(super) fn overlaps_lanes<L: Lanes8>(near: L::V, far: L::V) -> u32 {
-    let margin = L::splat(BOX_MARGIN);
-    L::le(
-        L::sub(near, L::mul(L::abs(near), margin)),
-        L::add(far, L::mul(L::abs(far), margin)),
-    )
+    L::le(padded_below_lanes::<L>(near), padded_above_lanes::<L>(far))
 }
 
 /// `f32::is_finite` lane by lane, as a lane mask.
@@ -65,13 +87,13 @@ fn finite_lanes<L: Lanes8>(x: L::V) -> u32 {
 /// skip it.
 #[inline(always)]
 pub fn beyond(entry: f32, bound: f32) -> bool {
-    entry - entry.abs() * BOX_MARGIN > bound
+    padded_below(entry) > bound
 }
 
 /// [`beyond`] lane by lane, as a lane mask.
 #[inline(always)]
 pub(super) fn beyond_lanes<L: Lanes8>(entry: L::V, bound: L::V) -> u32 {
-    L::lt(bound, L::sub(entry, L::mul(L::abs(entry), L::splat(BOX_MARGIN))))
+    L::lt(bound, padded_below_lanes::<L>(entry))
 }
 
 /// A determinant within `DET_TOLERANCE · |e1|₁ · |e2|₁ · (ray factor)` of zero counts

@@ -13,7 +13,10 @@
 //! triangle's padded box is entered no later and left no earlier than that box, on
 //! every vector unit ([`Lanes8`]).
 
-use super::intersect::{BIG, BOX_MARGIN, BoxFrame, overlaps_lanes, ray_scale, reciprocal_scale};
+use super::intersect::{
+    BIG, BoxFrame, overlaps_lanes, padded_above, padded_above_lanes, padded_below,
+    padded_below_lanes, ray_scale, reciprocal_scale,
+};
 use super::vector::Lanes8;
 use super::wide_bvh::{WIDTH, WideBvh, WideNode};
 use crate::types::Ray;
@@ -82,7 +85,7 @@ fn each_axis<T>(f: impl Fn(usize) -> T) -> [T; 3] {
 
 /// Relative slack of the folded slab distances ([`Slabs::enter`]), on the bound
 /// `(reach + |origin|) · |1 / dir|` of every distance of the ray: above
-/// [`BOX_MARGIN`] plus the rounding of both tests (eleven units of 2^-24 at most).
+/// [`BOX_MARGIN`](super::intersect::BOX_MARGIN) plus the rounding of both tests (eleven units of 2^-24 at most).
 const FOLDED_SLACK: f32 = 1.25e-5;
 
 /// Largest distance bound for which the folded test is used: far from overflow,
@@ -154,7 +157,7 @@ impl<L: Lanes8> Slabs<L> {
             far_offset: each_axis(|axis| offset(axis, 1.0)),
             negative: frame.dir.map(|d| d < 0.0),
             tmin,
-            padded_tmin: L::splat(tmin - tmin.abs() * BOX_MARGIN),
+            padded_tmin: L::splat(padded_below(tmin)),
             folded,
             t_scale: frame.t_scale,
             to_frame,
@@ -265,7 +268,7 @@ impl<L: Lanes8> Slabs<L> {
     ///
     /// Why it enters whatever [`Slabs::enter_plain`] enters: the plain test pads
     /// its largest entry `n` to `n - |n|·m` and its smallest exit `f` to `f + |f|·m`
-    /// (`m` = [`BOX_MARGIN`]). Both paddings are monotone, so padding each axis's
+    /// (`m` = [`BOX_MARGIN`](super::intersect::BOX_MARGIN)). Both paddings are monotone, so padding each axis's
     /// distance before the largest entry and smallest exit are taken gives the
     /// same interval. Every distance of the ray, and each term of it, is at most
     /// `B = (reach + |origin|) · |1 / dir|` in size ([`WideBvh::reach`] bounds
@@ -282,7 +285,7 @@ impl<L: Lanes8> Slabs<L> {
         let (nx, fx) = self.folded_slab(planes, 0, terms);
         let (ny, fy) = self.folded_slab(planes, 1, terms);
         let (nz, fz) = self.folded_slab(planes, 2, terms);
-        let padded_limit = limit + limit.abs() * BOX_MARGIN;
+        let padded_limit = padded_above(limit);
         let near = L::max(L::max(nx, ny), L::max(nz, self.padded_tmin));
         let far = L::min(L::min(fx, fy), L::min(fz, L::splat(padded_limit)));
         (L::le(near, far), near)
@@ -413,10 +416,7 @@ impl<L: Lanes8> PacketSlabs<L> {
         if !folded {
             return None;
         }
-        let padded_tmin = |h: usize| {
-            let tmin = L::mul(tmin[h], to_frame[h]);
-            L::sub(tmin, L::mul(L::abs(tmin), L::splat(BOX_MARGIN)))
-        };
+        let padded_tmin = |h: usize| padded_below_lanes::<L>(L::mul(tmin[h], to_frame[h]));
         Some(Self {
             exact,
             padded_tmin: [padded_tmin(0), padded_tmin(1)],
@@ -474,8 +474,7 @@ impl<L: Lanes8> PacketSlabs<L> {
     pub(super) fn limits(&self, bounds: &[f32; PACKET_RAYS]) -> Rows<L> {
         let bound = load_rows::<L>(bounds);
         let limit = |h: usize| {
-            let limit = L::mul(L::min(bound[h], self.tmax[h]), self.to_frame[h]);
-            L::add(limit, L::mul(L::abs(limit), L::splat(BOX_MARGIN)))
+            padded_above_lanes::<L>(L::mul(L::min(bound[h], self.tmax[h]), self.to_frame[h]))
         };
         [limit(0), limit(1)]
     }
