@@ -146,29 +146,36 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
 /// touched yet are where it waits most on large meshes.
 #[inline(always)]
 pub(super) fn prefetch(wide: &WideBvh, child: u32, blocks: u32) {
+    if blocks == 0 {
+        let node = wide.nodes.as_ptr().wrapping_add(child as usize);
+        prefetch_lines::<{ size_of::<WideNode>().div_ceil(64) }>(node.cast());
+    } else {
+        let block = wide.blocks.as_ptr().wrapping_add(child as usize);
+        prefetch_lines::<{ size_of::<LeafBlock>().div_ceil(64) }>(block.cast());
+    }
+}
+
+/// Asks the memory system for the ids of a leaf's first block as its test begins:
+/// they sit apart from the triangles, and the accepted hits that read them would
+/// otherwise wait on a load of their own after the test.
+#[inline(always)]
+fn prefetch_ids(wide: &WideBvh, first: u32) {
+    prefetch_lines::<1>(wide.block_ids.as_ptr().wrapping_add(first as usize).cast());
+}
+
+/// Asks for the `N` lines from `start`: a fixed count, so the loop unrolls (a count
+/// in bytes, stepped through, costs a loop at every push).
+#[inline(always)]
+fn prefetch_lines<const N: usize>(start: *const i8) {
     #[cfg(target_arch = "x86_64")]
-    {
+    for line in 0..N {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        /// Asks for the `N` lines from `start`: a fixed count, so the loop unrolls
-        /// (a count in bytes, stepped through, costs a loop at every push).
-        #[inline(always)]
-        fn lines<const N: usize>(start: *const i8) {
-            for line in 0..N {
-                // SAFETY: SSE is part of every x86-64 CPU, and a prefetch reads
-                // nothing and never faults, whatever the address.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(64 * line)) };
-            }
-        }
-        if blocks == 0 {
-            let node = wide.nodes.as_ptr().wrapping_add(child as usize);
-            lines::<{ size_of::<WideNode>().div_ceil(64) }>(node.cast());
-        } else {
-            let block = wide.blocks.as_ptr().wrapping_add(child as usize);
-            lines::<{ size_of::<LeafBlock>().div_ceil(64) }>(block.cast());
-        }
+        // SAFETY: SSE is part of every x86-64 CPU, and a prefetch reads nothing and
+        // never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(64 * line)) };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (wide, child, blocks);
+    let _ = start;
 }
 
 /// Offers the hits in `blocks` leaf blocks from `first` on to `collect`; `true` when
@@ -183,6 +190,7 @@ pub(super) fn offer_leaf<L: Lanes8, const WATERTIGHT: bool>(
     cull: Cull,
     collect: &mut impl Collect,
 ) -> bool {
+    prefetch_ids(wide, first);
     for index in first as usize..(first + blocks) as usize {
         let block = &wide.blocks[index];
         // The ids are read only for accepted hits, which few blocks have.
