@@ -21,13 +21,13 @@ use super::watertight::watertight_block;
 use super::bvh_traverse::Tally;
 use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
-use super::intersect::{RayFrame, is_valid_ray_on, lanes};
+use super::intersect::{BoxFrame, RayFrame, is_valid_ray_on, lanes};
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::vector::Lanes8;
 use super::wide_bvh::{LeafBlock, WIDTH, WideBvh, WideNode};
-use super::wide_boxes::{Planes, Slabs};
+use super::wide_boxes::{ExactTerms, Planes, Slabs};
 use crate::options::{Cull, Mode};
 use crate::bvh::MAX_DEPTH;
 use crate::types::{Hit, MISS, Ray};
@@ -63,36 +63,88 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     if wide.nodes.is_empty() || !is_valid_ray_on::<L>(ray) {
         return;
     }
-    let frame = RayFrame::new(ray);
-    let slabs = Slabs::<L>::new(wide, ray, &frame.boxes());
+    let boxes = BoxFrame::new(ray);
+    let slabs = Slabs::<L>::new(wide, ray, &boxes);
     let terms = slabs.exact_terms();
-    let mut depth = 0;
-    // The child to visit next: the nearest entered child of the last node, taken
-    // without a trip through the stack (no nearer hit can have been found since its
-    // box test), or else the nearest pending one that can still change the answer.
-    let mut next = Some(Pending {
-        child: 0,
-        blocks: 0,
-        entry: ray.tmin,
-    });
-    loop {
-        let top = match next.take() {
-            Some(top) => top,
-            None => match pop_pending(stack, &mut depth, collect.bound(), |p| p.entry) {
-                Some(top) => top,
-                None => return,
-            },
+    let mut walk = Walk {
+        stack,
+        depth: 0,
+        next: Some(Pending {
+            child: 0,
+            blocks: 0,
+            entry: ray.tmin,
+        }),
+    };
+    // Nodes alone until the first leaf: the triangle tests' part of the frame is
+    // made there, so that a ray that reaches none (a pick past the mesh, a ray
+    // through a gap) never works it out, and the walk after it keeps the frame
+    // at hand without asking whether it is made.
+    let leaf = loop {
+        let Some(top) = walk.take(collect.bound()) else {
+            return;
         };
+        if top.blocks > 0 {
+            break top;
+        }
+        walk.visit(wide, top, &slabs, &terms, collect.bound(), tally);
+    };
+    let frame = RayFrame::with_boxes(ray, boxes);
+    let mut top = leaf;
+    loop {
         if top.blocks > 0 {
             tally.leaf_blocks(top.blocks);
             if offer_leaf::<L, WATERTIGHT>(wide, top.child, top.blocks, ray, &frame, cull, collect) {
                 return;
             }
-            continue;
+        } else {
+            walk.visit(wide, top, &slabs, &terms, collect.bound(), tally);
         }
+        let Some(next) = walk.take(collect.bound()) else {
+            return;
+        };
+        top = next;
+    }
+}
+
+/// Where one ray's walk stands: its pending children and the child it visits
+/// next.
+struct Walk<'a> {
+    stack: &'a mut Stack,
+    depth: usize,
+    /// The child to visit next: the nearest entered child of the last node, taken
+    /// without a trip through the stack (no nearer hit can have been found since
+    /// its box test). `None` after a leaf or a node that entered no child: the
+    /// nearest pending child that can still change the answer comes next.
+    next: Option<Pending>,
+}
+
+impl Walk<'_> {
+    /// The next child to visit, where a hit at `bound` is the nearest so far;
+    /// `None` when the walk is over.
+    #[inline(always)]
+    fn take(&mut self, bound: f32) -> Option<Pending> {
+        match self.next.take() {
+            Some(top) => Some(top),
+            None => pop_pending(self.stack, &mut self.depth, bound, |p| p.entry),
+        }
+    }
+
+    /// Tests the ray (`slabs`, `terms`) against the boxes of node `top` up to
+    /// `bound`: the nearest entered child becomes the next, the others are pushed
+    /// in order, farthest at the bottom.
+    #[inline(always)]
+    fn visit<L: Lanes8>(
+        &mut self,
+        wide: &WideBvh,
+        top: Pending,
+        slabs: &Slabs<L>,
+        terms: &ExactTerms<L>,
+        bound: f32,
+        tally: &mut impl Tally,
+    ) {
         let node = &wide.nodes[top.child as usize];
         let planes = Planes::<L>::of(wide, top.child, node);
-        let (entered, near) = slabs.enter(&planes, collect.bound(), node.occupied as u32, &terms);
+        let (entered, near) = slabs.enter(&planes, bound, node.occupied as u32, terms);
         tally.wide_node(node.occupied.count_ones(), entered.count_ones());
         let pending = |lane: usize| Pending {
             child: node.child[lane],
@@ -100,20 +152,21 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
             entry: near[lane],
         };
         if entered == 0 {
-            continue;
+            return;
         }
         let first = pending(entered.trailing_zeros() as usize);
         let rest = entered & (entered - 1);
         if rest == 0 {
             // One child, the most common case: nothing to order.
-            next = Some(first);
-            continue;
+            self.next = Some(first);
+            return;
         }
         // Visit the nearest entered child next and push the others in order,
         // farthest at the bottom: the nearest so far is kept aside (the lowest lane
         // among equals), and each child pushed moves only past the children already
         // pushed that are no farther. Two children, the next most common case, need
         // only one comparison.
+        let (stack, mut depth) = (&mut *self.stack, self.depth);
         let mut nearest = first;
         let mut farther = pending(rest.trailing_zeros() as usize);
         if farther.entry < nearest.entry {
@@ -137,7 +190,8 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
             stack[slot] = child;
             depth += 1;
         }
-        next = Some(nearest);
+        self.depth = depth;
+        self.next = Some(nearest);
     }
 }
 
