@@ -237,12 +237,6 @@ impl RayFrame {
         reciprocal_scale(self.t_scale)
     }
 
-    /// The part of this frame the box tests need.
-    #[inline(always)]
-    pub fn boxes(&self) -> BoxFrame {
-        BoxFrame { dir: self.dir, t_scale: self.t_scale, inv_dir: self.inv_dir }
-    }
-
     /// The frame of `ray`.
     #[inline(always)]
     pub fn new(ray: &Ray) -> Self {
