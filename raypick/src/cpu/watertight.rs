@@ -12,7 +12,7 @@
 //! edge functions, which vectorises, then redoes the rare lanes with an exactly-zero
 //! edge function with [`watertight`]: the same values the shader computes. The
 //! wide BVH's leaf blocks take the same arithmetic on explicit vector lanes
-//! ([`watertight_block`]).
+//! (`watertight_block`).
 
 use super::intersect::{LaneTest, Lanes, RayFrame, SoaTriangles, Unnormalised, lanes as set_lanes};
 use super::vector::Lanes8;
