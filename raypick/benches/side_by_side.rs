@@ -342,9 +342,9 @@ fn cold_picks(cpu_mesh: &CpuMesh, embree: &Embree, camera: &[Ray], rounds: usize
     let calls = COLD_PICKS * rounds;
     let (mut ours, mut theirs) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
     let mut hit = [Hit::MISS];
+    // The centres of an 8 × 8 grid of cells over the image, row by row.
+    let cell = IMAGE as usize / 8;
     for k in (0..calls).map(|call| call % COLD_PICKS) {
-        // The centres of an 8 × 8 grid of cells over the image, row by row.
-        let cell = IMAGE as usize / 8;
         let (row, col) = (k / 8 * cell + cell / 2, k % 8 * cell + cell / 2);
         let ray = [camera[row * IMAGE as usize + col]];
         evict(2 * ours.len());

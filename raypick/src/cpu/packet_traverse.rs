@@ -188,8 +188,8 @@ fn pop<L: Lanes8>(stack: &mut Vec<Pending>, bounds: &[f32; PACKET]) -> Option<Pe
     let bounds = load_rows::<L>(bounds);
     while let Some(mut top) = stack.pop() {
         let entry = load_rows::<L>(&top.entry);
-        for h in 0..2 {
-            top.rays &= !(beyond_lanes::<L>(entry[h], bounds[h]) << (WIDTH * h));
+        for (h, (entry, bound)) in entry.into_iter().zip(bounds).enumerate() {
+            top.rays &= !(beyond_lanes::<L>(entry, bound) << (WIDTH * h));
         }
         if top.rays != 0 {
             return Some(top);

@@ -144,17 +144,15 @@ impl<L: Lanes8> Slabs<L> {
         };
         let bounds = each_axis(reach);
         let folded = bounds.iter().all(|&b| b <= FOLDED_LIMIT);
-        let offset = |axis: usize, sign: f32| {
-            // Underflow loses at most a few 2^-149 per operation: MIN_POSITIVE
-            // covers them.
-            let slack = FOLDED_SLACK * bounds[axis] + f32::MIN_POSITIVE;
-            -(ray.origin[axis] * frame.inv_dir[axis]) + sign * slack
-        };
+        // Underflow loses at most a few 2^-149 per operation: MIN_POSITIVE covers
+        // them.
+        let slack = each_axis(|axis| FOLDED_SLACK * bounds[axis] + f32::MIN_POSITIVE);
+        let start = each_axis(|axis| -(ray.origin[axis] * frame.inv_dir[axis]));
         Self {
             origin: ray.origin.into(),
             inv_dir: frame.inv_dir,
-            near_offset: each_axis(|axis| offset(axis, -1.0)),
-            far_offset: each_axis(|axis| offset(axis, 1.0)),
+            near_offset: each_axis(|axis| start[axis] - slack[axis]),
+            far_offset: each_axis(|axis| start[axis] + slack[axis]),
             negative: frame.dir.map(|d| d < 0.0),
             tmin,
             padded_tmin: L::splat(padded_below(tmin)),
@@ -402,7 +400,8 @@ impl<L: Lanes8> PacketSlabs<L> {
                 let bound = L::mul(L::add(L::splat(wide.reach[axis]), L::abs(origin[axis][h])), L::abs(inv));
                 folded &= L::le(bound, L::splat(FOLDED_LIMIT)) == 0xff;
                 let slack = L::add(L::mul(L::splat(FOLDED_SLACK), bound), L::splat(f32::MIN_POSITIVE));
-                // `-(origin · inv) ∓ slack` (`a + (-1) · s` is `a - s` exactly).
+                // `-(origin · inv) ∓ slack`, as `Slabs::new` (a negation by -1 is
+                // exact).
                 let start = L::mul(L::splat(-1.0), L::mul(origin[axis][h], inv));
                 exact.scale[axis][h] = inv;
                 exact.near[axis][h] = L::sub(start, slack);
