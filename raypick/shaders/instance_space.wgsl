@@ -34,17 +34,17 @@ fn finite3(v: vec3<f32>) -> bool {
 
 // Object-space coordinate of a world point: ((r.x * x + r.y * y) + r.z * z) + r.w.
 fn transform_point(r: vec4<f32>, p: vec3<f32>, one: f32) -> f32 {
-    return (((r.x * p.x) * one + (r.y * p.y) * one) + (r.z * p.z) * one) + r.w;
+    return ((rounded(r.x * p.x, one) + rounded(r.y * p.y, one)) + rounded(r.z * p.z, one)) + r.w;
 }
 
 // Object-space coordinate of a world vector: (r.x * x + r.y * y) + r.z * z.
 fn transform_vector(r: vec4<f32>, v: vec3<f32>, one: f32) -> f32 {
-    return ((r.x * v.x) * one + (r.y * v.y) * one) + (r.z * v.z) * one;
+    return (rounded(r.x * v.x, one) + rounded(r.y * v.y, one)) + rounded(r.z * v.z, one);
 }
 
 // The world ray in the instance's object space: origin as a point, direction as a
 // vector, not renormalised (t means the same in both spaces), the interval kept;
-// every product multiplied by `one` so it is rounded on its own, as on the CPU.
+// every product through `rounded` so it is rounded on its own, as on the CPU.
 fn object_ray(inst: PackedInstance, ray: Ray, one: f32) -> Ray {
     let origin = vec3<f32>(
         transform_point(inst.inv0, ray.origin, one),

@@ -19,10 +19,24 @@
 // det, so its sign is reliable whenever a hit is reported, and near-parallel rays
 // cannot produce hits far from the triangle.
 //
-// GPU compilers may fuse a * b + c into one FMA; the CPU rounds the product first.
-// Products are therefore multiplied by `one`, an opaque 1.0 from a uniform: the
-// compiler cannot drop it, and fusing (a * b) * one + c is exact, so every product is
-// rounded on its own, as on the CPU.
+// GPU compilers may fuse a * b + c into one FMA, and may rewrite a * b + c * d
+// algebraically (one driver turned (a * b) * k + (c * d) * k into
+// (a * b + c * d) * k, then fused it); the CPU rounds each product first. Every
+// product the tests add or subtract therefore goes through `rounded`, an XOR of its
+// bits with zero bits the compiler cannot know (from `one`, an opaque 1.0 in a
+// uniform): no float rewrite crosses an integer operation on unknown bits, so the
+// product is rounded on its own, as on the CPU. Divisions are `reciprocal`'s, exact.
+
+// x, as rounded where it was computed (see above): x's bits XOR the zero bits of
+// `one`'s difference from 1.0.
+fn rounded(x: f32, one: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) ^ (bitcast<u32>(one) ^ 0x3f800000u));
+}
+
+// `rounded`, component by component.
+fn rounded3(x: vec3<f32>, one: f32) -> vec3<f32> {
+    return bitcast<vec3<f32>>(bitcast<vec3<u32>>(x) ^ vec3<u32>(bitcast<u32>(one) ^ 0x3f800000u));
+}
 
 struct Candidate {
     t: f32,
@@ -75,7 +89,7 @@ const BOX_MARGIN: f32 = 1e-5;
 // box tests' overlap rule, used by the traversals and by the kernel on the
 // triangle's own box (the products are kept from fusing, as in the tests).
 fn overlaps(near: f32, far: f32, one: f32) -> bool {
-    return near - (abs(near) * BOX_MARGIN) * one <= far + (abs(far) * BOX_MARGIN) * one;
+    return near - rounded(abs(near) * BOX_MARGIN, one) <= far + rounded(abs(far) * BOX_MARGIN, one);
 }
 
 // Whether a box entered at `entry` lies beyond `bound` by more than the relative
@@ -101,7 +115,7 @@ struct RayBoxes {
 }
 
 fn ray_boxes(ray: Ray, frame: RayFrame) -> RayBoxes {
-    let to_frame = 1.0 / frame.t_scale;
+    let to_frame = reciprocal(frame.t_scale);
     return RayBoxes(ray.origin, frame.inv_dir, ray.tmin * to_frame, to_frame, frame.t_scale);
 }
 
@@ -145,9 +159,83 @@ fn order_children(node: BvhNode, boxes: RayBoxes, limit: f32, one: f32) -> Child
     return ChildOrder(a, b, entry_a, entry_b);
 }
 
+// 1 / x correctly rounded (to nearest), as the CPU's division: Vulkan lets a
+// driver's division be 2.5 ulp off, and some drivers' are (an approximate
+// reciprocal). With x = M * 2^(e-23), M in [2^23, 2^24) (subnormals normalised), the
+// result's significand is Y = round(2^47 / M) in [2^23, 2^24]. The driver's own
+// division of 1 by M's significand gives a Y within a few units; the exact
+// remainder d = 2^47 - M * Y is what the low 32 bits of M * Y say (|d| < 2^31), and
+// Y steps towards 2^47 / M until |d| <= M / 2 (never equal: 2^47 / M is never a
+// half-integer). A subnormal result rounds Y's dropped bits plus d / M once more,
+// exactly. Zeros, infinities and NaN as IEEE 754.
+fn reciprocal(x: f32) -> f32 {
+    return reciprocal_from(x, 0);
+}
+
+// reciprocal, its first Y `skew` units off the driver's (the tests' way to reach
+// every correction on drivers whose division is exact).
+fn reciprocal_from(x: f32, skew: i32) -> f32 {
+    let bits = bitcast<u32>(x);
+    let sign = bits & 0x80000000u;
+    let exponent = (bits >> 23u) & 0xffu;
+    var m = bits & 0x7fffffu;
+    if exponent == 0xffu {
+        // 1 / NaN is NaN, 1 / inf is a zero of the same sign.
+        return select(bitcast<f32>(sign), x, m != 0u);
+    }
+    if exponent == 0u && m == 0u {
+        return bitcast<f32>(sign | 0x7f800000u);
+    }
+    // Unbiased exponent of the normalised significand m in [2^23, 2^24).
+    var e = i32(exponent) - 127;
+    if exponent == 0u {
+        let shift = countLeadingZeros(m) - 8u;
+        m = m << shift;
+        e = -126 - i32(shift);
+    } else {
+        m = m | 0x800000u;
+    }
+    // The result's biased exponent, were its significand Y / 2^23.
+    let biased = 126 - e;
+    if biased >= 255 {
+        return bitcast<f32>(sign | 0x7f800000u);
+    }
+    // 1 / (M / 2^23) is in (1/2, 1], so times 2^24 it is an integer.
+    let estimate = 1.0 / bitcast<f32>(m | 0x3f800000u);
+    var y = u32(i32(estimate * 16777216.0) + skew);
+    var d = bitcast<i32>(0u - m * y);
+    let mi = i32(m);
+    for (var i = 0u; i < 8u; i++) {
+        if 2 * d > mi {
+            y += 1u;
+            d -= mi;
+        } else if 2 * d < -mi {
+            y -= 1u;
+            d += mi;
+        } else {
+            break;
+        }
+    }
+    if biased <= 0 {
+        // Subnormal: 2^47 / M = y + d / M, shifted right by `drop` (1 or 2) and
+        // rounded to nearest (never a tie: 2^47 / M is an integer only for
+        // M = 2^23, whose dropped bits are zeros).
+        let drop = u32(1 - biased);
+        let kept = y >> drop;
+        let rest = i32(y & ((1u << drop) - 1u)) * mi + d; // (dropped bits) * M
+        let up = rest > (mi << (drop - 1u));
+        // Rounding up to 2^23 gives the smallest normal's bits.
+        return bitcast<f32>(sign | (kept + u32(up)));
+    }
+    // y = 2^24 carries into the exponent field by itself (to infinity past the
+    // largest finite value).
+    return bitcast<f32>(sign | ((u32(biased - 1) << 23u) + y));
+}
+
 // 1 / dir, with BIG for zero components.
 fn inverse_dir(dir: vec3<f32>) -> vec3<f32> {
-    return select(1.0 / dir, vec3<f32>(BIG), dir == vec3<f32>(0.0));
+    let inverse = vec3<f32>(reciprocal(dir.x), reciprocal(dir.y), reciprocal(dir.z));
+    return select(inverse, vec3<f32>(BIG), dir == vec3<f32>(0.0));
 }
 
 // 2^-k for the largest direction component max_abs, from its exponent bits:
@@ -180,7 +268,7 @@ fn ray_frame(ray: Ray) -> RayFrame {
         ky = swap;
     }
     let live = dz != 0.0;
-    let inv_dz = select(0.0, 1.0 / dz, live);
+    let inv_dz = select(0.0, reciprocal(dz), live);
     let shear = vec3<f32>(dir[kx] * inv_dz, dir[ky] * inv_dz, inv_dz);
     let dir_norm = (a.x + a.y) + a.z;
     return RayFrame(dir, dir_norm, vec3<u32>(kx, ky, kz), shear, dir_norm * abs(inv_dz), scale, inverse_dir(dir), live);
@@ -228,14 +316,17 @@ fn box_interval(origin: vec3<f32>, frame: RayFrame, tri: PackedTriangle) -> vec2
 // never hold an answer. The clamp only acts when the test's error exceeds the
 // padding. Mirrored by candidate and place in src/cpu/intersect.rs.
 fn accept(n: Unnormalised, ray: Ray, frame: RayFrame, tri: PackedTriangle, cull: u32, best_t: f32, one: f32) -> Candidate {
-    let inv_det = 1.0 / n.det;
+    let sign = select(-1.0, 1.0, n.det > 0.0);
+    let inside = n.big_u * sign >= 0.0 && n.big_v * sign >= 0.0 && n.big_w * sign >= 0.0;
+    if !(frame.live && det_passes(n.det, n.det_bound, cull) && inside) {
+        // Rejected before the division (its t, u and v are never read).
+        return Candidate(0.0, 0.0, 0.0, false);
+    }
+    let inv_det = reciprocal(n.det);
     var t = n.big_t * inv_det;
     let u = n.big_u * inv_det;
     let v = n.big_v * inv_det;
-    let sign = select(-1.0, 1.0, n.det > 0.0);
-    let inside = n.big_u * sign >= 0.0 && n.big_v * sign >= 0.0 && n.big_w * sign >= 0.0;
-    let finite = is_finite(inv_det) && is_finite(t) && is_finite(u) && is_finite(v);
-    var candidate = frame.live && det_passes(n.det, n.det_bound, cull) && inside && finite;
+    var candidate = is_finite(inv_det) && is_finite(t) && is_finite(u) && is_finite(v);
     if candidate {
         let interval = box_interval(ray.origin, frame, tri);
         t = select(t, interval.y, t > interval.y);

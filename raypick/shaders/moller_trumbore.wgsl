@@ -10,7 +10,7 @@
 // subtraction's sign is exact.
 
 fn mul_rounded(a: vec3<f32>, b: vec3<f32>, one: f32) -> vec3<f32> {
-    return (a * b) * one;
+    return rounded3(a * b, one);
 }
 
 fn cross_rounded(a: vec3<f32>, b: vec3<f32>, one: f32) -> vec3<f32> {
@@ -33,5 +33,5 @@ fn moller_trumbore(ray: Ray, frame: RayFrame, tri: PackedTriangle, one: f32) -> 
     let big_v = dot_rounded(frame.dir, q, one);
     let big_t = dot_rounded(e2, q, one);
     let big_w = det - (big_u + big_v);
-    return Unnormalised(det, (tri.edge_norm * frame.dir_norm) * one, big_u, big_v, big_w, big_t);
+    return Unnormalised(det, rounded(tri.edge_norm * frame.dir_norm, one), big_u, big_v, big_w, big_t);
 }

@@ -28,8 +28,8 @@ const SPLITTER: f32 = 4097.0; // 2^12 + 1
 
 // Veltkamp's split: a = hi + lo with 12-bit halves.
 fn split(a: f32, one: f32) -> vec2<f32> {
-    let c = (SPLITTER * a) * one;
-    let hi = c - (c - a) * one;
+    let c = rounded(SPLITTER * a, one);
+    let hi = c - rounded(c - a, one);
     return vec2<f32>(hi, a - hi);
 }
 
@@ -37,13 +37,13 @@ fn split(a: f32, one: f32) -> vec2<f32> {
 fn product_error(a: f32, b: f32, p: f32, one: f32) -> f32 {
     let x = split(a, one);
     let y = split(b, one);
-    return ((x.x * y.x - p) + x.x * y.y + x.y * y.x) + x.y * y.y;
+    return ((rounded(x.x * y.x, one) - p) + rounded(x.x * y.y, one) + rounded(x.y * y.x, one)) + rounded(x.y * y.y, one);
 }
 
 // a * b - c * d, exact in sign; correctly rounded when the products round equal.
 fn edge_function(a: f32, b: f32, c: f32, d: f32, one: f32) -> f32 {
-    let p = (a * b) * one;
-    let q = (c * d) * one;
+    let p = rounded(a * b, one);
+    let q = rounded(c * d, one);
     let e = p - q;
     if e != 0.0 {
         return e;
@@ -56,9 +56,9 @@ fn shear_vertex(v: vec3<f32>, ray: Ray, frame: RayFrame, one: f32) -> vec3<f32> 
     let a = v - ray.origin;
     let az = a[frame.axes.z];
     return vec3<f32>(
-        a[frame.axes.x] - (frame.shear.x * az) * one,
-        a[frame.axes.y] - (frame.shear.y * az) * one,
-        (frame.shear.z * az) * one,
+        a[frame.axes.x] - rounded(frame.shear.x * az, one),
+        a[frame.axes.y] - rounded(frame.shear.y * az, one),
+        rounded(frame.shear.z * az, one),
     );
 }
 
@@ -70,6 +70,6 @@ fn watertight(ray: Ray, frame: RayFrame, tri: PackedTriangle, one: f32) -> Unnor
     let big_u = edge_function(a.x, c.y, a.y, c.x, one);
     let big_v = edge_function(b.x, a.y, b.y, a.x, one);
     let det = (big_w + big_u) + big_v;
-    let big_t = ((big_w * a.z) * one + (big_u * b.z) * one) + (big_v * c.z) * one;
-    return Unnormalised(det, (tri.edge_norm * frame.shear_norm) * one, big_u, big_v, big_w, big_t);
+    let big_t = (rounded(big_w * a.z, one) + rounded(big_u * b.z, one)) + rounded(big_v * c.z, one);
+    return Unnormalised(det, rounded(tri.edge_norm * frame.shear_norm, one), big_u, big_v, big_w, big_t);
 }

@@ -49,7 +49,7 @@ fn lane_byte(pair: vec2<u32>, lane: u32) -> u32 {
 // Child `lane` of `node`: its decoded box, node index or first triangle, and
 // triangle count; an unused slot is empty (EMPTY_CHILD, count 0). Mirrors
 // WideNodes::children (lane by lane) in src/cpu/wide_nodes.rs. The products of the
-// decoding are kept from fusing with the sum (`one`), which then rounds as the CPU's.
+// decoding are kept from fusing with the sum (`rounded`), which then rounds as the CPU's.
 fn wide_child(node: WideRows, lane: u32, one: f32) -> BvhChild {
     let index = child_of(node, lane);
     if index == EMPTY_CHILD {
@@ -77,8 +77,8 @@ fn wide_child(node: WideRows, lane: u32, one: f32) -> BvhChild {
     );
     let origin = bitcast<vec3<f32>>(node.origin_exact.xyz);
     let step = bitcast<vec3<f32>>(node.step.xyz);
-    let lo = origin + (vec3<f32>(q_lo) * step) * one;
-    let hi = origin + (vec3<f32>(q_hi) * step) * one;
+    let lo = origin + rounded3(vec3<f32>(q_lo) * step, one);
+    let hi = origin + rounded3(vec3<f32>(q_hi) * step, one);
     return BvhChild(lo, index, hi, count);
 }
 

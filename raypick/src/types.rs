@@ -124,8 +124,9 @@ pub struct TraceParams {
     pub accumulate: u32,
     /// The `t` written for a miss (`+inf`; WGSL has no infinity literal).
     pub miss_t: f32,
-    /// Always 1.0: an opaque factor that keeps products from being fused into FMAs
-    /// (see `shaders/intersect.wgsl`).
+    /// Always 1.0, unknown to the shader compiler: the zero bits of its difference
+    /// from 1.0 keep products from being fused or rewritten (`rounded` in
+    /// `shaders/intersect.wgsl`).
     pub one: f32,
     /// Index in the bound triangle buffer of the first triangle of this dispatch.
     pub tri_first: u32,

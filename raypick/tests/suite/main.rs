@@ -7,6 +7,7 @@
 
 mod support;
 
+mod arithmetic;
 mod bad_input;
 mod bvh;
 mod camera;
