@@ -74,8 +74,9 @@ struct Common {
     /// CPU threads (default: all cores).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     threads: Option<u32>,
-    /// Node layout of the GPU's BVH: wide (eight children to a compressed node,
-    /// fewer bytes read per ray) or binary. The hits are the same.
+    /// Node layout of the GPU's BVH: binary (two children to a node, the faster
+    /// kernel) or wide (eight children to a compressed node, fewer bytes read per
+    /// ray). The hits are the same.
     #[arg(long, value_parser = named(NodeLayout::ALL), default_value_t = NodeLayout::default())]
     layout: NodeLayout,
     /// Print one JSON object on stdout instead of text.

@@ -102,14 +102,16 @@ pub enum Accel {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum NodeLayout {
-    /// Two children per node, boxes as `f32` (64 bytes a node): what a mesh read
-    /// from a renderer's buffers is traversed with, as the GPU refits its boxes in
-    /// place.
+    /// Two children per node, boxes as `f32` (64 bytes a node): the faster kernel
+    /// on the hardware GPU and the software adapter measured (README), so what an
+    /// uploaded mesh gets, and what a mesh read from a renderer's buffers is
+    /// traversed with, as the GPU refits its boxes in place.
+    /// `NodeLayout::default()`.
+    #[default]
     Binary,
     /// Eight children per node, boxes quantized outward to 8 bits per plane (128
-    /// bytes a node): fewer node visits and fewer bytes read per ray, so what an
-    /// uploaded mesh gets. `NodeLayout::default()`.
-    #[default]
+    /// bytes a node): fewer node visits and fewer bytes read per ray, for eight
+    /// boxes decoded at every node.
     Wide,
 }
 

@@ -31,7 +31,7 @@ pub struct GpuOptions {
     /// completed on the CPU.
     pub max_traversal_steps: Option<u32>,
     /// The node layout BVH meshes are uploaded with ([`GpuContext::upload_bvh`];
-    /// default [`NodeLayout::Wide`]). Both give the same hits; meshes read from a
+    /// default [`NodeLayout::Binary`]). Both give the same hits; meshes read from a
     /// renderer's buffers always use [`NodeLayout::Binary`], which the GPU refits in
     /// place.
     pub node_layout: NodeLayout,

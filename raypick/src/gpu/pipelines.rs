@@ -80,7 +80,12 @@ impl Pipelines {
             )?,
         };
         pipelines.brute_force(device, Query::Closest, Mode::default())?;
-        pipelines.bvh_traverse(device, NodeLayout::Wide, Query::Closest, Mode::default())?;
+        pipelines.bvh_traverse(
+            device,
+            NodeLayout::default(),
+            Query::Closest,
+            Mode::default(),
+        )?;
         Ok(pipelines)
     }
 
