@@ -547,9 +547,9 @@ fn bench_json_parses_and_compares_backends() {
             Some("gpu") => assert_gpu_times(row),
             _ => assert!(row["gpu_times"].is_null(), "{row}"),
         }
-        // The GPU's BVH is eight-wide by default; nothing else has a layout.
+        // The GPU's BVH is binary by default; nothing else has a layout.
         if row["backend"] == "gpu" && row["accel"] == "bvh" {
-            assert_eq!(row["layout"], "wide", "{row}");
+            assert_eq!(row["layout"], "binary", "{row}");
         } else {
             assert!(row["layout"].is_null(), "{row}");
         }
