@@ -63,7 +63,6 @@ use crate::TraceOptions;
 use crate::error::{Error, Result};
 use crate::gpu::{CpuCopy, GpuContext, MeshContent, Scratch};
 use crate::picker::{PickMesh, Picker};
-use crate::prepare::sanitize_ray;
 use crate::types::Query;
 use crate::types::{Hit, Ray};
 use crate::world::TraceRay;
@@ -310,13 +309,7 @@ impl PickService {
                 state.store(MAPPED, Ordering::Release);
             } else {
                 let scratch = &mut slot.scratch;
-                scratch.sanitized.clear();
-                scratch.sanitized.extend(job.rays.iter().map(sanitize_ray));
-                gpu.queue().write_buffer(
-                    &scratch.rays,
-                    0,
-                    bytemuck::cast_slice(&scratch.sanitized),
-                );
+                crate::gpu::write_rays(gpu.queue(), &scratch.rays, &job.rays);
                 let closest = (Query::Closest, 0);
                 let dispatched = gpu.dispatch(&job.content, n, &job.options, closest, scratch);
                 if let Err(e) = dispatched {
@@ -359,7 +352,8 @@ fn read_hits(gpu: &GpuContext, slot: &mut Slot, job: &Job) -> Result<Vec<Hit>> {
     }
     slot.scratch.staging.unmap();
     if let Some(tree) = gpu.finishing(&job.content, job.copy.as_deref(), &hits)? {
-        crate::gpu::finish_on_cpu(&tree, &slot.scratch.sanitized, &mut hits, &job.options);
+        // A ray left unfinished was a valid one: the caller's ray is the one traced.
+        crate::gpu::finish_on_cpu(&tree, &job.rays, &mut hits, &job.options);
     }
     Ok(hits)
 }

@@ -33,4 +33,4 @@ pub(crate) use instances::NO_BRUTE_INSTANCES;
 pub(crate) use mesh::Content as MeshContent;
 pub use mesh::GpuMesh;
 pub use timing::GpuTimes;
-pub(crate) use trace::{Scratch, finish_on_cpu};
+pub(crate) use trace::{Scratch, finish_on_cpu, write_rays};

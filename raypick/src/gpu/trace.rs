@@ -88,7 +88,6 @@ pub(crate) struct Scratch {
     list_bytes: u64,
     pub(crate) list: wgpu::Buffer,
     list_staging: wgpu::Buffer,
-    pub(crate) sanitized: Vec<Ray>,
     readback: Vec<Hit>,
 }
 
@@ -120,8 +119,7 @@ impl Scratch {
                 list_bytes,
                 U::MAP_READ | U::COPY_DST,
             ),
-            sanitized: Vec::with_capacity(capacity),
-            readback: Vec::with_capacity(capacity),
+            readback: Vec::new(),
         }
     }
 }
@@ -279,46 +277,53 @@ impl GpuContext {
             if let Some(timer) = timer {
                 timer.begin_batch();
             }
-            scratch.sanitized.clear();
-            scratch.sanitized.extend(rays.iter().map(sanitize_ray));
-            self.queue
-                .write_buffer(&scratch.rays, 0, bytemuck::cast_slice(&scratch.sanitized));
+            write_rays(&self.queue, &scratch.rays, rays);
             let query = (output.query(), max_hits as u32);
             self.dispatch(&mesh.content, rays.len(), options, query, scratch)?;
             lap(HostStage::Submit, submitting);
             let waiting = clock();
             let bytes = rays.len() as u64 * HIT_BYTES;
-            scratch.readback.resize(rays.len(), Hit::MISS);
-            read_back(
-                &self.device,
-                &scratch.staging,
-                bytes,
-                &mut scratch.readback,
-                wait,
-            )
-            .await?;
+            let end = start + rays.len();
+            // The nearest hits come back straight into the caller's slice; the other
+            // queries' hits are read first, to be turned into their answers.
+            let found = match &mut output {
+                Output::Closest(hits) => &mut hits[start..end],
+                _ => {
+                    scratch.readback.resize(rays.len(), Hit::MISS);
+                    &mut scratch.readback[..]
+                }
+            };
+            read_back(&self.device, &scratch.staging, bytes, found, wait).await?;
             if let Some(timer) = timer {
                 timer.collect(&self.device, wait).await?;
             }
             lap(HostStage::Wait, waiting);
             let finishing = clock();
             let copy = mesh.gathered.as_ref().map(|g| g.copy.as_ref());
-            let tree = self.finishing(&mesh.content, copy, &scratch.readback)?;
-            let cpu = tree.as_deref();
-            let (rays, found) = (&scratch.sanitized[..], &scratch.readback[..]);
-            let end = start + rays.len();
+            // A ray left unfinished was a valid one, so the caller's ray is the one the
+            // GPU traced.
             match &mut output {
                 Output::Closest(hits) => {
                     let hits = &mut hits[start..end];
-                    hits.copy_from_slice(found);
-                    if let Some(bvh) = cpu {
-                        finish_on_cpu(bvh, rays, hits, options);
+                    if let Some(bvh) = self.finishing(&mesh.content, copy, hits)? {
+                        finish_on_cpu(&bvh, rays, hits, options);
                     }
                 }
                 Output::Any(occluded) => {
-                    finish_any(cpu, rays, found, &mut occluded[start..end], options)
+                    let found = &scratch.readback[..];
+                    let tree = self.finishing(&mesh.content, copy, found)?;
+                    finish_any(
+                        tree.as_deref(),
+                        rays,
+                        found,
+                        &mut occluded[start..end],
+                        options,
+                    )
                 }
                 Output::All { slots, states, .. } => {
+                    let found = &scratch.readback[..];
+                    let tree = self.finishing(&mesh.content, copy, found)?;
+                    let cpu = tree.as_deref();
                     let k = max_hits as usize;
                     let slots = &mut slots[start * k..end * k];
                     read_back(
@@ -597,7 +602,52 @@ pub(crate) fn chunk_passes(
         .collect()
 }
 
-/// Copies the first `bytes` of a staging buffer into `out` once the GPU is done.
+/// Rays one task writes or reads back ([`write_rays`], [`read_back`]).
+const RAYS_PER_TASK: usize = 8192;
+
+/// A disjoint part of a staging view, written by one task of [`write_rays`].
+struct Piece<'a>(wgpu::WriteOnly<'a, [u8]>);
+
+// SAFETY: a `WriteOnly<[u8]>` is an exclusive, write-only reference to bytes, like
+// `&mut [u8]`, which may be sent to another thread; wgpu implements `Send` for sized
+// targets only. The pieces come from `split_at` (disjoint), and the view they borrow
+// outlives the parallel loop that writes them.
+unsafe impl Send for Piece<'_> {}
+
+/// Writes `rays` at the start of `buffer`, invalid ones replaced by a ray that hits
+/// nothing ([`sanitize_ray`]), straight into the queue's staging memory and on every
+/// thread: no copy of the batch is made on the host first. A write the queue refuses
+/// is reported through the device's error handler, as `write_buffer`'s is.
+pub(crate) fn write_rays(queue: &wgpu::Queue, buffer: &wgpu::Buffer, rays: &[Ray]) {
+    const BYTES: usize = RAY_BYTES as usize;
+    let Some(size) = wgpu::BufferSize::new(std::mem::size_of_val(rays) as u64) else {
+        return;
+    };
+    let Some(mut view) = queue.write_buffer_with(buffer, 0, size) else {
+        return;
+    };
+    let mut rest = view.slice(..);
+    let mut pieces = Vec::with_capacity(rays.len().div_ceil(RAYS_PER_TASK));
+    while !rest.is_empty() {
+        let mid = rest.len().min(RAYS_PER_TASK * BYTES);
+        let (piece, tail) = rest.split_at(mid);
+        pieces.push(Piece(piece));
+        rest = tail;
+    }
+    pieces
+        .into_par_iter()
+        .zip(rays.par_chunks(RAYS_PER_TASK))
+        .for_each(|(Piece(piece), rays)| {
+            let (slots, _) = piece.into_chunks::<BYTES>();
+            slots.write_iter(
+                rays.iter()
+                    .map(|ray| bytemuck::cast::<Ray, [u8; BYTES]>(sanitize_ray(ray))),
+            );
+        });
+}
+
+/// Copies the first `bytes` of a staging buffer into `out` once the GPU is done, on
+/// every thread.
 async fn read_back(
     device: &wgpu::Device,
     staging: &wgpu::Buffer,
@@ -611,7 +661,10 @@ async fn read_back(
         let view = slice
             .get_mapped_range()
             .map_err(|e| Error::Readback(Box::new(e)))?;
-        out.copy_from_slice(bytemuck::cast_slice(&view));
+        let found: &[Hit] = bytemuck::cast_slice(&view);
+        out.par_chunks_mut(RAYS_PER_TASK)
+            .zip(found.par_chunks(RAYS_PER_TASK))
+            .for_each(|(out, found)| out.copy_from_slice(found));
     }
     staging.unmap();
     Ok(())
