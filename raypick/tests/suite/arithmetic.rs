@@ -19,6 +19,8 @@ use raypick::{Cull, Ray, shaders};
 use raypick_testkit::fixtures::Rng;
 use raypick_testkit::gpu;
 
+use crate::support::{buffer_init, read_mapped};
+
 /// Words written per case: see `PROBE`.
 const WORDS: usize = 40;
 
@@ -195,7 +197,6 @@ fn same(field: usize, a: u32, b: u32) -> bool {
 
 /// Runs `PROBE` on the test adapter: the words of every case.
 fn gpu_probe(gpu: &raypick::gpu::GpuContext, rays: &[Ray], tris: &[PackedTriangle]) -> Vec<u32> {
-    use wgpu::util::DeviceExt;
     let device = gpu.device();
     let source = [
         shaders::TYPES,
@@ -217,19 +218,13 @@ fn gpu_probe(gpu: &raypick::gpu::GpuContext, rays: &[Ray], tris: &[PackedTriangl
         compilation_options: Default::default(),
         cache: None,
     });
-    let init = |contents: &[u8], usage| {
-        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: None,
-            contents,
-            usage,
-        })
-    };
-    let opaque = init(
-        bytemuck::cast_slice(&[1.0f32, 1.0, 0.0, 0.0]),
+    let opaque = buffer_init(
+        device,
+        &[1.0f32, 1.0, 0.0, 0.0],
         wgpu::BufferUsages::UNIFORM,
     );
-    let ray_buffer = init(bytemuck::cast_slice(rays), wgpu::BufferUsages::STORAGE);
-    let tri_buffer = init(bytemuck::cast_slice(tris), wgpu::BufferUsages::STORAGE);
+    let ray_buffer = buffer_init(device, rays, wgpu::BufferUsages::STORAGE);
+    let tri_buffer = buffer_init(device, tris, wgpu::BufferUsages::STORAGE);
     let size = (rays.len() * WORDS * 4) as u64;
     let out = device.create_buffer(&wgpu::BufferDescriptor {
         label: None,
@@ -274,21 +269,7 @@ fn gpu_probe(gpu: &raypick::gpu::GpuContext, rays: &[Ray], tris: &[PackedTriangl
     }
     encoder.copy_buffer_to_buffer(&out, 0, &readback, 0, size);
     gpu.queue().submit([encoder.finish()]);
-    let slice = readback.slice(..);
-    let (sender, receiver) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Read, move |result| {
-        let _ = sender.send(result);
-    });
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .expect("GPU work finishes");
-    receiver
-        .recv()
-        .expect("map callback")
-        .expect("map the probe's output");
-    let words = bytemuck::cast_slice(&slice.get_mapped_range().expect("mapped range")).to_vec();
-    readback.unmap();
-    words
+    read_mapped(device, &readback)
 }
 
 /// A float whose bits are random but finite (any exponent, subnormals included).

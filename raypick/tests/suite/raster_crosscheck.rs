@@ -12,6 +12,7 @@
 //! (`Unprojector`) with a reversed-Z infinite perspective and an orthographic
 //! projection.
 
+use crate::support::{buffer_init, read_mapped};
 use glam::camera::rh::proj::directx;
 use glam::{DVec2, Mat4, Vec3};
 use raypick::camera::{Camera, Unprojector, aspect};
@@ -310,34 +311,7 @@ fn raster_ids(gpu: &GpuContext, mesh: &Mesh, view: &View) -> Vec<u32> {
         },
     );
     queue.submit([encoder.finish()]);
-    let slice = readback.slice(..);
-    let (sender, receiver) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Read, move |result| {
-        let _ = sender.send(result);
-    });
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .expect("GPU work finishes");
-    receiver
-        .recv()
-        .expect("map callback")
-        .expect("map the id buffer");
-    let ids = bytemuck::cast_slice(&slice.get_mapped_range().expect("mapped range")).to_vec();
-    readback.unmap();
-    ids
-}
-
-fn buffer_init<T: bytemuck::Pod>(
-    device: &wgpu::Device,
-    data: &[T],
-    usage: wgpu::BufferUsages,
-) -> wgpu::Buffer {
-    use wgpu::util::DeviceExt;
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: None,
-        contents: bytemuck::cast_slice(data),
-        usage,
-    })
+    read_mapped(device, &readback)
 }
 
 /// Distance in pixels from screen point `p` to the segment `a`–`b`.

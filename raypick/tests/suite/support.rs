@@ -96,3 +96,36 @@ pub fn all_options() -> Vec<TraceOptions> {
     }
     all
 }
+
+/// A GPU buffer holding `data`.
+pub fn buffer_init<T: bytemuck::Pod>(
+    device: &wgpu::Device,
+    data: &[T],
+    usage: wgpu::BufferUsages,
+) -> wgpu::Buffer {
+    use wgpu::util::DeviceExt;
+    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: None,
+        contents: bytemuck::cast_slice(data),
+        usage,
+    })
+}
+
+/// The contents of a `MAP_READ` buffer once the GPU work submitted so far is done.
+pub fn read_mapped<T: bytemuck::Pod>(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Vec<T> {
+    let slice = buffer.slice(..);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |result| {
+        let _ = sender.send(result);
+    });
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .expect("GPU work finishes");
+    receiver
+        .recv()
+        .expect("map callback")
+        .expect("map the buffer");
+    let data = bytemuck::cast_slice(&slice.get_mapped_range().expect("mapped range")).to_vec();
+    buffer.unmap();
+    data
+}
