@@ -56,7 +56,7 @@ fn segment(ray: Ray, frame: RayFrame, side: u32) -> Segment {
 // The distance committed ahead of the origin for a bound in the caller's units.
 // Mirrors commit_bound in src/cpu/ray_query.rs.
 fn commit_bound(bound: f32, frame: RayFrame) -> f32 {
-    return grow(bound * (reciprocal(frame.t_scale)));
+    return grow(bound * reciprocal(frame.t_scale));
 }
 
 // The distance first committed for the segment `seg` on `side` when the bound of
