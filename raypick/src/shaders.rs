@@ -188,6 +188,24 @@ pub fn instance_ray_query_module() -> String {
     .join("\n")
 }
 
+/// The arithmetic self-check's probe: every stage of the triangle test written out
+/// for the host to compare with the CPU's (`src/gpu/arithmetic.rs`).
+pub const ARITHMETIC_PROBE: &str = include_str!("../shaders/arithmetic_probe.wgsl");
+/// Entry point of the arithmetic probe.
+pub const ARITHMETIC_PROBE_ENTRY: &str = "probe";
+
+/// The complete WGSL module of the arithmetic probe.
+pub fn arithmetic_probe_module() -> String {
+    [
+        TYPES,
+        INTERSECT,
+        MOLLER_TRUMBORE,
+        WATERTIGHT,
+        ARITHMETIC_PROBE,
+    ]
+    .join("\n")
+}
+
 /// The complete WGSL module of the gather stage.
 pub fn gather_module() -> String {
     [TYPES, GATHER].join("\n")

@@ -6,7 +6,10 @@ use std::fmt;
 
 use super::machine::MachineFacts;
 use raypick::Backend;
-use raypick::gpu::{AdapterReport, BackendChoice, backend_choice, list_adapters};
+use raypick::gpu::{
+    AdapterKinds, AdapterReport, AdapterSummary, ArithmeticCheck, BackendChoice, GpuContext,
+    GpuOptions, backend_choice, list_adapters,
+};
 
 /// One adapter, and whether [`Backend::Auto`](raypick::Backend::Auto) uses it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -33,12 +36,75 @@ pub struct InfoReport {
     pub auto: BackendChoice,
     /// What `Backend::Gpu` runs on and why, or why it fails.
     pub gpu: BackendChoice,
+    /// The arithmetic self-check on the adapter `Backend::Gpu` opens (`--check`),
+    /// else `None`.
+    pub check: Option<CheckReport>,
+}
+
+/// The arithmetic self-check of `raypick info --check`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CheckReport {
+    /// The adapter checked.
+    pub adapter: AdapterSummary,
+    /// What the check found.
+    #[serde(flatten)]
+    pub result: ArithmeticCheck,
+    /// Whether every field matched the CPU's bits.
+    pub identical: bool,
+}
+
+impl CheckReport {
+    /// Opens the adapter `Backend::Gpu` opens (any, software ones last) and runs
+    /// [`GpuContext::check_arithmetic`] there.
+    pub fn run() -> raypick::Result<Self> {
+        let gpu = GpuContext::with_options(GpuOptions {
+            adapters: Some(AdapterKinds::Any),
+            ..GpuOptions::default()
+        })?;
+        let result = gpu.check_arithmetic()?;
+        Ok(Self {
+            adapter: gpu.adapter().clone(),
+            identical: result.is_identical(),
+            result,
+        })
+    }
+}
+
+impl fmt::Display for CheckReport {
+    /// One line when the GPU matches the CPU; else a line per differing field and
+    /// the first differences.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = &self.result;
+        let verdict = if self.identical {
+            "identical to the CPU"
+        } else {
+            "DIFFERS from the CPU"
+        };
+        writeln!(
+            f,
+            "arithmetic check on {} ({}): {verdict} (the reciprocal on {} inputs, every stage of both triangle tests on {} cases; the driver's own 1.0 / x differs on {} of those, a plain a * b + c on {}: the shaders use neither)",
+            self.adapter.name,
+            self.adapter.backend,
+            r.reciprocal_cases,
+            r.stage_cases,
+            r.driver_division_differs,
+            r.driver_multiply_add_differs,
+        )?;
+        for (field, count) in &r.differing {
+            writeln!(f, "    {field:<24} differs on {count} cases")?;
+        }
+        for example in &r.examples {
+            writeln!(f, "    {example}")?;
+        }
+        Ok(())
+    }
 }
 
 impl InfoReport {
     /// Lists the adapters and opens a GPU context the way `Backend::Auto` and
-    /// `Backend::Gpu` do (so this takes as long as creating two devices).
-    pub fn collect() -> Self {
+    /// `Backend::Gpu` do (so this takes as long as creating two devices); with
+    /// `check`, the arithmetic self-check too (a third device).
+    pub fn collect(check: bool) -> raypick::Result<Self> {
         let auto = backend_choice(Backend::Auto);
         let gpu = backend_choice(Backend::Gpu);
         let adapters = list_adapters()
@@ -49,13 +115,14 @@ impl InfoReport {
                 adapter,
             })
             .collect();
-        Self {
+        Ok(Self {
             version: env!("CARGO_PKG_VERSION").to_string(),
             cpu: MachineFacts::collect(),
             adapters,
             auto,
             gpu,
-        }
+            check: check.then(CheckReport::run).transpose()?,
+        })
     }
 }
 
@@ -149,6 +216,9 @@ impl fmt::Display for InfoReport {
                     choice.accel, choice.accel_reason
                 )?;
             }
+        }
+        if let Some(check) = &self.check {
+            write!(f, "{check}")?;
         }
         Ok(())
     }

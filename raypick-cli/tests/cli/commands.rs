@@ -1089,6 +1089,46 @@ fn info_lists_the_adapter_in_use_and_its_limits() {
     }
 }
 
+/// `info --check` compares the GPU's arithmetic with the CPU's: identical on the test
+/// adapter (text and JSON), and an error without an adapter.
+#[test]
+fn info_check_runs_the_arithmetic_self_check() {
+    let json = parse_json(&success(&raypick(&["info", "--json"], &[])));
+    assert!(json["check"].is_null(), "no check unless asked: {json}");
+    let Some(gpu) = crate::support::gpu() else {
+        let output = raypick(&["info", "--check"], &[]);
+        assert!(!output.status.success());
+        assert!(stderr(&output).contains("cannot run the arithmetic check"));
+        return;
+    };
+    let name = gpu.adapter().name.as_str();
+    let text = success(&raypick(&["info", "--check"], &[]));
+    assert!(
+        text.contains(&format!("arithmetic check on {name}"))
+            && text.contains("identical to the CPU"),
+        "{text}"
+    );
+    let json = parse_json(&success(&raypick(&["info", "--check", "--json"], &[])));
+    let check = &json["check"];
+    assert_eq!(check["adapter"]["name"], name, "{json}");
+    assert_eq!(check["identical"], true, "{json}");
+    assert_eq!(
+        check["differing"].as_array().map(Vec::len),
+        Some(0),
+        "{json}"
+    );
+    assert_eq!(check["stage_cases"], 100_000, "{json}");
+    assert!(
+        check["reciprocal_cases"]
+            .as_u64()
+            .is_some_and(|n| n >= 180_000),
+        "{json}"
+    );
+    for key in ["driver_division_differs", "driver_multiply_add_differs"] {
+        assert!(check[key].is_u64(), "{key}: {json}");
+    }
+}
+
 #[test]
 fn info_without_an_adapter_names_the_fallback() {
     let env = [
@@ -1097,6 +1137,14 @@ fn info_without_an_adapter_names_the_fallback() {
     ];
     let json = parse_json(&success(&raypick(&["info", "--json"], &env)));
     assert_eq!(json["adapters"].as_array().map(Vec::len), Some(0), "{json}");
+    // Nothing to check: an error, not a pass.
+    let output = raypick(&["info", "--check"], &env);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("cannot run the arithmetic check"),
+        "{}",
+        stderr(&output)
+    );
     for backend in ["auto", "gpu"] {
         assert!(json[backend]["adapter"].is_null());
         assert!(

@@ -6,6 +6,7 @@
 //! [`Backend::Auto`](crate::Backend::Auto) picks.
 
 mod adapters;
+mod arithmetic;
 mod choose;
 mod context;
 mod gather;
@@ -21,6 +22,7 @@ mod trace;
 pub use adapters::{
     AdapterFeatures, AdapterReport, BackendChoice, ComputeLimits, backend_choice, list_adapters,
 };
+pub use arithmetic::ArithmeticCheck;
 pub use choose::AdapterKinds;
 pub use context::{
     AdapterSummary, DEFAULT_MAX_TRAVERSAL_STEPS, DEFAULT_MAX_TRIANGLES_PER_DISPATCH, GpuContext,

@@ -254,7 +254,7 @@ impl Stage {
 }
 
 /// Compiles one compute stage, turning a validation error into [`Error::Pipeline`].
-fn pipeline(
+pub(crate) fn pipeline(
     device: &wgpu::Device,
     name: &str,
     source: String,

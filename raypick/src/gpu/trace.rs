@@ -62,7 +62,7 @@ impl Output<'_> {
     }
 }
 
-fn buffer(
+pub(crate) fn buffer(
     device: &wgpu::Device,
     label: &str,
     size: u64,
