@@ -292,6 +292,15 @@ impl Picker {
         }
     }
 
+    /// Runs `f` on the threads this picker's CPU work uses: the CPU backend's pool
+    /// (`PickerOptions::threads`), or rayon's global pool beside a GPU.
+    fn on_threads<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        match &self.engine {
+            Engine::Cpu(cpu) => cpu.install(f),
+            Engine::Gpu(_) => f(),
+        }
+    }
+
     /// The CPU backend: the engine, or the one used after a fallback.
     fn cpu_backend(&self) -> &CpuBackend {
         match &self.engine {
@@ -451,7 +460,7 @@ impl Picker {
         on_cpu: impl FnOnce(&CpuBackend, &CpuMesh, &[Ray], &mut [T]),
     ) -> Result<()> {
         crate::error::check_output_length(rays.len(), out.len())?;
-        let local = R::all_to_local(rays, mesh.origin);
+        let local = self.on_threads(|| R::all_to_local(rays, mesh.origin));
         let result = self.run_on_engine(
             mesh,
             out,
@@ -570,7 +579,7 @@ impl Picker {
         max_hits: usize,
         options: &TraceOptions,
     ) -> Result<AllHits> {
-        let local = R::all_to_local(rays, mesh.origin);
+        let local = self.on_threads(|| R::all_to_local(rays, mesh.origin));
         self.run_on_engine(
             mesh,
             &mut (),

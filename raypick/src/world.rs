@@ -127,7 +127,24 @@ pub trait TraceRay: Sync {
     where
         Self: Sized,
     {
-        Cow::Owned(rays.iter().map(|r| r.to_local(origin)).collect())
+        Cow::Owned(moved(rays, origin))
+    }
+}
+
+/// Batches this long or longer are moved into a mesh's frame on every thread.
+const PARALLEL_MOVE: usize = 1 << 14;
+
+/// [`TraceRay::to_local`] of every ray: on the calling thread for short batches
+/// (single picks pay no task overhead), on every thread for long ones.
+fn moved<R: TraceRay>(rays: &[R], origin: DVec3) -> Vec<Ray> {
+    if rays.len() < PARALLEL_MOVE {
+        rays.iter().map(|r| r.to_local(origin)).collect()
+    } else {
+        use rayon::prelude::*;
+        rays.par_iter()
+            .with_min_len(PARALLEL_MOVE / 4)
+            .map(|r| r.to_local(origin))
+            .collect()
     }
 }
 
@@ -147,7 +164,7 @@ impl TraceRay for Ray {
         if origin == DVec3::ZERO {
             Cow::Borrowed(rays)
         } else {
-            Cow::Owned(rays.iter().map(|r| r.to_local(origin)).collect())
+            Cow::Owned(moved(rays, origin))
         }
     }
 }
