@@ -1,5 +1,6 @@
 //! The high-level entry point: one [`Picker`] over either backend.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use glam::DVec3;
@@ -12,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{AdapterKinds, GpuContext, GpuMesh, GpuOptions, MeshBuffers};
 use crate::options::{Accel, TraceOptions};
 use crate::types::{Hit, Ray};
-use crate::world::TraceRay;
+use crate::world::{PARALLEL_MOVE, TraceRay};
 
 mod instances;
 
@@ -292,12 +293,16 @@ impl Picker {
         }
     }
 
-    /// Runs `f` on the threads this picker's CPU work uses: the CPU backend's pool
-    /// (`PickerOptions::threads`), or rayon's global pool beside a GPU.
-    fn on_threads<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+    /// `rays` in the local frame of a mesh whose origin is `origin`
+    /// ([`TraceRay::all_to_local`]); a long batch is moved on the threads this
+    /// picker's CPU work uses (the CPU backend's pool, `PickerOptions::threads`, or
+    /// rayon's global pool beside a GPU), a short one on the calling thread.
+    fn local_rays<'a, R: TraceRay>(&self, rays: &'a [R], origin: DVec3) -> Cow<'a, [Ray]> {
         match &self.engine {
-            Engine::Cpu(cpu) => cpu.install(f),
-            Engine::Gpu(_) => f(),
+            Engine::Cpu(cpu) if rays.len() >= PARALLEL_MOVE => {
+                cpu.install(|| R::all_to_local(rays, origin))
+            }
+            _ => R::all_to_local(rays, origin),
         }
     }
 
@@ -460,7 +465,7 @@ impl Picker {
         on_cpu: impl FnOnce(&CpuBackend, &CpuMesh, &[Ray], &mut [T]),
     ) -> Result<()> {
         crate::error::check_output_length(rays.len(), out.len())?;
-        let local = self.on_threads(|| R::all_to_local(rays, mesh.origin));
+        let local = self.local_rays(rays, mesh.origin);
         let result = self.run_on_engine(
             mesh,
             out,
@@ -579,7 +584,7 @@ impl Picker {
         max_hits: usize,
         options: &TraceOptions,
     ) -> Result<AllHits> {
-        let local = self.on_threads(|| R::all_to_local(rays, mesh.origin));
+        let local = self.local_rays(rays, mesh.origin);
         self.run_on_engine(
             mesh,
             &mut (),

@@ -132,7 +132,7 @@ pub trait TraceRay: Sync {
 }
 
 /// Batches this long or longer are moved into a mesh's frame on every thread.
-const PARALLEL_MOVE: usize = 1 << 14;
+pub(crate) const PARALLEL_MOVE: usize = 1 << 14;
 
 /// [`TraceRay::to_local`] of every ray: on the calling thread for short batches
 /// (single picks pay no task overhead), on every thread for long ones.
