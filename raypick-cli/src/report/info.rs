@@ -5,11 +5,10 @@
 use std::fmt;
 
 use super::machine::MachineFacts;
-use raypick::Backend;
 use raypick::gpu::{
-    AdapterKinds, AdapterReport, AdapterSummary, ArithmeticCheck, BackendChoice, GpuContext,
-    GpuOptions, backend_choice, list_adapters,
+    AdapterReport, AdapterSummary, ArithmeticCheck, BackendChoice, backend_choice, list_adapters,
 };
+use raypick::{Backend, Picker};
 
 /// One adapter, and whether [`Backend::Auto`](raypick::Backend::Auto) uses it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -54,13 +53,12 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    /// Opens the adapter `Backend::Gpu` opens (any, software ones last) and runs
-    /// [`GpuContext::check_arithmetic`] there.
+    /// Opens the GPU as `--backend gpu` does (any adapter, software ones last) and
+    /// runs [`GpuContext::check_arithmetic`](raypick::gpu::GpuContext::check_arithmetic)
+    /// there.
     pub fn run() -> raypick::Result<Self> {
-        let gpu = GpuContext::with_options(GpuOptions {
-            adapters: Some(AdapterKinds::Any),
-            ..GpuOptions::default()
-        })?;
+        let picker = Picker::new(Backend::Gpu)?;
+        let gpu = picker.gpu().expect("Backend::Gpu traces on its GPU");
         let result = gpu.check_arithmetic()?;
         Ok(Self {
             adapter: gpu.adapter().clone(),

@@ -115,6 +115,14 @@ pub(super) struct PrimRef {
 }
 
 impl PrimRef {
+    /// The box `lo..hi` of triangle `id`.
+    fn new(lo: Vec3, hi: Vec3, id: u32) -> Self {
+        Self {
+            lo: lo.extend(f32::from_bits(id)),
+            hi: hi.extend(0.0),
+        }
+    }
+
     fn id(&self) -> u32 {
         self.lo.w.to_bits()
     }
@@ -325,10 +333,7 @@ fn pack_chunk(mesh: &Mesh, first: usize, packed: &mut [PackedTriangle], prims: &
         let tri = pack_triangle(mesh.triangle(k), k as u32);
         let hittable = is_hittable(&tri);
         let (lo, hi) = if hittable { triangle_box(&tri) } else { (Vec3::NAN, Vec3::NAN) };
-        *prim = PrimRef {
-            lo: lo.extend(f32::from_bits(tri.id)),
-            hi: hi.extend(0.0),
-        };
+        *prim = PrimRef::new(lo, hi, tri.id);
         if hittable {
             prim.add_to(&mut pass.bounds);
         } else {
@@ -792,10 +797,7 @@ mod tests {
             .zip(triangles)
             .map(|(i, &triangle)| {
                 let (lo, hi) = vertices_box(triangle);
-                PrimRef {
-                    lo: lo.extend(f32::from_bits(i)),
-                    hi: hi.extend(0.0),
-                }
+                PrimRef::new(lo, hi, i)
             })
             .collect()
     }
@@ -851,10 +853,7 @@ mod tests {
                     let a = rng.point_in_box(glam::Vec3::splat(-scale), glam::Vec3::splat(scale));
                     let size = rng.range(0.0, scale * 0.5);
                     let b = a + glam::Vec3::new(rng.range(0.0, size), rng.range(0.0, size), rng.range(0.0, size));
-                    PrimRef {
-                        lo: a.extend(f32::from_bits(i as u32)),
-                        hi: b.extend(0.0),
-                    }
+                    PrimRef::new(a, b, i as u32)
                 })
                 .collect();
             let (bounds, centroids) = bounds_and_centroids(&prims);

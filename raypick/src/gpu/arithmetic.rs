@@ -132,9 +132,15 @@ impl GpuContext {
         };
         // The reciprocal's inputs are a ray direction's x; the rest of those rays'
         // stages are not compared (many are not valid rays).
-        let words = self.probe(&reciprocal_rays, &unit_tris)?;
+        let pipeline = super::pipelines::pipeline(
+            &self.device,
+            "raypick arithmetic probe",
+            shaders::arithmetic_probe_module(),
+            shaders::ARITHMETIC_PROBE_ENTRY,
+        )?;
+        let words = self.probe(&pipeline, &reciprocal_rays, &unit_tris)?;
         tally.compare(&words, &reciprocal_rays, &unit_tris, &[RECIPROCAL]);
-        let words = self.probe(&stage_rays, &stage_tris)?;
+        let words = self.probe(&pipeline, &stage_rays, &stage_tris)?;
         let every: Vec<usize> = (0..=DRIVER_MULTIPLY_ADD).collect();
         tally.compare(&words, &stage_rays, &stage_tris, &every);
         Ok(ArithmeticCheck {
@@ -152,16 +158,15 @@ impl GpuContext {
         })
     }
 
-    /// The probe's words for every case (blocking).
-    fn probe(&self, rays: &[Ray], tris: &[PackedTriangle]) -> Result<Vec<u32>> {
+    /// The words `pipeline` (the probe) writes for every case (blocking).
+    fn probe(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        rays: &[Ray],
+        tris: &[PackedTriangle],
+    ) -> Result<Vec<u32>> {
         use wgpu::util::DeviceExt;
         let device = &self.device;
-        let pipeline = super::pipelines::pipeline(
-            device,
-            "raypick arithmetic probe",
-            shaders::arithmetic_probe_module(),
-            shaders::ARITHMETIC_PROBE_ENTRY,
-        )?;
         let init = |contents: &[u8], usage| {
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("raypick arithmetic probe"),
@@ -195,7 +200,7 @@ impl GpuContext {
         let mut encoder = device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&pipeline);
+            pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
             pass.dispatch_workgroups(rays.len().div_ceil(64) as u32, 1, 1);
         }

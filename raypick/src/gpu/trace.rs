@@ -300,30 +300,25 @@ impl GpuContext {
             lap(HostStage::Wait, waiting);
             let finishing = clock();
             let copy = mesh.gathered.as_ref().map(|g| g.copy.as_ref());
+            let read = match &output {
+                Output::Closest(hits) => &hits[start..end],
+                _ => &scratch.readback[..],
+            };
+            let tree = self.finishing(&mesh.content, copy, read)?;
+            let cpu = tree.as_deref();
             // A ray left unfinished was a valid one, so the caller's ray is the one the
             // GPU traced.
+            let found = &scratch.readback[..];
             match &mut output {
                 Output::Closest(hits) => {
-                    let hits = &mut hits[start..end];
-                    if let Some(bvh) = self.finishing(&mesh.content, copy, hits)? {
-                        finish_on_cpu(&bvh, rays, hits, options);
+                    if let Some(bvh) = cpu {
+                        finish_on_cpu(bvh, rays, &mut hits[start..end], options);
                     }
                 }
                 Output::Any(occluded) => {
-                    let found = &scratch.readback[..];
-                    let tree = self.finishing(&mesh.content, copy, found)?;
-                    finish_any(
-                        tree.as_deref(),
-                        rays,
-                        found,
-                        &mut occluded[start..end],
-                        options,
-                    )
+                    finish_any(cpu, rays, found, &mut occluded[start..end], options)
                 }
                 Output::All { slots, states, .. } => {
-                    let found = &scratch.readback[..];
-                    let tree = self.finishing(&mesh.content, copy, found)?;
-                    let cpu = tree.as_deref();
                     let k = max_hits as usize;
                     let slots = &mut slots[start * k..end * k];
                     read_back(
