@@ -5,17 +5,41 @@
 use super::choose::AdapterKinds;
 use super::context::{AdapterSummary, GpuContext, GpuOptions};
 
-/// The wgpu instance raypick creates its own devices from. Graphics APIs can be
-/// restricted with the `WGPU_BACKEND` environment variable (e.g. `vulkan`).
-pub(crate) fn instance() -> wgpu::Instance {
-    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
-}
-
 /// A wgpu instance on the given graphics APIs only.
 pub(crate) fn instance_on(backends: wgpu::Backends) -> wgpu::Instance {
     let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
     descriptor.backends = backends;
     wgpu::Instance::new(descriptor)
+}
+
+/// The adapters a GPU context chooses from, on `backends`: those of the primary
+/// graphics APIs (Vulkan, Metal, Direct3D 12), and OpenGL's only when none of those
+/// is one `kinds` accepts.
+///
+/// OpenGL is the fallback API: where a primary API has the GPU, OpenGL's adapter
+/// for it ranks after it, and merely starting OpenGL can cost: with NVIDIA's Linux
+/// driver, a process whose threads each started it while others traced on Vulkan
+/// has been seen to stall.
+pub(crate) async fn find(
+    backends: wgpu::Backends,
+    power: wgpu::PowerPreference,
+    kinds: AdapterKinds,
+) -> Vec<wgpu::Adapter> {
+    let primary = backends & wgpu::Backends::PRIMARY;
+    let mut found = if primary.is_empty() {
+        Vec::new()
+    } else {
+        instance_on(primary).enumerate_adapters(primary).await
+    };
+    let fallback = backends & wgpu::Backends::SECONDARY;
+    let acceptable = |adapter: &wgpu::Adapter| {
+        let info = adapter.get_info();
+        super::choose::rank(info.device_type, info.backend, power, kinds).is_some()
+    };
+    if !fallback.is_empty() && !found.iter().any(acceptable) {
+        found.extend(instance_on(fallback).enumerate_adapters(fallback).await);
+    }
+    found
 }
 
 /// The device limits that bound raypick's batches and dispatches.
@@ -86,9 +110,8 @@ impl From<wgpu::Features> for AdapterFeatures {
 /// Every adapter of every graphics API wgpu can use here (as restricted by
 /// `WGPU_BACKEND`), in wgpu's order. Empty when there is none.
 pub fn list_adapters() -> Vec<AdapterReport> {
-    let instance = instance();
     let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all());
-    pollster::block_on(instance.enumerate_adapters(backends))
+    pollster::block_on(instance_on(backends).enumerate_adapters(backends))
         .iter()
         .map(|adapter| AdapterReport {
             summary: AdapterSummary::from_info(&adapter.get_info()),

@@ -262,22 +262,18 @@ impl GpuContext {
     /// Creates a device on the best adapter found. Backends can be restricted with
     /// the `WGPU_BACKEND` environment variable (e.g. `vulkan`).
     pub async fn new_async(options: GpuOptions) -> Result<Self> {
-        let instance = match options.backends {
-            Some(backends) => super::adapters::instance_on(backends),
-            None => super::adapters::instance(),
-        };
         let backends = options
             .backends
             .or_else(wgpu::Backends::from_env)
             .unwrap_or(wgpu::Backends::all());
         let kinds = options.adapters.unwrap_or_default();
-        let found = instance.enumerate_adapters(backends).await;
+        let found = super::adapters::find(backends, options.power_preference, kinds).await;
         let (adapter, why) = match choose(found, options.power_preference, kinds)? {
             Some(chosen) => chosen,
             // No adapter listed: wgpu's own request says why (or finds one that
             // listing does not show, which the same rules then judge).
             None => {
-                let adapter = instance
+                let adapter = super::adapters::instance_on(backends)
                     .request_adapter(&wgpu::RequestAdapterOptions {
                         power_preference: options.power_preference,
                         ..Default::default()

@@ -421,6 +421,19 @@ fn auto_opens_hardware_adapters_only_and_gpu_any() {
         let err = Picker::with_options(Backend::Gpu, hardware_only).unwrap_err();
         assert!(matches!(err, Error::OnlySoftwareAdapters { .. }), "{err:?}");
         assert!(reason.contains("software"), "{reason}");
+        // OpenGL is started only when no other API has an adapter to accept: the
+        // GPU backend found the other APIs' adapters alone, Auto (accepting none of
+        // them) looked at OpenGL's too.
+        let listed = raypick::gpu::list_adapters();
+        let primary = listed.iter().filter(|a| a.summary.backend != "Gl").count();
+        let found = |n: usize| format!("first of the {n} adapter");
+        if adapter.backend != "Gl" && primary < listed.len() {
+            assert!(reason.contains(&found(primary)), "{reason}");
+            let Error::OnlySoftwareAdapters { adapters } = err else {
+                unreachable!()
+            };
+            assert_eq!(adapters.len(), listed.len(), "{adapters:?}");
+        }
     } else {
         assert_eq!(auto.backend(), Backend::Gpu);
         assert_eq!(&auto.gpu().unwrap().adapter().name, &adapter.name);

@@ -99,6 +99,33 @@ fn meshes_do_not_cross_contexts() {
     );
 }
 
+/// Threads that each open their own context, trace and drop it, all at once, get
+/// the CPU's hits.
+#[test]
+fn contexts_opened_on_many_threads_at_once_trace_correctly() {
+    if gpu().is_none() {
+        return;
+    }
+    let (mesh, rays) = soup_and_rays(11, 2_000, 2_000, 500);
+    let want = trace(CPU_BVH, &mesh, &rays, Cull::None);
+    let barrier = std::sync::Barrier::new(12);
+    std::thread::scope(|scope| {
+        for i in 0..12 {
+            let (mesh, rays, want, barrier) = (&mesh, &rays, &want, &barrier);
+            scope.spawn(move || {
+                barrier.wait();
+                let own = GpuContext::new().expect("a context on every thread");
+                let accel = if i % 2 == 0 { Accel::Bvh } else { Accel::Brute };
+                let uploaded = own.upload_with(mesh, accel).unwrap();
+                let hits = own
+                    .trace(&uploaded, rays, &TraceOptions::default())
+                    .unwrap();
+                assert_bits_equal(&hits, want, &format!("thread {i}, {accel:?}"));
+            });
+        }
+    });
+}
+
 /// Some drivers stop a shader loop after 65,535 iterations; meshes past that must still
 /// be tested against every triangle (the highest ids included).
 #[test]

@@ -85,3 +85,42 @@ fn parity_fast_cull_back() {
 fn parity_fast_cull_front() {
     parity_case(Cull::Front, Mode::Fast);
 }
+
+/// wgpu's OpenGL API, the one a machine with Mesa's OpenGL driver but no Vulkan
+/// driver gets, gives the CPU's hits on both structures. Raypick only starts OpenGL
+/// when no other API has an adapter, so the shared test GPU never runs on it; this
+/// opens it by name, where an OpenGL adapter exists and `WGPU_BACKEND` allows it.
+#[test]
+fn the_opengl_api_gives_the_same_hits() {
+    use raypick::gpu::{AdapterKinds, GpuContext, GpuOptions};
+    use raypick::{Accel, Error};
+    if wgpu::Backends::from_env().is_some_and(|b| !b.contains(wgpu::Backends::GL)) {
+        return;
+    }
+    let gl = match GpuContext::with_options(GpuOptions {
+        backends: Some(wgpu::Backends::GL),
+        adapters: Some(AdapterKinds::Any),
+        ..GpuOptions::default()
+    }) {
+        Ok(gl) => gl,
+        Err(Error::NoAdapter(_)) => {
+            eprintln!("skipping: no OpenGL adapter");
+            return;
+        }
+        Err(e) => panic!("an OpenGL adapter is listed but does not open: {e}"),
+    };
+    assert_eq!(gl.adapter().backend, "Gl");
+    let (name, mesh) = meshes().swap_remove(0);
+    let rays = rays_for(&mesh, 100);
+    for (cull, mode) in [(Cull::None, Mode::Watertight), (Cull::Back, Mode::Fast)] {
+        let options = TraceOptions::default().with_cull(cull).with_mode(mode);
+        let oracle = trace_with(CPU_BRUTE, &mesh, &rays, &options);
+        for accel in [Accel::Bvh, Accel::Brute] {
+            let uploaded = gl.upload_with(&mesh, accel).unwrap();
+            let got = gl.trace(&uploaded, &rays, &options).unwrap();
+            compare(&mesh, &rays, &oracle, &got).assert_identical(&format!(
+                "{name} cull={cull:?} mode={mode:?} OpenGL {accel:?}"
+            ));
+        }
+    }
+}
