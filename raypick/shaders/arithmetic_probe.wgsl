@@ -60,4 +60,7 @@ fn probe(@builtin(global_invocation_id) gid: vec3<u32>) {
     put(i, 34u, reciprocal_from(ray.dir.x, i32(i % 13u) - 6));
     put(i, 35u, opaque.y / ray.dir.x);
     put(i, 36u, ray.dir.x * ray.dir.y + ray.origin.x);
+    // Subnormal numbers: one read, one made by a product (kept, or flushed to zero).
+    put(i, 37u, opaque.w * one);
+    put(i, 38u, opaque.z * opaque.z);
 }

@@ -88,6 +88,12 @@ impl fmt::Display for CheckReport {
             r.driver_division_differs,
             r.driver_multiply_add_differs,
         )?;
+        if !r.subnormals_kept {
+            writeln!(
+                f,
+                "    the driver flushes subnormal numbers to zero: hits may differ from the CPU's where the triangle test's products fall below 2^-126 (coordinates within about 1e-13 of a ray's origin, or subnormal direction components)"
+            )?;
+        }
         for (field, count) in &r.differing {
             writeln!(f, "    {field:<24} differs on {count} cases")?;
         }

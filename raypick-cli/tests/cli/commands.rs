@@ -1118,6 +1118,9 @@ fn info_check_runs_the_arithmetic_self_check() {
         "{json}"
     );
     assert_eq!(check["stage_cases"], 100_000, "{json}");
+    // A driver property, reported either way, and said in a line when not kept.
+    let kept = check["subnormals_kept"].as_bool().expect("a flag");
+    assert_eq!(text.contains("flushes subnormal numbers"), !kept, "{text}");
     assert!(
         check["reciprocal_cases"]
             .as_u64()

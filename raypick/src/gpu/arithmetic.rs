@@ -73,6 +73,12 @@ const RECIPROCAL: usize = 34;
 const DRIVER_DIVISION: usize = 35;
 /// Word of the driver's `a * b + c` with nothing to keep the product apart.
 const DRIVER_MULTIPLY_ADD: usize = 36;
+/// Words of a subnormal number read and one made by a product.
+const SUBNORMALS: [usize; 2] = [37, 38];
+/// The subnormal number the probe reads (`opaque.w`: 2^-130).
+const SUBNORMAL_READ: f32 = f32::from_bits(1 << 19);
+/// The normal number the probe squares into a subnormal one (`opaque.z`: 2^-70).
+const SQUARED_TO_SUBNORMAL: f32 = f32::from_bits((127 - 70) << 23);
 /// Words holding integers or flags rather than floats.
 const INTEGER_WORDS: [usize; 4] = [12, 13, 23, 33];
 
@@ -100,6 +106,12 @@ pub struct ArithmeticCheck {
     /// Stage cases where the driver's plain `a * b + c` is not the CPU's (it fused
     /// the product; the shaders keep theirs apart).
     pub driver_multiply_add_differs: usize,
+    /// Whether the driver keeps subnormal numbers (below 2^-126), as the CPU does.
+    /// A driver that flushes them to zero (Vulkan allows it) gives the CPU's hits
+    /// except on geometry or rays whose products fall that low: coordinates of
+    /// magnitude below about 1e-19 relative to the ray, or direction components
+    /// that are themselves subnormal.
+    pub subnormals_kept: bool,
 }
 
 impl ArithmeticCheck {
@@ -127,7 +139,7 @@ impl GpuContext {
 
         let mut tally = Tally {
             differ: [0; CHECKED.len()],
-            driver: [0; 2],
+            driver: [0; 3],
             examples: Vec::new(),
         };
         // The reciprocal's inputs are a ray direction's x; the rest of those rays'
@@ -141,7 +153,7 @@ impl GpuContext {
         let words = self.probe(&pipeline, &reciprocal_rays, &unit_tris)?;
         tally.compare(&words, &reciprocal_rays, &unit_tris, &[RECIPROCAL]);
         let words = self.probe(&pipeline, &stage_rays, &stage_tris)?;
-        let every: Vec<usize> = (0..=DRIVER_MULTIPLY_ADD).collect();
+        let every: Vec<usize> = (0..=SUBNORMALS[1]).collect();
         tally.compare(&words, &stage_rays, &stage_tris, &every);
         Ok(ArithmeticCheck {
             reciprocal_cases: reciprocal_rays.len(),
@@ -155,6 +167,7 @@ impl GpuContext {
             examples: tally.examples,
             driver_division_differs: tally.driver[0],
             driver_multiply_add_differs: tally.driver[1],
+            subnormals_kept: tally.driver[2] == 0,
         })
     }
 
@@ -175,7 +188,7 @@ impl GpuContext {
             })
         };
         let opaque = init(
-            bytemuck::cast_slice(&[1.0f32, 1.0, 0.0, 0.0]),
+            bytemuck::cast_slice(&[1.0f32, 1.0, SQUARED_TO_SUBNORMAL, SUBNORMAL_READ]),
             wgpu::BufferUsages::UNIFORM,
         );
         let ray_buffer = init(bytemuck::cast_slice(rays), wgpu::BufferUsages::STORAGE);
@@ -224,8 +237,8 @@ impl GpuContext {
 struct Tally {
     /// Per checked word.
     differ: [usize; CHECKED.len()],
-    /// The driver's division and multiply-add.
-    driver: [usize; 2],
+    /// The driver's division and multiply-add, and the subnormal numbers.
+    driver: [usize; 3],
     examples: Vec<String>,
 }
 
@@ -241,6 +254,7 @@ impl Tally {
                 match field {
                     DRIVER_DIVISION => self.driver[0] += 1,
                     DRIVER_MULTIPLY_ADD => self.driver[1] += 1,
+                    _ if SUBNORMALS.contains(&field) => self.driver[2] += 1,
                     _ => {
                         self.differ[field] += 1;
                         if self.differ[field] <= 3 {
@@ -316,6 +330,8 @@ fn cpu_probe(ray: &Ray, tri: &PackedTriangle) -> [u32; WORDS] {
     out[RECIPROCAL] = (1.0 / a).to_bits();
     out[DRIVER_DIVISION] = (1.0 / a).to_bits();
     out[DRIVER_MULTIPLY_ADD] = (a * b + c).to_bits();
+    out[SUBNORMALS[0]] = SUBNORMAL_READ.to_bits();
+    out[SUBNORMALS[1]] = (SQUARED_TO_SUBNORMAL * SQUARED_TO_SUBNORMAL).to_bits();
     out
 }
 

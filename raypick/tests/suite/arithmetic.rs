@@ -14,12 +14,13 @@ fn reciprocal_and_triangle_stages_match_the_cpu_bit_for_bit() {
     let Some(gpu) = gpu() else { return };
     let check = gpu.check_arithmetic().expect("the probe runs");
     eprintln!(
-        "{}: reciprocal on {} inputs, stages on {} cases; the driver's 1.0 / x differs on {}, its a * b + c on {}",
+        "{}: reciprocal on {} inputs, stages on {} cases; the driver's 1.0 / x differs on {}, its a * b + c on {}; subnormals kept: {}",
         gpu.adapter().name,
         check.reciprocal_cases,
         check.stage_cases,
         check.driver_division_differs,
-        check.driver_multiply_add_differs
+        check.driver_multiply_add_differs,
+        check.subnormals_kept
     );
     for example in &check.examples {
         eprintln!("{example}");
