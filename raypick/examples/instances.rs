@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use glam::{Mat4, Quat, Vec3};
 use raypick::cpu::instance_ray_query::InstanceDriverBoxes;
-use raypick::gpu::GpuContext;
+use raypick::gpu::{GpuContext, GpuOptions};
 use raypick::instances::{Blas, Instance, InstanceScene};
-use raypick::{Accel, TraceOptions};
+use raypick::{Accel, NodeLayout, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
 
 fn ms(d: Duration) -> String {
@@ -149,13 +149,23 @@ fn main() -> Result<(), raypick::Error> {
             None
         }
     };
-    // The GPU scene in each structure the device has: raypick's BVHs, and the
-    // driver's where it has ray queries.
+    // A second context on the same adapter for the meshes' other node layout.
+    let wide = gpu.as_ref().and_then(|_| {
+        GpuContext::with_options(GpuOptions {
+            node_layout: NodeLayout::Wide,
+            ..GpuOptions::default()
+        })
+        .ok()
+    });
+    // The GPU scene in each structure the device has: raypick's BVHs (the meshes in
+    // binary nodes, the default, and in eight-wide ones), and the driver's where it
+    // has ray queries.
     let mut uploaded = Vec::new();
     if let Some(gpu) = &gpu {
-        let mut accels = vec![Accel::Bvh];
+        let mut kinds = vec![(gpu, Accel::Bvh)];
+        kinds.extend(wide.as_ref().map(|wide| (wide, Accel::Bvh)));
         if gpu.has_ray_queries() {
-            accels.push(Accel::RayQuery);
+            kinds.push((gpu, Accel::RayQuery));
             let boxes = InstanceDriverBoxes::new(&scene);
             println!(
                 "ray-query structures: {} (paddings {:?}); origins within {:.1} of the world origin traced on the GPU (scene box {wlo} .. {whi})",
@@ -168,14 +178,19 @@ fn main() -> Result<(), raypick::Error> {
                 boxes.far_limit(&scene)
             );
         }
-        for accel in accels {
+        for (context, accel) in kinds {
             let start = Instant::now();
-            uploaded.push((accel, gpu.upload_instances_with(scene.clone(), accel)?));
+            let on_gpu = context.upload_instances_with(scene.clone(), accel)?;
+            let name = match on_gpu.node_layout() {
+                Some(layout) => format!("{accel} {}", layout.name()),
+                None => accel.to_string(),
+            };
             println!(
-                "GPU upload, {accel} ({}): {}",
-                gpu.adapter().name,
+                "GPU upload, {name} ({}): {}",
+                context.adapter().name,
                 ms(start.elapsed())
             );
+            uploaded.push((name, context, on_gpu));
         }
     }
     if let Some(gpu) = &gpu {
@@ -197,8 +212,8 @@ fn main() -> Result<(), raypick::Error> {
         );
     }
     let mut header = format!("{:<12} {:>12} {:>14}", "rays", "count", "CPU Mrays/s");
-    for (accel, _) in &uploaded {
-        header += &format!(" {:>22}", format!("GPU {accel} Mrays/s"));
+    for (name, _, _) in &uploaded {
+        header += &format!(" {:>22}", format!("GPU {name} Mrays/s"));
     }
     println!("{header} {:>8}", "hits");
     for (name, rays) in [("camera", &camera), ("incoherent", &incoherent)] {
@@ -206,8 +221,7 @@ fn main() -> Result<(), raypick::Error> {
         let hits = cpu_hits.iter().filter(|h| h.is_hit()).count();
         let rate = |d: Duration| rays.len() as f64 / d.as_secs_f64() / 1e6;
         let mut row = format!("{name:<12} {:>12} {:>14.2}", rays.len(), rate(cpu_time));
-        for (accel, scene) in &uploaded {
-            let gpu = gpu.as_ref().expect("a GPU scene has its GPU");
+        for (accel, gpu, scene) in &uploaded {
             let (gpu_time, gpu_hits) = best(3, || gpu.trace_instances(scene, rays, &options));
             let same = gpu_hits?
                 .iter()

@@ -12,11 +12,14 @@
 // space by the rows of the inverse transform (origin as a point, direction as a
 // vector, not renormalised, so t means the same in both spaces; every product
 // multiplied by `one` so it is rounded on its own, as on the CPU) and walks the
-// instance's mesh BVH, eight-wide nodes (WideBvhNode) whose rows and triangles sit
-// in the shared arrays at the instance's offsets, with a stack of its own, the way
-// wide_bvh_traverse.wgsl walks one; when that stack runs empty, the top level goes
-// on. The top-level stack holds MAX_DEPTH entries (the tree is depth-bounded), the
-// mesh stack params.max_stack: a ray that would push beyond is reported UNFINISHED.
+// instance's mesh BVH, whose nodes and triangles sit in the shared arrays at the
+// instance's offsets, with a stack of its own; when that stack runs empty, the top
+// level goes on. The meshes' node layout is fixed when the module is assembled
+// (BINARY_MESHES, prepended by src/shaders.rs): binary nodes (BvhNode), visited as
+// bvh_traverse.wgsl visits a mesh's, or eight-wide ones (WideBvhNode), as
+// wide_bvh_traverse.wgsl does. The top-level stack and the binary mesh stack hold
+// MAX_DEPTH entries (the trees are depth-bounded), the eight-wide mesh stack
+// params.max_stack: a ray that would push beyond is reported UNFINISHED.
 //
 // A hit replaces the best one when nearer, or as near with a lower instance index,
 // or the same instance and a lower triangle id: the answer of a naive loop over all
@@ -51,6 +54,19 @@ const NONE: u32 = 0xffffffffu;
 // Top-level node n.
 fn tlas_node_at(n: u32) -> BvhNode {
     return bvh_node(tlas[n * 4u], tlas[n * 4u + 1u], tlas[n * 4u + 2u], tlas[n * 4u + 3u]);
+}
+
+// Offers triangle `index` of the shared array to a ray of `instance` in its object
+// space (local, frame): kept in *best when it beats it. True when the walk is over
+// (QUERY_ANY: the first accepted hit will do).
+fn offer_triangle(index: u32, local: Ray, frame: RayFrame, instance: u32, best: ptr<function, InstanceHitRecord>) -> bool {
+    let tri = triangle_at(index);
+    let cand = intersect(local, frame, tri, params.cull, params.miss_t, params.one, MODE);
+    if cand.accepted && nearer_instance(cand.t, instance, tri.id, *best) {
+        *best = InstanceHitRecord(cand.t, cand.u, cand.v, tri.id, instance, 0u, 0u, 0u);
+        return QUERY == QUERY_ANY;
+    }
+    return false;
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)
@@ -92,6 +108,8 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
     var node = WideRows();
     var entry: array<f32, WIDTH>;
     var leaves = 0u;
+    // The last binary mesh node visited (BINARY_MESHES).
+    var visit = NO_VISIT;
     var steps = 0u;
     var finished = false; // nothing left to visit, out of steps, or out of stack
     loop {
@@ -146,46 +164,81 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         // Bottom level: visit the mesh's nodes until one has leaf children to test,
         // or the mesh is done (back to the top level).
-        loop {
-            node_index = take_next(node_index, &blas_stack, &blas_depth, best.t);
-            if node_index == EMPTY_CHILD {
-                instance = NONE;
-                break;
+        if BINARY_MESHES {
+            visit = NO_VISIT;
+            loop {
+                node_index = take_next(node_index, &blas_stack, &blas_depth, best.t);
+                if node_index == EMPTY_CHILD {
+                    instance = NONE;
+                    break;
+                }
+                if out_of_steps(&steps, params.max_steps) {
+                    best = unfinished();
+                    finished = true;
+                    break;
+                }
+                visit = visit_node(node_at(node_offset + node_index), boxes, min(best.t, local.tmax), best.t, one);
+                node_index = visit.next;
+                if visit.push {
+                    blas_stack[blas_depth] = visit.pending;
+                    blas_depth += 1u;
+                }
+                if visit.count_a + visit.count_b > 0u {
+                    break;
+                }
             }
-            if out_of_steps(&steps, params.max_steps) {
-                best = unfinished();
-                finished = true;
-                break;
-            }
-            node = wide_node_at(node_offset + node_index);
-            let visit = visit_wide(node, boxes, min(best.t, local.tmax), one, &entry, &leaves, &blas_stack, &blas_depth, capacity);
-            if visit.overflow {
-                best = unfinished();
-                finished = true;
-                break;
-            }
-            node_index = visit.next;
-            if leaves != 0u {
-                break;
+        } else {
+            loop {
+                node_index = take_next(node_index, &blas_stack, &blas_depth, best.t);
+                if node_index == EMPTY_CHILD {
+                    instance = NONE;
+                    break;
+                }
+                if out_of_steps(&steps, params.max_steps) {
+                    best = unfinished();
+                    finished = true;
+                    break;
+                }
+                node = wide_node_at(node_offset + node_index);
+                let visit = visit_wide(node, boxes, min(best.t, local.tmax), one, &entry, &leaves, &blas_stack, &blas_depth, capacity);
+                if visit.overflow {
+                    best = unfinished();
+                    finished = true;
+                    break;
+                }
+                node_index = visit.next;
+                if leaves != 0u {
+                    break;
+                }
             }
         }
         if finished {
             break;
         }
         // The leaves' triangles, nearest leaf first (none when the mesh is done).
-        var walk = LeafWalk(0u, 0u, 0u);
-        loop {
-            let i = next_triangle(&walk, node, &entry, &leaves, best.t);
-            if i == EMPTY_CHILD {
-                break;
+        if BINARY_MESHES {
+            let total = visit.count_a + visit.count_b;
+            for (var j = 0u; j < total; j++) {
+                let i = leaf_triangle(visit, j, best.t);
+                if i == EMPTY_CHILD {
+                    break;
+                }
+                steps += 1u;
+                if offer_triangle(tri_offset + i, local, frame, instance, &best) {
+                    finished = true;
+                    break;
+                }
             }
-            steps += 1u;
-            let tri = triangle_at(tri_offset + i);
-            let cand = intersect(local, frame, tri, params.cull, params.miss_t, one, MODE);
-            if cand.accepted && nearer_instance(cand.t, instance, tri.id, best) {
-                best = InstanceHitRecord(cand.t, cand.u, cand.v, tri.id, instance, 0u, 0u, 0u);
-                if QUERY == QUERY_ANY {
-                    finished = true; // any hit will do
+        } else {
+            var walk = LeafWalk(0u, 0u, 0u);
+            loop {
+                let i = next_triangle(&walk, node, &entry, &leaves, best.t);
+                if i == EMPTY_CHILD {
+                    break;
+                }
+                steps += 1u;
+                if offer_triangle(tri_offset + i, local, frame, instance, &best) {
+                    finished = true;
                     break;
                 }
             }

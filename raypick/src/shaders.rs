@@ -142,9 +142,12 @@ fn mesh_traverse_module(stage: &[&str]) -> String {
     .join("\n")
 }
 
-/// The complete WGSL module of the instance traversal stage.
-pub fn instance_traverse_module() -> String {
+/// The complete WGSL module of the instance traversal stage, walking meshes in
+/// `layout` (`BINARY_MESHES` in the WGSL).
+pub fn instance_traverse_module(layout: crate::NodeLayout) -> String {
+    let binary = layout == crate::NodeLayout::Binary;
     [
+        &format!("const BINARY_MESHES: bool = {binary};"),
         TYPES,
         INTERSECT,
         MOLLER_TRUMBORE,
@@ -223,7 +226,14 @@ pub fn all_modules() -> Vec<(&'static str, String)> {
         ("brute_force", brute_force_module()),
         ("bvh_traverse", bvh_traverse_module()),
         ("wide_bvh_traverse", wide_bvh_traverse_module()),
-        ("instance_traverse", instance_traverse_module()),
+        (
+            "instance_traverse (binary meshes)",
+            instance_traverse_module(crate::NodeLayout::Binary),
+        ),
+        (
+            "instance_traverse (wide meshes)",
+            instance_traverse_module(crate::NodeLayout::Wide),
+        ),
         ("ray_query", ray_query_module()),
         ("instance_ray_query", instance_ray_query_module()),
         ("gather", gather_module()),

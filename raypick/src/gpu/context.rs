@@ -30,10 +30,10 @@ pub struct GpuOptions {
     /// on the GPU (`None`: [`DEFAULT_MAX_TRAVERSAL_STEPS`]); rays that need more are
     /// completed on the CPU.
     pub max_traversal_steps: Option<u32>,
-    /// The node layout BVH meshes are uploaded with ([`GpuContext::upload_bvh`];
-    /// default [`NodeLayout::Binary`]). Both give the same hits; meshes read from a
-    /// renderer's buffers always use [`NodeLayout::Binary`], which the GPU refits in
-    /// place.
+    /// The node layout BVH meshes are uploaded with ([`GpuContext::upload_bvh`], and
+    /// the meshes of instance scenes; default [`NodeLayout::Binary`]). Both give the
+    /// same hits; meshes read from a renderer's buffers always use
+    /// [`NodeLayout::Binary`], which the GPU refits in place.
     pub node_layout: NodeLayout,
     /// Most entries of one ray's stack in the eight-wide BVH traversal on the GPU
     /// (`None`, or anything larger: [`MAX_TRAVERSAL_STACK`]); rays that need more are

@@ -1,8 +1,9 @@
 //! Instance scenes on the GPU, in one of two forms:
 //!
-//! - **raypick's BVHs** ([`Accel::Bvh`]): every mesh BVH, in the GPU's eight-wide
-//!   layout, concatenated into one node and one triangle buffer (each instance knows
-//!   its mesh's offsets), the TLAS and
+//! - **raypick's BVHs** ([`Accel::Bvh`]): every mesh BVH, in the context's node
+//!   layout ([`GpuContext::node_layout`]: binary by default, or eight-wide),
+//!   concatenated into one node and one triangle buffer (each instance knows its
+//!   mesh's offsets), the TLAS and
 //!   the instance records in two more, traced by `shaders/instance_traverse.wgsl`.
 //!   Moving an instance refits the CPU copy of the TLAS; before the next trace, the
 //!   changed instance records and TLAS nodes (the moved instances' paths to the
@@ -27,13 +28,12 @@ use wgpu::util::DeviceExt;
 use crate::Accel;
 use crate::cpu::instance_ray_query::InstanceDriverBoxes;
 use crate::cpu::instance_traverse;
-use crate::cpu::wide_nodes::NODE_ROWS;
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::gpu::ray_query::row_major;
 use crate::gpu::readback::{Wait, map_read};
 use crate::instances::{InstanceError, InstanceHit, InstanceScene};
-use crate::options::TraceOptions;
+use crate::options::{NodeLayout, TraceOptions};
 use crate::prepare::sanitize_ray;
 use crate::shaders::{INSTANCE_RAY_QUERY_WORKGROUP, INSTANCE_TRAVERSE_WORKGROUP, UNFINISHED};
 use crate::types::{
@@ -117,12 +117,15 @@ enum Structures {
     Bvh {
         /// The TLAS nodes.
         tlas: wgpu::Buffer,
-        /// Every mesh BVH's eight-wide nodes and their exact boxes.
+        /// Every mesh BVH's nodes in `layout` (eight-wide ones followed by their
+        /// exact boxes).
         nodes: wgpu::Buffer,
         /// Every mesh BVH's triangles.
         triangles: wgpu::Buffer,
         /// Per mesh: where its BVH sits in `nodes` and `triangles`.
         meshes: Vec<MeshAt>,
+        /// The meshes' node layout.
+        layout: NodeLayout,
     },
     /// The driver's structures ([`Accel::RayQuery`]).
     RayQuery(Box<DriverScene>),
@@ -211,6 +214,16 @@ impl GpuInstanceScene {
             dirty.driver_tlas = true;
         }
         Ok(())
+    }
+
+    /// The node layout of the meshes of a scene of raypick's BVHs ([`Accel::Bvh`]:
+    /// the context's [`GpuContext::node_layout`] when it was uploaded); `None` for
+    /// the driver's structures.
+    pub fn node_layout(&self) -> Option<NodeLayout> {
+        match self.structures {
+            Structures::Bvh { layout, .. } => Some(layout),
+            Structures::RayQuery(_) => None,
+        }
     }
 
     /// The acceleration structure the scene was uploaded with: [`Accel::Bvh`] or
@@ -306,11 +319,11 @@ impl GpuInstanceScene {
 /// Where a mesh's BVH sits in the shared buffers of raypick's BVHs.
 #[derive(Clone, Copy, Debug)]
 struct MeshAt {
-    /// Its first eight-wide node.
+    /// Its first node.
     node: u32,
     /// Its first triangle.
     triangle: u32,
-    /// Its eight-wide nodes.
+    /// Its nodes.
     nodes: u32,
 }
 
@@ -401,23 +414,37 @@ impl GpuContext {
         }
     }
 
-    /// Uploads every mesh BVH once (the GPU's eight-wide nodes), the instances and
-    /// the TLAS.
+    /// Uploads every mesh BVH once (in the context's node layout,
+    /// [`GpuContext::node_layout`]), the instances and the TLAS.
     fn upload_instance_bvhs(&self, scene: InstanceScene) -> Result<GpuInstanceScene> {
+        let layout = self.node_layout();
         // Each mesh's rows start at a whole node, so that its nodes are indexed from
-        // its first one; its exact boxes' rows count from the buffer's start.
+        // its first one; eight-wide nodes' exact boxes' rows count from the buffer's
+        // start.
+        let node_rows = layout.node_bytes() / 16;
         let mut meshes = Vec::with_capacity(scene.meshes().len());
         let mut rows: Vec<[u32; 4]> = Vec::new();
         let mut tri_count = 0u64;
         for blas in scene.meshes() {
-            let wide = blas.gpu_wide();
+            let first = (rows.len() / node_rows) as u32;
+            let nodes = match layout {
+                NodeLayout::Binary => {
+                    let nodes = blas.bvh().nodes();
+                    rows.extend_from_slice(bytemuck::cast_slice(nodes));
+                    nodes.len()
+                }
+                NodeLayout::Wide => {
+                    let wide = blas.gpu_wide();
+                    rows.extend(wide.gpu_rows_at(rows.len()));
+                    rows.resize(rows.len().next_multiple_of(node_rows), [0; 4]);
+                    wide.node_count()
+                }
+            };
             meshes.push(MeshAt {
-                node: (rows.len() / NODE_ROWS) as u32,
+                node: first,
                 triangle: tri_count as u32,
-                nodes: wide.node_count() as u32,
+                nodes: nodes as u32,
             });
-            rows.extend(wide.gpu_rows_at(rows.len()));
-            rows.resize(rows.len().next_multiple_of(NODE_ROWS), [0; 4]);
             tri_count += blas.bvh().triangles().len() as u64;
         }
         let limit = self.max_binding_bytes();
@@ -458,6 +485,7 @@ impl GpuContext {
                 nodes,
                 triangles,
                 meshes,
+                layout,
             },
             context_id: self.id,
             scratch: Mutex::new(None),
@@ -623,9 +651,9 @@ impl GpuContext {
         let mut records = vec![InstanceHitRecord::MISS; rays.len()];
         if !scene.scene.tlas_nodes().is_empty() && !rays.is_empty() {
             let (pipeline, workgroup) = match scene.structures {
-                Structures::Bvh { .. } => (
+                Structures::Bvh { layout, .. } => (
                     self.pipelines
-                        .instance_traverse(&self.device, query, options.mode)?,
+                        .instance_traverse(&self.device, layout, query, options.mode)?,
                     INSTANCE_TRAVERSE_WORKGROUP,
                 ),
                 Structures::RayQuery(_) => (

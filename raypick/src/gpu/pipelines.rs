@@ -22,9 +22,10 @@ pub(crate) struct Pipelines {
     /// `shaders/bvh_traverse.wgsl`, compiled on first use (meshes read from a
     /// renderer's buffers, and meshes uploaded with binary nodes).
     bvh_traverse: OnceLock<Stage>,
-    /// `shaders/instance_traverse.wgsl` (nearest or any hit), compiled on first use
-    /// (see [`Pipelines::instance_traverse`]).
-    instance_traverse: OnceLock<Stage>,
+    /// `shaders/instance_traverse.wgsl` (nearest or any hit) per mesh node layout
+    /// (indexed by [`NodeLayout`]), compiled on first use (see
+    /// [`Pipelines::instance_traverse`]).
+    instance_traverse: [OnceLock<Stage>; 2],
     /// `shaders/ray_query.wgsl`, compiled on first use (see
     /// [`Pipelines::ray_query`]; only a device with ray queries can).
     ray_query: OnceLock<Stage>,
@@ -118,17 +119,20 @@ impl Pipelines {
         .pipeline(device, query, mode)
     }
 
-    /// The instance traversal pipeline of `query` and `mode`, compiled the first time an
-    /// instance scene is traced (contexts that never trace one do not pay for it).
+    /// The instance traversal pipeline for meshes in `layout`, of `query` and `mode`,
+    /// compiled the first time such an instance scene is traced (contexts that never
+    /// trace one do not pay for it).
     pub(crate) fn instance_traverse(
         &self,
         device: &wgpu::Device,
+        layout: NodeLayout,
         query: Query,
         mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
-        Stage::on_first_use(&self.instance_traverse, device, "instance_traverse", || {
+        let slot = &self.instance_traverse[layout as usize];
+        Stage::on_first_use(slot, device, "instance_traverse", || {
             (
-                shaders::instance_traverse_module(),
+                shaders::instance_traverse_module(layout),
                 shaders::INSTANCE_TRAVERSE_ENTRY,
             )
         })?

@@ -10,7 +10,7 @@ use raypick::cpu::intersect::{RayFrame, intersect};
 use raypick::cpu::{CpuBackend, CpuMesh};
 use raypick::instances::{Blas, Instance, InstanceError, InstanceHit, InstanceScene};
 use raypick::prepare::{pack_mesh, sanitize_ray};
-use raypick::{Cull, Error, Hit, Mesh, Mode, Ray, TraceOptions};
+use raypick::{Cull, Error, Hit, Mesh, Mode, NodeLayout, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
 
 pub(crate) const CULLS: [Cull; 3] = [Cull::None, Cull::Back, Cull::Front];
@@ -603,14 +603,27 @@ fn hits_report_world_point_normal_and_facing_through_a_mirror() {
 
 #[test]
 fn gpu_matches_cpu_bit_for_bit_before_and_after_moves() {
-    let Some(gpu) = crate::support::gpu() else {
+    if crate::support::gpu().is_none() {
         return;
-    };
+    }
+    // The meshes walked in either node layout.
+    for layout in [NodeLayout::Binary, NodeLayout::Wide] {
+        let gpu = raypick::gpu::GpuContext::with_options(raypick::gpu::GpuOptions {
+            node_layout: layout,
+            ..Default::default()
+        })
+        .expect("a context on the test adapter");
+        gpu_matches_cpu_before_and_after_moves(&gpu, layout);
+    }
+}
+
+fn gpu_matches_cpu_before_and_after_moves(gpu: &raypick::gpu::GpuContext, layout: NodeLayout) {
     let mut rng = Rng::new(0x1257_0006);
     let (_, scene) = random_scene(&mut rng, 40);
     let rays = scene_rays(&mut rng, 2000);
     let mut cpu_scene = scene.clone();
     let mut gpu_scene = gpu.upload_instances(scene).expect("upload");
+    assert_eq!(gpu_scene.node_layout(), Some(layout));
     let compare = |cpu_scene: &InstanceScene, gpu_scene: &raypick::instances::GpuInstanceScene| {
         let mut hits = 0;
         for cull in CULLS {
@@ -621,7 +634,7 @@ fn gpu_matches_cpu_bit_for_bit_before_and_after_moves() {
                     .trace_instances(gpu_scene, &rays, &options)
                     .expect("GPU trace");
                 for ((ray, c), g) in rays.iter().zip(&cpu).zip(&got) {
-                    assert_eq!(c, g, "{cull:?} {mode:?} {ray:?}");
+                    assert_eq!(c, g, "{layout:?} {cull:?} {mode:?} {ray:?}");
                 }
                 let occluded = gpu
                     .occluded_instances(gpu_scene, &rays, &options)
@@ -717,10 +730,11 @@ fn gpu_finishes_long_rays_on_the_cpu_and_refuses_oversized_scenes_through_a_pick
         ),
         "{refused:?}"
     );
-    // A mesh stack of two entries: rays whose walk would push more are finished on
-    // the CPU.
+    // An eight-wide mesh stack of two entries: rays whose walk would push more are
+    // finished on the CPU.
     let shallow = raypick::gpu::GpuContext::with_options(raypick::gpu::GpuOptions {
         max_traversal_stack: Some(2),
+        node_layout: NodeLayout::Wide,
         ..Default::default()
     })
     .expect("a third context on the same adapter");

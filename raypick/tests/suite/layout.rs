@@ -221,7 +221,10 @@ fn wide_traversal_constants_match_rust() {
 
 #[test]
 fn instance_traversal_constants_match_rust() {
-    let module = parse(&shaders::instance_traverse_module(), "instance_traverse");
+    let module = parse(
+        &shaders::instance_traverse_module(raypick::NodeLayout::Binary),
+        "instance_traverse",
+    );
     let constant = |name: &str| literal(&module, name);
     use naga::Literal::{F32, U32};
     assert_eq!(constant("MAX_DEPTH"), U32(raypick::bvh::MAX_DEPTH as u32));
