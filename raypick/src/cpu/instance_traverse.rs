@@ -5,11 +5,11 @@
 //! pushed with its entry distance on a fixed stack of [`MAX_DEPTH`] entries and
 //! skipped on pop once a nearer hit is known. A TLAS leaf is one instance: the ray
 //! is taken into its object space ([`crate::instances::object_ray`]) and its mesh
-//! BVH is traversed in the GPU's eight-wide layout, as the eight-wide BVH stage walks
-//! it ([`crate::cpu::wide_bvh_traverse`], with the same box tests and triangle
-//! test), limited to the best `t` so far; a ray whose mesh walk would overflow that
-//! stage's stack takes the binary traversal there ([`crate::cpu::bvh_traverse`]),
-//! with the same answers. A hit replaces the best one when it is nearer,
+//! BVH is traversed, limited to the best `t` so far, in the GPU's eight-wide layout,
+//! as the eight-wide BVH stage walks it ([`crate::cpu::wide_bvh_traverse`], with the
+//! same box tests and triangle test); a ray whose mesh walk would overflow that
+//! stage's stack takes the binary traversal there ([`crate::cpu::bvh_traverse`], the
+//! walk of the stage's binary meshes), with the same answers. A hit replaces the best one when it is nearer,
 //! or equally near with a lower instance index, or the same instance and a lower
 //! triangle id: the answer of a naive loop over every instance and triangle, bit
 //! for bit, whatever the visiting order.
