@@ -31,7 +31,8 @@ use crate::cpu::instance_traverse;
 use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::gpu::ray_query::row_major;
-use crate::gpu::readback::{Wait, map_read};
+use crate::gpu::readback::{Wait, read_mapped};
+use crate::gpu::trace::write_rays;
 use crate::instances::{InstanceError, InstanceHit, InstanceScene};
 use crate::options::{NodeLayout, TraceOptions};
 use crate::prepare::sanitize_ray;
@@ -647,71 +648,80 @@ impl GpuContext {
         scene.check(self)?;
         self.errors.check()?;
         let far_limit = scene.flush(self);
-        let sanitized: Vec<Ray> = rays.iter().map(sanitize_ray).collect();
-        let mut records = vec![InstanceHitRecord::MISS; rays.len()];
-        if !scene.scene.tlas_nodes().is_empty() && !rays.is_empty() {
-            let (pipeline, workgroup) = match scene.structures {
-                Structures::Bvh { layout, .. } => (
-                    self.pipelines
-                        .instance_traverse(&self.device, layout, query, options.mode)?,
-                    INSTANCE_TRAVERSE_WORKGROUP,
+        // Each ray's answer from its record, read straight from the staging memory:
+        // the ray sanitised as the GPU's copy was, and rays left to the CPU finished
+        // by the traversal mirror.
+        let (cull, mode) = (options.cull, options.mode);
+        let finish = |ray: &Ray, record: &InstanceHitRecord| {
+            let ray = sanitize_ray(ray);
+            match record.prim {
+                UNFINISHED => keep(
+                    &ray,
+                    &instance_traverse::trace_ray(&scene.scene, &ray, cull, mode),
                 ),
-                Structures::RayQuery(_) => (
-                    self.pipelines
-                        .instance_ray_query(&self.device, query, options.mode)?,
-                    INSTANCE_RAY_QUERY_WORKGROUP,
-                ),
-            };
-            let per_dispatch = self
-                .max_rays_per_dispatch()
-                .min(65_535 * workgroup as usize);
-            let mut scratch = scene.scratch.lock().unwrap_or_else(|e| e.into_inner());
-            let capacity = rays.len().min(per_dispatch);
-            if scratch.as_ref().is_none_or(|s| s.capacity < capacity) {
-                *scratch = None; // free the old buffers first
-                *scratch = Some(self.scoped(|| Scratch::new(&self.device, capacity))?);
+                _ => keep(&ray, record),
             }
-            let scratch = scratch.as_ref().expect("scratch was just created");
+        };
+        let mut out = Vec::with_capacity(rays.len());
+        if scene.scene.tlas_nodes().is_empty() || rays.is_empty() {
+            rays.par_iter()
+                .map(|ray| finish(ray, &InstanceHitRecord::MISS))
+                .collect_into_vec(&mut out);
+            self.errors.check()?;
+            return Ok(out);
+        }
+        let (pipeline, workgroup) = match scene.structures {
+            Structures::Bvh { layout, .. } => (
+                self.pipelines
+                    .instance_traverse(&self.device, layout, query, options.mode)?,
+                INSTANCE_TRAVERSE_WORKGROUP,
+            ),
+            Structures::RayQuery(_) => (
+                self.pipelines
+                    .instance_ray_query(&self.device, query, options.mode)?,
+                INSTANCE_RAY_QUERY_WORKGROUP,
+            ),
+        };
+        let per_dispatch = self
+            .max_rays_per_dispatch()
+            .min(65_535 * workgroup as usize);
+        let mut scratch = scene.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let capacity = rays.len().min(per_dispatch);
+        if scratch.as_ref().is_none_or(|s| s.capacity < capacity) {
+            *scratch = None; // free the old buffers first
+            *scratch = Some(self.scoped(|| Scratch::new(&self.device, capacity))?);
+        }
+        let scratch = scratch.as_ref().expect("scratch was just created");
+        let params = TraverseParams {
+            far_limit,
+            ..self.traverse_params(0, options)
+        };
+        for rays in rays.chunks(per_dispatch) {
             let params = TraverseParams {
-                far_limit,
-                ..self.traverse_params(0, options)
+                ray_count: rays.len() as u32,
+                ..params
             };
-            for (rays, records) in sanitized
-                .chunks(per_dispatch)
-                .zip(records.chunks_mut(per_dispatch))
-            {
-                let params = TraverseParams {
-                    ray_count: rays.len() as u32,
-                    ..params
-                };
-                self.dispatch_instances((pipeline, workgroup), scene, scratch, rays, &params);
-                let bytes = rays.len() as u64 * RECORD_BYTES;
-                let slice = scratch.staging.slice(..bytes);
-                // A failed readback on a lost device is device loss.
-                pollster::block_on(map_read(&self.device, slice, Wait::Block))
-                    .map_err(|e| self.lost_or(e))?;
-                {
-                    let view = slice
-                        .get_mapped_range()
-                        .map_err(|e| self.lost_or(Error::Readback(Box::new(e))))?;
-                    records.copy_from_slice(bytemuck::cast_slice(&view));
-                }
-                scratch.staging.unmap();
-            }
+            self.dispatch_instances((pipeline, workgroup), scene, scratch, rays, &params);
+            let bytes = rays.len() as u64 * RECORD_BYTES;
+            let read = |records: &[InstanceHitRecord]| {
+                out.par_extend(
+                    rays.par_iter()
+                        .zip(records.par_iter())
+                        .map(|(ray, record)| finish(ray, record)),
+                )
+            };
+            // A failed readback on a lost device is device loss.
+            pollster::block_on(read_mapped(
+                &self.device,
+                &scratch.staging,
+                bytes,
+                Wait::Block,
+                read,
+            ))
+            .map_err(|e| self.lost_or(e))?;
         }
         self.errors.check()?;
-        let (cull, mode) = (options.cull, options.mode);
-        Ok(sanitized
-            .par_iter()
-            .zip(records.par_iter())
-            .map(|(ray, record)| match record.prim {
-                UNFINISHED => keep(
-                    ray,
-                    &instance_traverse::trace_ray(&scene.scene, ray, cull, mode),
-                ),
-                _ => keep(ray, record),
-            })
-            .collect())
+        Ok(out)
     }
 
     /// One dispatch of `pipeline` (workgroups of `workgroup`) over `rays` (at most
@@ -726,8 +736,7 @@ impl GpuContext {
     ) {
         self.queue
             .write_buffer(&scratch.params, 0, bytemuck::bytes_of(params));
-        self.queue
-            .write_buffer(&scratch.rays, 0, bytemuck::cast_slice(rays));
+        write_rays(&self.queue, &scratch.rays, rays);
         let layout = pipeline.get_bind_group_layout(0);
         let bind_group = match &scene.structures {
             Structures::Bvh {

@@ -44,6 +44,27 @@ pub(crate) async fn map_read(
     }
 }
 
+/// Maps the first `bytes` of `staging` for reading and gives `read` its contents
+/// as `T`s, then unmaps it.
+pub(crate) async fn read_mapped<T: bytemuck::Pod, R>(
+    device: &wgpu::Device,
+    staging: &wgpu::Buffer,
+    bytes: u64,
+    wait: Wait,
+    read: impl FnOnce(&[T]) -> R,
+) -> Result<R> {
+    let slice = staging.slice(..bytes);
+    map_read(device, slice, wait).await?;
+    let out = {
+        let view = slice
+            .get_mapped_range()
+            .map_err(|e| Error::Readback(Box::new(e)))?;
+        read(bytemuck::cast_slice(&view))
+    };
+    staging.unmap();
+    Ok(out)
+}
+
 /// Drives `future`, polling the device (without blocking) whenever it is pending.
 async fn poll_until_ready<F: Future>(device: &wgpu::Device, future: F) -> F::Output {
     let mut future = pin!(future);

@@ -14,7 +14,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::mesh::{BvhBuffers, Content, TriangleChunk};
-use super::readback::{Wait, map_read};
+use super::readback::{Wait, read_mapped};
 use super::timing::HostStage;
 use super::{GpuContext, GpuMesh};
 use crate::all_hits::AllHits;
@@ -650,19 +650,12 @@ async fn read_back(
     out: &mut [Hit],
     wait: Wait,
 ) -> Result<()> {
-    let slice = staging.slice(..bytes);
-    map_read(device, slice, wait).await?;
-    {
-        let view = slice
-            .get_mapped_range()
-            .map_err(|e| Error::Readback(Box::new(e)))?;
-        let found: &[Hit] = bytemuck::cast_slice(&view);
+    read_mapped(device, staging, bytes, wait, |found: &[Hit]| {
         out.par_chunks_mut(RAYS_PER_TASK)
             .zip(found.par_chunks(RAYS_PER_TASK))
             .for_each(|(out, found)| out.copy_from_slice(found));
-    }
-    staging.unmap();
-    Ok(())
+    })
+    .await
 }
 
 /// Any-hit answers from the GPU's hits; rays left to the CPU ([`UNFINISHED`]: out of
