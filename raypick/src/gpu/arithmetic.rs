@@ -15,12 +15,12 @@
 use glam::Vec3;
 
 use super::GpuContext;
-use super::readback::{Wait, map_read};
+use super::readback::{Wait, read_mapped};
 use crate::Cull;
 use crate::cpu::intersect::{RayFrame, accept};
 use crate::cpu::moller_trumbore::moller_trumbore;
 use crate::cpu::watertight::watertight;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::prepare::pack_triangle;
 use crate::shaders;
 use crate::types::{PackedTriangle, Ray};
@@ -219,15 +219,13 @@ impl GpuContext {
         }
         encoder.copy_buffer_to_buffer(&out, 0, &readback, 0, size);
         self.queue.submit([encoder.finish()]);
-        let slice = readback.slice(..);
-        pollster::block_on(map_read(device, slice, Wait::Block))?;
-        let words = {
-            let view = slice
-                .get_mapped_range()
-                .map_err(|e| Error::Readback(Box::new(e)))?;
-            bytemuck::cast_slice(&view).to_vec()
-        };
-        readback.unmap();
+        let words = pollster::block_on(read_mapped(
+            device,
+            &readback,
+            size,
+            Wait::Block,
+            <[u32]>::to_vec,
+        ))?;
         self.errors.check()?;
         Ok(words)
     }

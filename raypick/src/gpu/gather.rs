@@ -19,7 +19,7 @@ use wgpu::util::DeviceExt;
 
 use super::GpuContext;
 use super::mesh::{BvhBuffers, Content, GpuMesh, TriangleChunk};
-use super::readback::{Wait, map_read};
+use super::readback::{Wait, read_mapped};
 use crate::bvh::Bvh;
 use crate::error::{Error, Result};
 use crate::gather::{MeshLayout, mesh_from_packed};
@@ -346,15 +346,14 @@ impl GpuContext {
         let mut encoder = self.device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
         self.queue.submit([encoder.finish()]);
-        let slice = staging.slice(..);
-        pollster::block_on(map_read(&self.device, slice, Wait::Block))?;
-        let data = {
-            let view = slice
-                .get_mapped_range()
-                .map_err(|e| Error::Readback(Box::new(e)))?;
-            bytemuck::pod_collect_to_vec(&view)
-        };
-        staging.unmap();
+        let data = pollster::block_on(read_mapped(
+            &self.device,
+            &staging,
+            size,
+            Wait::Block,
+            // Collected, not cast: the mapping may be less aligned than `T`.
+            bytemuck::pod_collect_to_vec::<u8, T>,
+        ))?;
         self.errors.check()?;
         Ok(data)
     }

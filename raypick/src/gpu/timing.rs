@@ -11,8 +11,8 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::readback::{Wait, map_read};
-use crate::error::{Error, Result};
+use super::readback::{Wait, read_mapped};
+use crate::error::Result;
 
 /// Compute passes of one ray batch that get timestamps; later ones are counted in
 /// [`GpuTimes::untimed_passes`].
@@ -169,18 +169,14 @@ impl Timer {
         if pending == 0 {
             return Ok(());
         }
-        let slice = queries.staging.slice(..u64::from(pending) * PASS_BYTES);
-        map_read(device, slice, wait).await?;
-        let ticks: u64 = {
-            let view = slice
-                .get_mapped_range()
-                .map_err(|e| Error::Readback(Box::new(e)))?;
-            bytemuck::cast_slice::<u8, u64>(&view)
+        let bytes = u64::from(pending) * PASS_BYTES;
+        let ticks: u64 = read_mapped(device, &queries.staging, bytes, wait, |stamps: &[u64]| {
+            stamps
                 .chunks_exact(2)
                 .map(|pass| pass[1].saturating_sub(pass[0]))
                 .sum()
-        };
-        queries.staging.unmap();
+        })
+        .await?;
         let mut state = self.state();
         state.pending = 0;
         state.times.passes += u64::from(pending);
