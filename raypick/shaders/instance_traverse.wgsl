@@ -164,19 +164,19 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         // Bottom level: visit the mesh's nodes until one has leaf children to test,
         // or the mesh is done (back to the top level).
-        if BINARY_MESHES {
-            visit = NO_VISIT;
-            loop {
-                node_index = take_next(node_index, &blas_stack, &blas_depth, best.t);
-                if node_index == EMPTY_CHILD {
-                    instance = NONE;
-                    break;
-                }
-                if out_of_steps(&steps, params.max_steps) {
-                    best = unfinished();
-                    finished = true;
-                    break;
-                }
+        visit = NO_VISIT;
+        loop {
+            node_index = take_next(node_index, &blas_stack, &blas_depth, best.t);
+            if node_index == EMPTY_CHILD {
+                instance = NONE;
+                break;
+            }
+            if out_of_steps(&steps, params.max_steps) {
+                best = unfinished();
+                finished = true;
+                break;
+            }
+            if BINARY_MESHES {
                 visit = visit_node(node_at(node_offset + node_index), boxes, min(best.t, local.tmax), best.t, one);
                 node_index = visit.next;
                 if visit.push {
@@ -186,27 +186,15 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 if visit.count_a + visit.count_b > 0u {
                     break;
                 }
-            }
-        } else {
-            loop {
-                node_index = take_next(node_index, &blas_stack, &blas_depth, best.t);
-                if node_index == EMPTY_CHILD {
-                    instance = NONE;
-                    break;
-                }
-                if out_of_steps(&steps, params.max_steps) {
-                    best = unfinished();
-                    finished = true;
-                    break;
-                }
+            } else {
                 node = wide_node_at(node_offset + node_index);
-                let visit = visit_wide(node, boxes, min(best.t, local.tmax), one, &entry, &leaves, &blas_stack, &blas_depth, capacity);
-                if visit.overflow {
+                let wide = visit_wide(node, boxes, min(best.t, local.tmax), one, &entry, &leaves, &blas_stack, &blas_depth, capacity);
+                if wide.overflow {
                     best = unfinished();
                     finished = true;
                     break;
                 }
-                node_index = visit.next;
+                node_index = wide.next;
                 if leaves != 0u {
                     break;
                 }
@@ -216,31 +204,25 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
             break;
         }
         // The leaves' triangles, nearest leaf first (none when the mesh is done).
-        if BINARY_MESHES {
-            let total = visit.count_a + visit.count_b;
-            for (var j = 0u; j < total; j++) {
-                let i = leaf_triangle(visit, j, best.t);
-                if i == EMPTY_CHILD {
-                    break;
+        var walk = LeafWalk(0u, 0u, 0u);
+        var taken = 0u;
+        loop {
+            var i = EMPTY_CHILD;
+            if BINARY_MESHES {
+                if taken < visit.count_a + visit.count_b {
+                    i = leaf_triangle(visit, taken, best.t);
+                    taken += 1u;
                 }
-                steps += 1u;
-                if offer_triangle(tri_offset + i, local, frame, instance, &best) {
-                    finished = true;
-                    break;
-                }
+            } else {
+                i = next_triangle(&walk, node, &entry, &leaves, best.t);
             }
-        } else {
-            var walk = LeafWalk(0u, 0u, 0u);
-            loop {
-                let i = next_triangle(&walk, node, &entry, &leaves, best.t);
-                if i == EMPTY_CHILD {
-                    break;
-                }
-                steps += 1u;
-                if offer_triangle(tri_offset + i, local, frame, instance, &best) {
-                    finished = true;
-                    break;
-                }
+            if i == EMPTY_CHILD {
+                break;
+            }
+            steps += 1u;
+            if offer_triangle(tri_offset + i, local, frame, instance, &best) {
+                finished = true;
+                break;
             }
         }
         if finished {
