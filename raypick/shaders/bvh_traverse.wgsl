@@ -81,11 +81,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                 break;
             }
             visit = visit_node(node_at(node_index), boxes, min(kept.bound, ray.tmax), kept.bound, params.one);
-            node_index = visit.next;
-            if visit.push {
-                stack[depth] = visit.pending;
-                depth += 1u;
-            }
+            node_index = follow(visit, &stack, &depth);
             if visit.count_a + visit.count_b > 0u {
                 break;
             }

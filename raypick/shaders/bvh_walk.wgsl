@@ -102,6 +102,16 @@ fn visit_node(node: BvhNode, boxes: RayBoxes, limit: f32, bound: f32, one: f32) 
     );
 }
 
+// Pushes the farther child a visit leaves pending (when it does) and returns the
+// node to visit next.
+fn follow(visit: NodeVisit, stack: ptr<function, array<vec2<u32>, MAX_DEPTH>>, depth: ptr<function, u32>) -> u32 {
+    if visit.push {
+        (*stack)[*depth] = visit.pending;
+        *depth += 1u;
+    }
+    return visit.next;
+}
+
 // The j-th triangle of a visit's leaves (the nearer leaf's, then the farther one's),
 // or EMPTY_CHILD where the farther leaf starts when it lies beyond `bound` by then (a
 // nearer hit already beat it: the walk stops there).

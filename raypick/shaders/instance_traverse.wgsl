@@ -178,11 +178,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
             }
             if BINARY_MESHES {
                 visit = visit_node(node_at(node_offset + node_index), boxes, min(best.t, local.tmax), best.t, one);
-                node_index = visit.next;
-                if visit.push {
-                    blas_stack[blas_depth] = visit.pending;
-                    blas_depth += 1u;
-                }
+                node_index = follow(visit, &blas_stack, &blas_depth);
                 if visit.count_a + visit.count_b > 0u {
                     break;
                 }
