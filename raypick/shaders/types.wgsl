@@ -40,7 +40,7 @@ struct TraceParams {
     tri_first: u32,
     mode: u32,
     max_hits: u32,
-    _pad1: u32,
+    chunk_size: u32,
     _pad2: u32,
 }
 

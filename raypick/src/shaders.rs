@@ -98,6 +98,8 @@ pub const INSTANCE_RAY_QUERY_WORKGROUP: u32 = 64;
 
 /// Entry point of the brute-force stage.
 pub const BRUTE_FORCE_ENTRY: &str = "brute_force";
+/// Entry point merging the rows of a split brute-force dispatch.
+pub const BRUTE_FORCE_MERGE_ENTRY: &str = "brute_force_merge";
 /// Workgroup size of the brute-force stage (`WORKGROUP_SIZE` in the WGSL).
 pub const BRUTE_FORCE_WORKGROUP: u32 = 64;
 

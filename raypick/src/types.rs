@@ -136,8 +136,10 @@ pub struct TraceParams {
     pub mode: u32,
     /// Slots per ray of the all-hits list (`QUERY_ALL` in `types.wgsl`).
     pub max_hits: u32,
-    /// Padding to 16 bytes.
-    pub _pad1: u32,
+    /// Triangles per workgroup row when the dispatch's triangles are split across
+    /// rows of workgroups (each row's nearest hits into the list buffer, merged by
+    /// `brute_force_merge`); 0 when they are not.
+    pub chunk_size: u32,
     /// Padding to 16 bytes.
     pub _pad2: u32,
 }

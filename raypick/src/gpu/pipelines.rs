@@ -17,6 +17,9 @@ use crate::types::Query;
 pub(crate) struct Pipelines {
     /// `shaders/brute_force.wgsl`.
     brute_force: Stage,
+    /// Its `brute_force_merge` entry point, compiled on first use (see
+    /// [`Pipelines::brute_force_merge`]).
+    brute_force_merge: OnceLock<Stage>,
     /// `shaders/wide_bvh_traverse.wgsl`.
     wide_bvh_traverse: Stage,
     /// `shaders/bvh_traverse.wgsl`, compiled on first use (meshes read from a
@@ -63,6 +66,7 @@ impl Pipelines {
                 shaders::wide_bvh_traverse_module(),
                 shaders::WIDE_BVH_TRAVERSE_ENTRY,
             )?,
+            brute_force_merge: Default::default(),
             bvh_traverse: Default::default(),
             instance_traverse: Default::default(),
             ray_query: Default::default(),
@@ -98,6 +102,23 @@ impl Pipelines {
         mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
         self.brute_force.pipeline(device, query, mode)
+    }
+
+    /// The pipeline merging the rows of a split brute-force dispatch of `query` and
+    /// `mode`, compiled the first time a batch has too few rays to fill the device.
+    pub(crate) fn brute_force_merge(
+        &self,
+        device: &wgpu::Device,
+        query: Query,
+        mode: Mode,
+    ) -> Result<&wgpu::ComputePipeline> {
+        Stage::on_first_use(&self.brute_force_merge, device, "brute_force_merge", || {
+            (
+                shaders::brute_force_module(),
+                shaders::BRUTE_FORCE_MERGE_ENTRY,
+            )
+        })?
+        .pipeline(device, query, mode)
     }
 
     /// The BVH traversal pipeline of `layout`, `query` and `mode`.

@@ -226,8 +226,7 @@ impl GpuContext {
             )
         });
         self.submit_passes(
-            pipeline,
-            chunk_passes(params, bind_groups),
+            chunk_passes(pipeline, params, bind_groups),
             RAY_QUERY_WORKGROUP,
             (ray_count, query, max_hits),
             scratch,

@@ -245,7 +245,17 @@ impl GpuContext {
             return Ok(());
         }
         let capacity = rays.len().min(per_dispatch);
-        let list_bytes = capacity as u64 * max_hits * HIT_BYTES;
+        // Lists of all hits, or the rows of split brute-force dispatches.
+        let rows = match (&mesh.content, output.query()) {
+            (Content::Brute(_), Query::Closest | Query::Any) => wanted_rows(capacity),
+            _ => 1,
+        };
+        let row_bytes = if rows > 1 {
+            (capacity as u64 * rows * HIT_BYTES).min(self.max_binding_bytes())
+        } else {
+            0
+        };
+        let list_bytes = (capacity as u64 * max_hits * HIT_BYTES).max(row_bytes);
         let mut scratch = self.scratch.lock().await;
         if scratch
             .as_ref()
@@ -383,11 +393,14 @@ impl GpuContext {
     }
 
     /// Brute force over the ray batch in `scratch`: one dispatch per range of at
-    /// most `max_triangles_per_dispatch` triangles, in id order.
+    /// most `max_triangles_per_dispatch` triangles, in id order. A batch too small
+    /// to fill the device ([`split_rows`]) has each dispatch's triangles split
+    /// across rows of workgroups, and the rows merged after it
+    /// (`shaders/brute_force.wgsl`).
     ///
     /// `query` is the dispatch's `(query, max_hits)`. A list query can move up to
     /// `max_hits - 1` listed hits per triangle, each a loop iteration, so it gets
-    /// `max_hits + 1` times fewer triangles per dispatch.
+    /// `max_hits + 1` times fewer triangles per dispatch, and is never split.
     pub(crate) fn dispatch_brute_force(
         &self,
         chunks: &[TriangleChunk],
@@ -405,7 +418,38 @@ impl GpuContext {
             .pipelines
             .brute_force(&self.device, query, options.mode)?;
         let layout = pipeline.get_bind_group_layout(0);
-        let mut passes = Vec::new();
+        let rows = match query {
+            Query::All => 1,
+            _ => split_rows(ray_count, scratch.list_bytes),
+        };
+        let merge = if rows > 1 {
+            let merge = self
+                .pipelines
+                .brute_force_merge(&self.device, query, options.mode)?;
+            let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("raypick brute-force merge"),
+                layout: &merge.get_bind_group_layout(0),
+                entries: &[(0, &scratch.params), (3, &scratch.hits), (4, &scratch.list)].map(
+                    |(binding, buffer)| wgpu::BindGroupEntry {
+                        binding,
+                        resource: buffer.as_entire_binding(),
+                    },
+                ),
+            });
+            Some((merge, bind_group))
+        } else {
+            None
+        };
+        let base = TraceParams {
+            ray_count: ray_count as u32,
+            cull: options.cull as u32,
+            miss_t: f32::INFINITY,
+            one: 1.0,
+            mode: options.mode as u32,
+            max_hits,
+            ..Default::default()
+        };
+        let mut passes: Vec<Pass> = Vec::new();
         for chunk in chunks {
             let bind_group = self.bind_group(
                 &layout,
@@ -417,25 +461,53 @@ impl GpuContext {
                     &scratch.list,
                 ],
             );
-            for tri_first in (0..chunk.count).step_by(step as usize) {
+            // Rows of at least MIN_ROW_TRIANGLES, each within a dispatch's limit.
+            let row = chunk.count.div_ceil(rows).max(MIN_ROW_TRIANGLES).min(step);
+            let chunk_rows = rows.min(chunk.count.div_ceil(row));
+            let per_pass = if chunk_rows > 1 {
+                row * chunk_rows
+            } else {
+                step
+            };
+            for tri_first in (0..chunk.count).step_by(per_pass as usize) {
+                let tri_count = per_pass.min(chunk.count - tri_first);
                 let params = TraceParams {
-                    ray_count: ray_count as u32,
-                    tri_count: step.min(chunk.count - tri_first),
+                    tri_count,
                     tri_base: chunk.base + tri_first,
-                    cull: options.cull as u32,
-                    accumulate: u32::from(!passes.is_empty()),
-                    miss_t: f32::INFINITY,
-                    one: 1.0,
                     tri_first,
-                    mode: options.mode as u32,
-                    max_hits,
-                    ..Default::default()
+                    accumulate: u32::from(!passes.is_empty()),
+                    ..base
                 };
-                passes.push((bytemuck::bytes_of(&params).to_vec(), bind_group.clone()));
+                match (&merge, chunk_rows > 1) {
+                    (Some((merge, merge_group)), true) => {
+                        let split = TraceParams {
+                            chunk_size: row,
+                            ..params
+                        };
+                        let bytes = bytemuck::bytes_of(&split).to_vec();
+                        passes.push(Pass {
+                            pipeline,
+                            params: bytes.clone(),
+                            bind_group: bind_group.clone(),
+                            rows: tri_count.div_ceil(row),
+                        });
+                        passes.push(Pass {
+                            pipeline: merge,
+                            params: bytes,
+                            bind_group: merge_group.clone(),
+                            rows: 1,
+                        });
+                    }
+                    _ => passes.push(Pass {
+                        pipeline,
+                        params: bytemuck::bytes_of(&params).to_vec(),
+                        bind_group: bind_group.clone(),
+                        rows: 1,
+                    }),
+                }
             }
         }
         self.submit_passes(
-            pipeline,
             passes,
             BRUTE_FORCE_WORKGROUP,
             (ray_count, query, max_hits),
@@ -477,8 +549,7 @@ impl GpuContext {
             )
         });
         self.submit_passes(
-            pipeline,
-            chunk_passes(params, bind_groups),
+            chunk_passes(pipeline, params, bind_groups),
             BVH_TRAVERSE_WORKGROUP,
             (ray_count, query, max_hits),
             scratch,
@@ -535,15 +606,14 @@ impl GpuContext {
         })
     }
 
-    /// Submits one dispatch of `ray_count` invocations (workgroups of
-    /// `workgroup_size`) per (params, bind group) in order, each in its own
-    /// submission so that its parameter write lands between it and the previous one;
-    /// the last also copies the hits (and for [`Query::All`] the lists of `max_hits`
-    /// slots) to the staging buffers.
+    /// Submits each pass in order, in a submission of its own so that its parameter
+    /// write lands between it and the previous one: `ray_count` invocations
+    /// (workgroups of `workgroup_size`) times its rows. The last also copies the
+    /// hits (and for [`Query::All`] the lists of `max_hits` slots) to the staging
+    /// buffers.
     pub(crate) fn submit_passes(
         &self,
-        pipeline: &wgpu::ComputePipeline,
-        passes: Vec<(Vec<u8>, wgpu::BindGroup)>,
+        passes: Vec<Pass>,
         workgroup_size: u32,
         (ray_count, query, max_hits): (usize, Query, u32),
         scratch: &Scratch,
@@ -551,17 +621,17 @@ impl GpuContext {
         let workgroups = (ray_count as u32).div_ceil(workgroup_size);
         let max_hits = (query == Query::All).then_some(max_hits);
         let last = passes.len().saturating_sub(1);
-        for (index, (params, bind_group)) in passes.into_iter().enumerate() {
-            self.queue.write_buffer(&scratch.params, 0, &params);
+        for (index, pass) in passes.into_iter().enumerate() {
+            self.queue.write_buffer(&scratch.params, 0, &pass.params);
             let mut encoder = self.device.create_command_encoder(&Default::default());
             {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                let mut compute = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("raypick trace"),
                     timestamp_writes: self.timer.as_ref().and_then(|t| t.pass_writes()),
                 });
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, &bind_group, &[]);
-                pass.dispatch_workgroups(workgroups, 1, 1);
+                compute.set_pipeline(pass.pipeline);
+                compute.set_bind_group(0, &pass.bind_group, &[]);
+                compute.dispatch_workgroups(workgroups, pass.rows, 1);
             }
             if index == last {
                 if let Some(timer) = &self.timer {
@@ -579,12 +649,22 @@ impl GpuContext {
     }
 }
 
-/// The passes of a traversal over a mesh split into chunks: one per bind group,
+/// One compute pass of a ray batch: its pipeline, parameters, bind group, and rows
+/// of workgroups (1, or the rows of a split brute-force dispatch).
+pub(crate) struct Pass<'a> {
+    pub(crate) pipeline: &'a wgpu::ComputePipeline,
+    pub(crate) params: Vec<u8>,
+    pub(crate) bind_group: wgpu::BindGroup,
+    pub(crate) rows: u32,
+}
+
+/// The passes of `pipeline` over a mesh split into chunks: one per bind group,
 /// with `params`, accumulating into the hits of the chunks before it.
-pub(crate) fn chunk_passes(
+pub(crate) fn chunk_passes<'a>(
+    pipeline: &'a wgpu::ComputePipeline,
     params: TraverseParams,
     bind_groups: impl Iterator<Item = wgpu::BindGroup>,
-) -> Vec<(Vec<u8>, wgpu::BindGroup)> {
+) -> Vec<Pass<'a>> {
     bind_groups
         .enumerate()
         .map(|(index, bind_group)| {
@@ -592,9 +672,40 @@ pub(crate) fn chunk_passes(
                 accumulate: u32::from(index > 0),
                 ..params
             };
-            (bytemuck::bytes_of(&params).to_vec(), bind_group)
+            Pass {
+                pipeline,
+                params: bytemuck::bytes_of(&params).to_vec(),
+                bind_group,
+                rows: 1,
+            }
         })
         .collect()
+}
+
+/// Workgroups a brute-force dispatch should have to keep a large GPU busy: below
+/// that, a batch's triangles are split across rows of workgroups.
+const FILL_WORKGROUPS: u32 = 4096;
+
+/// Fewest triangles in a row of a split brute-force dispatch: enough that the
+/// merge, which reads one hit per row and ray, stays small next to the tests.
+const MIN_ROW_TRIANGLES: u32 = 2048;
+
+/// Rows of workgroups that bring a brute-force dispatch over `ray_count` rays to
+/// [`FILL_WORKGROUPS`] (1: enough rays, no split).
+fn wanted_rows(ray_count: usize) -> u64 {
+    let groups = (ray_count as u64)
+        .div_ceil(u64::from(BRUTE_FORCE_WORKGROUP))
+        .max(1);
+    u64::from(FILL_WORKGROUPS).div_ceil(groups)
+}
+
+/// Rows of workgroups a brute-force dispatch over `ray_count` rays splits its
+/// triangles into (1: not split): [`wanted_rows`], as many as the list buffer
+/// (`list_bytes`) holds a hit per row and ray for, and at most a dispatch's limit
+/// on workgroups per dimension.
+fn split_rows(ray_count: usize, list_bytes: u64) -> u32 {
+    let room = list_bytes / (ray_count.max(1) as u64 * HIT_BYTES);
+    wanted_rows(ray_count).min(room).clamp(1, 65_535) as u32
 }
 
 /// Rays one task writes or reads back ([`write_rays`], [`read_back`]).

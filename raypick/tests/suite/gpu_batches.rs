@@ -158,6 +158,57 @@ fn meshes_beyond_65536_triangles_are_traced_completely() {
     );
 }
 
+/// Few rays against many triangles: each dispatch's triangles are split across rows
+/// of workgroups and the rows merged. Every triangle appears twice (ids `i` and
+/// `i + 6000`), so ties cross rows: the lower id must win, as on the CPU.
+#[test]
+fn few_rays_split_across_rows_keep_the_cpus_hits_and_ties() {
+    if gpu().is_none() {
+        return;
+    }
+    let (soup, rays) = soup_and_rays(12, 6_000, 200, 100);
+    let mesh = fixtures::concat(&[soup.clone(), soup]);
+    let contexts = [
+        // One dispatch, split into rows, then the merge: two timed passes.
+        (GpuOptions::default(), 2),
+        // Three triangle buffers of 4,000, each split into four rows of 1,000 (the
+        // dispatch limit) and merged, each merge on top of the hits before it.
+        (
+            GpuOptions {
+                max_triangles_per_dispatch: Some(1_000),
+                max_binding_bytes: Some(48 * 4_000),
+                ..Default::default()
+            },
+            6,
+        ),
+    ];
+    for (options, passes) in contexts {
+        let limited = options.max_triangles_per_dispatch.is_some();
+        let gpu = GpuContext::with_options(GpuOptions {
+            timing: true,
+            ..options
+        })
+        .unwrap();
+        let uploaded = gpu.upload_with(&mesh, Accel::Brute).unwrap();
+        for cull in [Cull::None, Cull::Back] {
+            for mode in [raypick::Mode::Watertight, raypick::Mode::Fast] {
+                let options = TraceOptions::default().with_cull(cull).with_mode(mode);
+                let want = crate::support::trace_with(CPU_BRUTE, &mesh, &rays, &options);
+                assert!(want.iter().filter(|h| h.is_hit()).count() > 50);
+                let context = format!("limited {limited}, {cull:?} {mode:?}");
+                gpu.take_times();
+                let got = gpu.trace(&uploaded, &rays, &options).unwrap();
+                assert_bits_equal(&got, &want, &context);
+                let times = gpu.take_times().expect("timing on");
+                assert_eq!(times.passes + times.untimed_passes, passes, "{context}");
+                let occluded = gpu.occluded(&uploaded, &rays, &options).unwrap();
+                let hit: Vec<bool> = want.iter().map(Hit::is_hit).collect();
+                assert_eq!(occluded, hit, "{context}");
+            }
+        }
+    }
+}
+
 #[test]
 fn small_triangle_ranges_per_dispatch_give_the_same_hits() {
     let Some(whole) = gpu() else { return };

@@ -65,7 +65,7 @@ fn shared_structs_match_rust() {
         TraceParams,
         [
             ray_count, tri_count, tri_base, cull, accumulate, miss_t, one, tri_first, mode,
-            max_hits, _pad1, _pad2
+            max_hits, chunk_size, _pad2
         ]
     );
     assert_layout!(&module, BvhChild, [lo, index, hi, count]);
