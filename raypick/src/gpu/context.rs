@@ -52,7 +52,8 @@ pub struct GpuOptions {
     /// [`Backend::Auto`](crate::Backend::Auto), any adapter otherwise; see
     /// [`AdapterKinds`]).
     pub adapters: Option<AdapterKinds>,
-    /// Measure where mesh traces spend their time ([`GpuContext::take_times`]): GPU
+    /// Measure where traces (of meshes and of instance scenes) spend their time
+    /// ([`GpuContext::take_times`]): GPU
     /// time of each compute pass from timestamp queries where the adapter has them
     /// (`Features::TIMESTAMP_QUERY`), and host time submitting, waiting and
     /// finishing. Off by default: the timestamps cost one more small readback per
@@ -413,7 +414,8 @@ impl GpuContext {
         &self.adapter
     }
 
-    /// Where mesh traces spent their time since the last call (GPU kernel time when
+    /// Where traces (of meshes and of instance scenes) spent their time since the
+    /// last call (GPU kernel time when
     /// the adapter has timestamp queries; host time submitting, waiting and
     /// finishing), and starts counting again; `None` unless [`GpuOptions::timing`]
     /// was set.

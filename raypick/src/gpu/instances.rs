@@ -21,6 +21,7 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
 
 use rayon::prelude::*;
 use wgpu::util::DeviceExt;
@@ -32,6 +33,7 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::gpu::ray_query::row_major;
 use crate::gpu::readback::{Wait, read_mapped};
+use crate::gpu::timing::HostStage;
 use crate::gpu::trace::write_rays;
 use crate::instances::{InstanceError, InstanceHit, InstanceScene};
 use crate::options::{NodeLayout, TraceOptions};
@@ -696,19 +698,36 @@ impl GpuContext {
             far_limit,
             ..self.traverse_params(0, options)
         };
+        // Where the time goes, as for meshes (GpuOptions::timing).
+        let timer = self.timer.as_ref();
+        let clock = || timer.map(|_| Instant::now());
+        let lap = |stage, since: Option<Instant>| {
+            if let (Some(timer), Some(since)) = (timer, since) {
+                timer.add(stage, since.elapsed());
+            }
+        };
         for rays in rays.chunks(per_dispatch) {
             let params = TraverseParams {
                 ray_count: rays.len() as u32,
                 ..params
             };
+            let submitting = clock();
+            if let Some(timer) = timer {
+                timer.begin_batch();
+            }
             self.dispatch_instances((pipeline, workgroup), scene, scratch, rays, &params);
+            lap(HostStage::Submit, submitting);
+            let waiting = clock();
             let bytes = rays.len() as u64 * RECORD_BYTES;
             let read = |records: &[InstanceHitRecord]| {
+                lap(HostStage::Wait, waiting);
+                let finishing = clock();
                 out.par_extend(
                     rays.par_iter()
                         .zip(records.par_iter())
                         .map(|(ray, record)| finish(ray, record)),
-                )
+                );
+                lap(HostStage::Finish, finishing);
             };
             // A failed readback on a lost device is device loss.
             pollster::block_on(read_mapped(
@@ -719,6 +738,10 @@ impl GpuContext {
                 read,
             ))
             .map_err(|e| self.lost_or(e))?;
+            if let Some(timer) = timer {
+                pollster::block_on(timer.collect(&self.device, Wait::Block))
+                    .map_err(|e| self.lost_or(e))?;
+            }
         }
         self.errors.check()?;
         Ok(out)
@@ -770,10 +793,16 @@ impl GpuContext {
         };
         let mut encoder = self.device.create_command_encoder(&Default::default());
         {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("raypick instances"),
+                timestamp_writes: self.timer.as_ref().and_then(|t| t.pass_writes()),
+            });
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
             pass.dispatch_workgroups((rays.len() as u32).div_ceil(workgroup), 1, 1);
+        }
+        if let Some(timer) = &self.timer {
+            timer.resolve(&mut encoder);
         }
         let bytes = rays.len() as u64 * RECORD_BYTES;
         encoder.copy_buffer_to_buffer(&scratch.hits, 0, &scratch.staging, 0, bytes);

@@ -758,6 +758,40 @@ fn gpu_finishes_long_rays_on_the_cpu_and_refuses_oversized_scenes_through_a_pick
     ));
 }
 
+/// A timed context counts an instance trace's passes and host stages as a mesh
+/// trace's.
+#[test]
+fn gpu_instance_traces_are_timed() {
+    if crate::support::gpu().is_none() {
+        return;
+    }
+    let gpu = raypick::gpu::GpuContext::with_options(raypick::gpu::GpuOptions {
+        timing: true,
+        // 3,000 rays take several dispatches.
+        max_rays_per_dispatch: Some(2048),
+        ..Default::default()
+    })
+    .expect("a context on the test adapter");
+    let mut rng = Rng::new(0x1257_0009);
+    let (_, scene) = random_scene(&mut rng, 12);
+    let rays = scene_rays(&mut rng, 3000);
+    let options = TraceOptions::default();
+    let uploaded = gpu.upload_instances(scene.clone()).expect("upload");
+    gpu.take_times();
+    assert_eq!(
+        gpu.trace_instances(&uploaded, &rays, &options)
+            .expect("trace"),
+        scene.trace(&rays, &options)
+    );
+    let times = gpu.take_times().expect("timing on");
+    let dispatches = rays.len().div_ceil(gpu.max_rays_per_dispatch()) as u64;
+    assert!(dispatches > 1);
+    assert_eq!(times.passes + times.untimed_passes, dispatches, "{times:?}");
+    assert_eq!(times.kernel_ms.is_some(), gpu.has_kernel_timing());
+    assert!(times.kernel_ms.is_none_or(|ms| ms > 0.0), "{times:?}");
+    assert!(times.submit_ms > 0.0 && times.wait_ms > 0.0 && times.finish_ms > 0.0);
+}
+
 #[test]
 fn gpu_empty_scenes_never_hit() {
     let Some(gpu) = crate::support::gpu() else {
