@@ -142,7 +142,12 @@ fn main() -> Result<(), raypick::Error> {
     let camera = fixtures::camera_rays((wlo, whi), side_px, side_px);
     let incoherent = fixtures::incoherent_rays(camera.len(), &mut rng, (wlo, whi));
     let options = TraceOptions::default();
-    let gpu = match GpuContext::new() {
+    // Timed contexts: the kernel's share of each GPU trace is printed beside it.
+    let timed = GpuOptions {
+        timing: true,
+        ..GpuOptions::default()
+    };
+    let gpu = match GpuContext::with_options(timed.clone()) {
         Ok(gpu) => Some(gpu),
         Err(e) => {
             println!("GPU: not available ({e})");
@@ -153,7 +158,7 @@ fn main() -> Result<(), raypick::Error> {
     let wide = gpu.as_ref().and_then(|_| {
         GpuContext::with_options(GpuOptions {
             node_layout: NodeLayout::Wide,
-            ..GpuOptions::default()
+            ..timed.clone()
         })
         .ok()
     });
@@ -213,7 +218,7 @@ fn main() -> Result<(), raypick::Error> {
     }
     let mut header = format!("{:<12} {:>12} {:>14}", "rays", "count", "CPU Mrays/s");
     for (name, _, _) in &uploaded {
-        header += &format!(" {:>22}", format!("GPU {name} Mrays/s"));
+        header += &format!(" {:>27}", format!("GPU {name} Mrays/s"));
     }
     println!("{header} {:>8}", "hits");
     for (name, rays) in [("camera", &camera), ("incoherent", &incoherent)] {
@@ -222,14 +227,21 @@ fn main() -> Result<(), raypick::Error> {
         let rate = |d: Duration| rays.len() as f64 / d.as_secs_f64() / 1e6;
         let mut row = format!("{name:<12} {:>12} {:>14.2}", rays.len(), rate(cpu_time));
         for (accel, gpu, scene) in &uploaded {
+            gpu.take_times();
             let (gpu_time, gpu_hits) = best(3, || gpu.trace_instances(scene, rays, &options));
+            // Kernel time per trace, averaged over the three runs.
+            let kernel = gpu
+                .take_times()
+                .and_then(|t| t.kernel_ms)
+                .map(|ms| ms / 3.0);
             let same = gpu_hits?
                 .iter()
                 .zip(&cpu_hits)
                 .filter(|(a, b)| a == b)
                 .count();
             assert_eq!(same, rays.len(), "CPU and GPU ({accel}) disagree");
-            row += &format!(" {:>22.2}", rate(gpu_time));
+            let kernel = kernel.map_or(String::new(), |ms| format!(" ({ms:.2} ms kernel)"));
+            row += &format!(" {:>27}", format!("{:.2}{kernel}", rate(gpu_time)));
         }
         println!("{row} {hits:>8}");
     }
