@@ -21,7 +21,6 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Instant;
 
 use rayon::prelude::*;
 use wgpu::util::DeviceExt;
@@ -33,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuContext;
 use crate::gpu::ray_query::row_major;
 use crate::gpu::readback::{Wait, read_mapped};
-use crate::gpu::timing::HostStage;
+use crate::gpu::timing::{HostStage, Laps};
 use crate::gpu::trace::write_rays;
 use crate::instances::{InstanceError, InstanceHit, InstanceScene};
 use crate::options::{NodeLayout, TraceOptions};
@@ -700,34 +699,27 @@ impl GpuContext {
         };
         // Where the time goes, as for meshes (GpuOptions::timing).
         let timer = self.timer.as_ref();
-        let clock = || timer.map(|_| Instant::now());
-        let lap = |stage, since: Option<Instant>| {
-            if let (Some(timer), Some(since)) = (timer, since) {
-                timer.add(stage, since.elapsed());
-            }
-        };
+        let laps = Laps(timer);
         for rays in rays.chunks(per_dispatch) {
             let params = TraverseParams {
                 ray_count: rays.len() as u32,
                 ..params
             };
-            let submitting = clock();
-            if let Some(timer) = timer {
-                timer.begin_batch();
-            }
+            let submitting = laps.start();
+            laps.begin_batch();
             self.dispatch_instances((pipeline, workgroup), scene, scratch, rays, &params);
-            lap(HostStage::Submit, submitting);
-            let waiting = clock();
+            laps.lap(HostStage::Submit, submitting);
+            let waiting = laps.start();
             let bytes = rays.len() as u64 * RECORD_BYTES;
             let read = |records: &[InstanceHitRecord]| {
-                lap(HostStage::Wait, waiting);
-                let finishing = clock();
+                laps.lap(HostStage::Wait, waiting);
+                let finishing = laps.start();
                 out.par_extend(
                     rays.par_iter()
                         .zip(records.par_iter())
                         .map(|(ray, record)| finish(ray, record)),
                 );
-                lap(HostStage::Finish, finishing);
+                laps.lap(HostStage::Finish, finishing);
             };
             // A failed readback on a lost device is device loss.
             pollster::block_on(read_mapped(

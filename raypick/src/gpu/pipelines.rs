@@ -17,7 +17,7 @@ use crate::types::Query;
 pub(crate) struct Pipelines {
     /// `shaders/brute_force.wgsl`.
     brute_force: Stage,
-    /// Its `brute_force_merge` entry point, compiled on first use (see
+    /// Its `brute_force_merge` entry point, built on first use (see
     /// [`Pipelines::brute_force_merge`]).
     brute_force_merge: OnceLock<Stage>,
     /// `shaders/wide_bvh_traverse.wgsl`.
@@ -105,20 +105,20 @@ impl Pipelines {
     }
 
     /// The pipeline merging the rows of a split brute-force dispatch of `query` and
-    /// `mode`, compiled the first time a batch has too few rays to fill the device.
+    /// `mode`, built the first time a batch has too few rays to fill the device (from
+    /// the brute-force stage's module, compiled once).
     pub(crate) fn brute_force_merge(
         &self,
         device: &wgpu::Device,
         query: Query,
         mode: Mode,
     ) -> Result<&wgpu::ComputePipeline> {
-        Stage::on_first_use(&self.brute_force_merge, device, "brute_force_merge", || {
-            (
-                shaders::brute_force_module(),
-                shaders::BRUTE_FORCE_MERGE_ENTRY,
-            )
-        })?
-        .pipeline(device, query, mode)
+        self.brute_force_merge
+            .get_or_init(|| {
+                self.brute_force
+                    .sibling("brute_force_merge", shaders::BRUTE_FORCE_MERGE_ENTRY)
+            })
+            .pipeline(device, query, mode)
     }
 
     /// The BVH traversal pipeline of `layout`, `query` and `mode`.
@@ -213,6 +213,16 @@ impl Stage {
         let (module, entry) = source();
         let built = Stage::new(device, name, module, entry)?;
         Ok(slot.get_or_init(|| built))
+    }
+
+    /// A stage of another entry point of this stage's module (not compiled again).
+    fn sibling(&self, name: &'static str, entry: &'static str) -> Self {
+        Self {
+            name,
+            entry,
+            module: self.module.clone(),
+            pipelines: Default::default(),
+        }
     }
 
     /// Compiles the module, turning a validation error into [`Error::Pipeline`].

@@ -2,14 +2,14 @@
 //! asks for it: GPU time inside raypick's compute passes from timestamp queries (when
 //! the adapter has them), and the host's time submitting, waiting and finishing.
 //!
-//! Each compute pass of a mesh trace writes a timestamp at its start and end into a
-//! query set; the last pass of a ray batch resolves them into a buffer that is read
-//! after the batch's hits, so a batch costs one more small readback. Passes are
-//! serialised by the context's scratch lock, so slots never interleave. Instance
-//! traces are not timed.
+//! Each compute pass of a trace (of a mesh or an instance scene) writes a timestamp
+//! at its start and end into a query set; the last pass of a ray batch resolves them
+//! into a buffer that is read after the batch's hits, so a batch costs one more
+//! small readback. A batch's passes are submitted and read back under its scene's or
+//! the context's scratch lock.
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::readback::{Wait, read_mapped};
 use crate::error::Result;
@@ -59,6 +59,32 @@ struct Queries {
 struct State {
     times: GpuTimes,
     pending: u32,
+}
+
+/// The host stages of one trace call, on the context's timer when it has one:
+/// nothing is measured without.
+#[derive(Clone, Copy)]
+pub(crate) struct Laps<'a>(pub(crate) Option<&'a Timer>);
+
+impl Laps<'_> {
+    /// Now, when timing.
+    pub(crate) fn start(self) -> Option<Instant> {
+        self.0.map(|_| Instant::now())
+    }
+
+    /// Adds the time since `since` ([`Laps::start`]) to `stage`.
+    pub(crate) fn lap(self, stage: HostStage, since: Option<Instant>) {
+        if let (Some(timer), Some(since)) = (self.0, since) {
+            timer.add(stage, since.elapsed());
+        }
+    }
+
+    /// Starts a ray batch ([`Timer::begin_batch`]).
+    pub(crate) fn begin_batch(self) {
+        if let Some(timer) = self.0 {
+            timer.begin_batch();
+        }
+    }
 }
 
 /// The timer of one context.

@@ -9,13 +9,11 @@
 //! slots per ray (batches shrink so that it fits one binding) and carry over
 //! between dispatches like the best hit does.
 
-use std::time::Instant;
-
 use rayon::prelude::*;
 
 use super::mesh::{BvhBuffers, Content, TriangleChunk};
 use super::readback::{Wait, read_mapped};
-use super::timing::HostStage;
+use super::timing::{HostStage, Laps};
 use super::{GpuContext, GpuMesh};
 use crate::all_hits::AllHits;
 use crate::bvh::Bvh;
@@ -275,23 +273,16 @@ impl GpuContext {
         }
         let scratch = scratch.as_mut().expect("scratch was just created");
         let timer = self.timer.as_ref();
-        let clock = || timer.map(|_| Instant::now());
-        let lap = |stage, since: Option<Instant>| {
-            if let (Some(timer), Some(since)) = (timer, since) {
-                timer.add(stage, since.elapsed());
-            }
-        };
+        let laps = Laps(timer);
         for (batch, rays) in rays.chunks(per_dispatch).enumerate() {
             let start = batch * per_dispatch;
-            let submitting = clock();
-            if let Some(timer) = timer {
-                timer.begin_batch();
-            }
+            let submitting = laps.start();
+            laps.begin_batch();
             write_rays(&self.queue, &scratch.rays, rays);
             let query = (output.query(), max_hits as u32);
             self.dispatch(&mesh.content, rays.len(), options, query, scratch)?;
-            lap(HostStage::Submit, submitting);
-            let waiting = clock();
+            laps.lap(HostStage::Submit, submitting);
+            let waiting = laps.start();
             let bytes = rays.len() as u64 * HIT_BYTES;
             let end = start + rays.len();
             // The nearest hits come back straight into the caller's slice; the other
@@ -307,8 +298,8 @@ impl GpuContext {
             if let Some(timer) = timer {
                 timer.collect(&self.device, wait).await?;
             }
-            lap(HostStage::Wait, waiting);
-            let finishing = clock();
+            laps.lap(HostStage::Wait, waiting);
+            let finishing = laps.start();
             let copy = mesh.gathered.as_ref().map(|g| g.copy.as_ref());
             let read = match &output {
                 Output::Closest(hits) => &hits[start..end],
@@ -342,7 +333,7 @@ impl GpuContext {
                     finish_all(cpu, rays, found, slots, &mut states[start..end], options);
                 }
             }
-            lap(HostStage::Finish, finishing);
+            laps.lap(HostStage::Finish, finishing);
         }
         self.errors.check()
     }
