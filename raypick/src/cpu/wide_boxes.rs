@@ -21,14 +21,15 @@ use super::vector::Lanes8;
 use super::wide_bvh::{WIDTH, WideBvh, WideNode};
 use crate::types::Ray;
 
-/// A node's eight boxes, ready for slab tests: per axis, each child's minimum and
-/// maximum as `origin + value · step`, with its 8-bit codes as the values (exact
-/// boxes: the planes themselves, origin 0 and step 1, which decode to the planes
-/// exactly). Unused slots hold some box; [`WideNode::occupied`] masks them.
+/// A node's eight boxes, ready for slab tests: per axis, each child's near and far
+/// plane for one ray's direction ([`PlaneRows`]), as `origin + value · step`, with
+/// its 8-bit codes as the values (exact boxes: the planes themselves, origin 0 and
+/// step 1, which decode to the planes exactly). Unused slots hold some box;
+/// [`WideNode::occupied`] masks them.
 #[derive(Clone, Copy)]
 pub(super) struct Planes<L: Lanes8> {
-    lo: [L::V; 3],
-    hi: [L::V; 3],
+    near: [L::V; 3],
+    far: [L::V; 3],
     origin: [f32; 3],
     step: [f32; 3],
     /// Whether these are exact planes (origin 0, step 1), which the folded test
@@ -37,25 +38,26 @@ pub(super) struct Planes<L: Lanes8> {
 }
 
 impl<L: Lanes8> Planes<L> {
-    /// The boxes of node `index` of `wide`, `node` (its exact ones where it keeps
-    /// them: found from the index, [`WideBvh`]'s layout, so that their load does
-    /// not wait for the node's).
+    /// The boxes of node `index` of `wide`, `node`, oriented by `rows` (its exact
+    /// ones where it keeps them: found from the index, [`WideBvh`]'s layout, so that
+    /// their load does not wait for the node's). The rows are loaded by index, so a
+    /// visit makes no choice on the ray's signs.
     #[inline(always)]
-    pub(super) fn of(wide: &WideBvh, index: u32, node: &WideNode) -> Self {
+    pub(super) fn of(wide: &WideBvh, index: u32, node: &WideNode, rows: &PlaneRows) -> Self {
         if let Some(exact) = wide.exact.get(index as usize) {
-            let load = |planes: &[[f32; WIDTH]; 3]| each_axis(|axis| L::load(&planes[axis]));
+            let planes = exact.rows();
             return Self {
-                lo: load(&exact.lo),
-                hi: load(&exact.hi),
+                near: each_axis(|axis| L::load(&planes[rows.near[axis]])),
+                far: each_axis(|axis| L::load(&planes[rows.far[axis]])),
                 origin: [0.0; 3],
                 step: [1.0; 3],
                 exact: true,
             };
         }
-        let codes = |codes: &[[u8; WIDTH]; 3]| each_axis(|axis| L::codes(&codes[axis]));
+        let codes = node.code_rows();
         Self {
-            lo: codes(&node.lo),
-            hi: codes(&node.hi),
+            near: each_axis(|axis| L::codes(&codes[rows.near[axis]])),
+            far: each_axis(|axis| L::codes(&codes[rows.far[axis]])),
             origin: node.origin,
             step: node.step,
             exact: false,
@@ -66,6 +68,36 @@ impl<L: Lanes8> Planes<L> {
     #[inline(always)]
     fn decode(&self, axis: usize, values: L::V) -> L::V {
         L::add(L::splat(self.origin[axis]), L::mul(values, L::splat(self.step[axis])))
+    }
+}
+
+/// Which of a node's six plane rows ([`Rows`](super::wide_bvh::Rows): minima, then
+/// maxima) a ray meets first and last on each axis: the minima where its direction
+/// is positive, the maxima where it is negative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct PlaneRows {
+    near: [usize; 3],
+    far: [usize; 3],
+}
+
+impl PlaneRows {
+    /// Minima near and maxima far on every axis: a node's boxes as they are stored,
+    /// for tests that orient them per ray themselves (packets).
+    pub(super) const MINIMA_NEAR: Self = Self {
+        near: [0, 1, 2],
+        far: [3, 4, 5],
+    };
+
+    /// The rows for a direction whose components are negative where `negative`
+    /// says.
+    #[inline(always)]
+    fn for_signs(negative: [bool; 3]) -> Self {
+        let near = |axis: usize| if negative[axis] { axis + 3 } else { axis };
+        let far = |axis: usize| if negative[axis] { axis } else { axis + 3 };
+        Self {
+            near: each_axis(near),
+            far: each_axis(far),
+        }
     }
 }
 
@@ -115,10 +147,11 @@ pub(super) struct Slabs<L: Lanes8> {
     /// the folded test's offsets.
     near_offset: [f32; 3],
     far_offset: [f32; 3],
-    /// Which scaled direction components are negative: those axes enter at the box
-    /// maximum. From the scaled direction, whose tiny components may have become
-    /// -0.0 (whose `1 / dir` is the positive `BIG`).
-    negative: [bool; 3],
+    /// The plane rows the ray meets first and last: on the axes where the scaled
+    /// direction is negative it enters at the box maximum. From the scaled
+    /// direction, whose tiny components may have become -0.0 (whose `1 / dir` is the
+    /// positive `BIG`).
+    rows: PlaneRows,
     /// `tmin` in units of the scaled direction.
     tmin: f32,
     /// The same, less its margin: the folded test's earliest entry, in every lane.
@@ -153,7 +186,7 @@ impl<L: Lanes8> Slabs<L> {
             inv_dir: frame.inv_dir,
             near_offset: each_axis(|axis| start[axis] - slack[axis]),
             far_offset: each_axis(|axis| start[axis] + slack[axis]),
-            negative: frame.dir.map(|d| d < 0.0),
+            rows: PlaneRows::for_signs(frame.dir.map(|d| d < 0.0)),
             tmin,
             padded_tmin: L::splat(padded_below(tmin)),
             folded,
@@ -161,6 +194,12 @@ impl<L: Lanes8> Slabs<L> {
             to_frame,
             tmax: ray.tmax,
         }
+    }
+
+    /// The plane rows this ray meets first and last ([`Planes::of`]).
+    #[inline(always)]
+    pub(super) fn rows(&self) -> &PlaneRows {
+        &self.rows
     }
 
     /// This ray's [`ExactTerms`].
@@ -199,21 +238,11 @@ impl<L: Lanes8> Slabs<L> {
         (entered & occupied, L::store(L::mul(near, L::splat(self.t_scale))))
     }
 
-    /// The near and far plane values of every lane on `axis`.
-    #[inline(always)]
-    fn near_far(&self, planes: &Planes<L>, axis: usize) -> (L::V, L::V) {
-        if self.negative[axis] {
-            (planes.hi[axis], planes.lo[axis])
-        } else {
-            (planes.lo[axis], planes.hi[axis])
-        }
-    }
-
     /// The plain distances to the near and far planes of every lane on `axis`:
     /// decoded plane minus origin times `1 / dir`.
     #[inline(always)]
     fn plain_slab(&self, planes: &Planes<L>, axis: usize) -> (L::V, L::V) {
-        let (near, far) = self.near_far(planes, axis);
+        let (near, far) = (planes.near[axis], planes.far[axis]);
         let origin = L::splat(self.origin[axis]);
         let inv = L::splat(self.inv_dir[axis]);
         (
@@ -226,7 +255,7 @@ impl<L: Lanes8> Slabs<L> {
     /// `axis` ([`Slabs::enter_folded`]).
     #[inline(always)]
     fn folded_slab(&self, planes: &Planes<L>, axis: usize, terms: &ExactTerms<L>) -> (L::V, L::V) {
-        let (near, far) = self.near_far(planes, axis);
+        let (near, far) = (planes.near[axis], planes.far[axis]);
         if planes.exact {
             // Origin 0 and step 1: the factor is `inv_dir` and the term the offset,
             // exactly as below, without working them out again.
@@ -427,12 +456,12 @@ impl<L: Lanes8> PacketSlabs<L> {
     }
 
     /// The near and far planes of each child of `planes` on each axis, for these
-    /// rays' directions.
+    /// rays' directions; `planes` as stored ([`PlaneRows::MINIMA_NEAR`]).
     #[inline(always)]
     pub(super) fn planes(&self, planes: &Planes<L>) -> PacketPlanes {
         let rows = |axis: usize, near: bool| {
             let negative = self.negative[axis];
-            L::store(if negative == near { planes.hi[axis] } else { planes.lo[axis] })
+            L::store(if negative == near { planes.far[axis] } else { planes.near[axis] })
         };
         PacketPlanes {
             near: each_axis(|axis| rows(axis, true)),
@@ -562,7 +591,7 @@ mod tests {
             }
             folded_rays += 1;
             for (index, node) in (0..).zip(&wide.nodes) {
-                let planes = Planes::<L>::of(wide, index, node);
+                let planes = Planes::<L>::of(wide, index, node, slabs.rows());
                 for limit in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
                     let limit = limit * slabs.to_frame;
                     let (plain, plain_near) = slabs.enter_plain(&planes, limit);
@@ -621,7 +650,7 @@ mod tests {
             let group: &[Ray; PACKET_RAYS] = group.try_into().expect("a full group");
             let slabs: [Slabs<L>; PACKET_RAYS] =
                 std::array::from_fn(|r| Slabs::new(wide, &group[r], &BoxFrame::new(&group[r])));
-            let shareable = slabs.iter().all(|s| s.folded && s.negative == slabs[0].negative);
+            let shareable = slabs.iter().all(|s| s.folded && s.rows == slabs[0].rows);
             let Some(packet) = PacketSlabs::<L>::for_rays(wide, group) else {
                 assert!(!shareable, "{group:?}");
                 continue;
@@ -633,13 +662,16 @@ mod tests {
                 std::array::from_fn(|_| if rng.chance(0.3) { f32::INFINITY } else { rng.range(0.0, 4.0) });
             let limits = packet.limits(&bounds);
             for (index, node) in (0..).zip(&wide.nodes) {
-                let planes = Planes::<L>::of(wide, index, node);
+                let planes = Planes::<L>::of(wide, index, node, &PlaneRows::MINIMA_NEAR);
                 let rows = packet.planes(&planes);
                 let node_terms = packet.node_terms(&planes);
                 let terms = node_terms.as_ref().unwrap_or(packet.exact_terms());
                 let used = node.occupied as u32;
                 let alone: Vec<(u32, [f32; WIDTH])> = (0..PACKET_RAYS)
-                    .map(|r| slabs[r].enter(&planes, bounds[r], used, &slabs[r].exact_terms()))
+                    .map(|r| {
+                        let planes = Planes::<L>::of(wide, index, node, slabs[r].rows());
+                        slabs[r].enter(&planes, bounds[r], used, &slabs[r].exact_terms())
+                    })
                     .collect();
                 // Some rays of the packet may have left it: they enter nothing.
                 let rays = if rng.chance(0.5) { u32::MAX >> (32 - PACKET_RAYS) } else { rng.next_u32() & 0xffff };
@@ -680,7 +712,7 @@ mod tests {
         assert_eq!(bits(&packet.tmax), of_rays(&|s| s.tmax));
         assert_eq!(bits(&packet.to_frame), of_rays(&|s| s.to_frame));
         assert_eq!(bits(&packet.t_scale), of_rays(&|s| s.t_scale));
-        assert_eq!(packet.negative, slabs[0].negative);
+        assert_eq!(PlaneRows::for_signs(packet.negative), slabs[0].rows);
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -91,7 +91,42 @@ impl Default for ExactBoxes {
     }
 }
 
+/// The six rows of a node's planes, minima then maxima per axis (`lo[0..3]`, then
+/// `hi[0..3]`): a ray takes its near and far row on each axis by index
+/// ([`PlaneRows`](super::wide_boxes::PlaneRows)), chosen once for its direction.
+pub(super) type Rows<T> = [[T; WIDTH]; 6];
+
+/// The six rows ([`Rows`]) that start `lo` bytes into `s`: its minima, and the
+/// maxima that follow them.
+///
+/// # Safety
+/// `S` is `repr(C)` and holds six initialised rows of `T` from byte `lo` on.
+#[inline(always)]
+unsafe fn rows_at<S, T>(s: &S, lo: usize) -> &Rows<T> {
+    // SAFETY: the caller's promise; the pointer comes from the whole struct, so it
+    // may cover both fields.
+    unsafe { &*std::ptr::from_ref(s).cast::<u8>().add(lo).cast::<Rows<T>>() }
+}
+
+impl ExactBoxes {
+    /// The planes as six rows ([`Rows`]).
+    #[inline(always)]
+    pub(super) fn rows(&self) -> &Rows<f32> {
+        const _: () = assert!(std::mem::offset_of!(ExactBoxes, hi) == std::mem::offset_of!(ExactBoxes, lo) + size_of::<[[f32; WIDTH]; 3]>());
+        // SAFETY: `repr(C)`, and `hi` directly follows `lo` (checked above).
+        unsafe { rows_at(self, std::mem::offset_of!(ExactBoxes, lo)) }
+    }
+}
+
 impl WideNode {
+    /// The codes as six rows ([`Rows`]).
+    #[inline(always)]
+    pub(super) fn code_rows(&self) -> &Rows<u8> {
+        const _: () = assert!(std::mem::offset_of!(WideNode, hi) == std::mem::offset_of!(WideNode, lo) + size_of::<[[u8; WIDTH]; 3]>());
+        // SAFETY: `repr(C)`, and `hi` directly follows `lo` (checked above).
+        unsafe { rows_at(self, std::mem::offset_of!(WideNode, lo)) }
+    }
+
     /// The decoded box plane `q` on `axis`.
     #[inline(always)]
     pub fn decode(&self, axis: usize, q: u8) -> f32 {

@@ -51,6 +51,13 @@ struct Pending {
 
 /// Offers the hits of one ray to `collect` until it says stop, telling `tally`
 /// its work; an invalid ray ([`is_valid_ray`](crate::prepare::is_valid_ray)) has none. `stack` is scratch space.
+///
+/// One loop over the children to visit: a leaf is tested, a node's boxes are
+/// tested and its nearest entered child comes next (the others pushed), and a
+/// leaf, or a node that entered nothing, sends the walk to the nearest pending
+/// child that can still change the answer. The planes a ray meets first and last
+/// on each axis are picked by index, chosen once per ray ([`Slabs::rows`]), so a
+/// visit makes no choice on the ray's signs.
 #[inline(always)]
 fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
@@ -66,133 +73,99 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     let boxes = BoxFrame::new(ray);
     let slabs = Slabs::<L>::new(wide, ray, &boxes);
     let terms = slabs.exact_terms();
-    let mut walk = Walk {
-        stack,
-        depth: 0,
-        next: Some(Pending {
-            child: 0,
-            blocks: 0,
-            entry: ray.tmin,
-        }),
+    // The triangle tests' part of the frame is made at the first leaf, so that a
+    // ray that reaches none (a pick past the mesh, a ray through a gap) never works
+    // it out.
+    let mut frame: Option<RayFrame> = None;
+    let mut depth = 0;
+    let mut top = Pending {
+        child: 0,
+        blocks: 0,
+        entry: ray.tmin,
     };
-    // Nodes alone until the first leaf: the triangle tests' part of the frame is
-    // made there, so that a ray that reaches none (a pick past the mesh, a ray
-    // through a gap) never works it out, and the walk after it keeps the frame
-    // at hand without asking whether it is made.
-    let leaf = loop {
-        let Some(top) = walk.take(collect.bound()) else {
-            return;
-        };
-        if top.blocks > 0 {
-            break top;
-        }
-        walk.visit(wide, top, &slabs, &terms, collect.bound(), tally);
-    };
-    let frame = RayFrame::with_boxes(ray, boxes);
-    let mut top = leaf;
     loop {
         if top.blocks > 0 {
             tally.leaf_blocks(top.blocks);
-            if offer_leaf::<L, WATERTIGHT>(wide, top.child, top.blocks, ray, &frame, cull, collect) {
+            let frame = frame.get_or_insert_with(|| RayFrame::with_boxes(ray, boxes));
+            if offer_leaf::<L, WATERTIGHT>(wide, top.child, top.blocks, ray, frame, cull, collect) {
                 return;
             }
-        } else {
-            walk.visit(wide, top, &slabs, &terms, collect.bound(), tally);
+        } else if let Some(next) = visit(wide, top, &slabs, &terms, collect.bound(), stack, &mut depth, tally) {
+            // The nearest entered child, taken without a trip through the stack: no
+            // nearer hit can have been found since its box test.
+            top = next;
+            continue;
         }
-        let Some(next) = walk.take(collect.bound()) else {
-            return;
-        };
-        top = next;
+        match pop_pending(stack, &mut depth, collect.bound(), |p| p.entry) {
+            Some(pending) => top = pending,
+            None => return,
+        }
     }
 }
 
-/// Where one ray's walk stands: its pending children and the child it visits
-/// next.
-struct Walk<'a> {
-    stack: &'a mut Stack,
-    depth: usize,
-    /// The child to visit next: the nearest entered child of the last node, taken
-    /// without a trip through the stack (no nearer hit can have been found since
-    /// its box test). `None` after a leaf or a node that entered no child: the
-    /// nearest pending child that can still change the answer comes next.
-    next: Option<Pending>,
-}
-
-impl Walk<'_> {
-    /// The next child to visit, where a hit at `bound` is the nearest so far;
-    /// `None` when the walk is over.
-    #[inline(always)]
-    fn take(&mut self, bound: f32) -> Option<Pending> {
-        match self.next.take() {
-            Some(top) => Some(top),
-            None => pop_pending(self.stack, &mut self.depth, bound, |p| p.entry),
-        }
+/// Tests the ray (`slabs`, `terms`) against the boxes of node `top` up to `bound`:
+/// returns the nearest entered child, and pushes the other entered children onto
+/// `stack` (from `depth` on) in order, farthest at the bottom; `None` when the ray
+/// enters none.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn visit<L: Lanes8>(
+    wide: &WideBvh,
+    top: Pending,
+    slabs: &Slabs<L>,
+    terms: &ExactTerms<L>,
+    bound: f32,
+    stack: &mut Stack,
+    depth: &mut usize,
+    tally: &mut impl Tally,
+) -> Option<Pending> {
+    let node = &wide.nodes[top.child as usize];
+    let planes = Planes::<L>::of(wide, top.child, node, slabs.rows());
+    let (entered, near) = slabs.enter(&planes, bound, node.occupied as u32, terms);
+    tally.wide_node(node.occupied.count_ones(), entered.count_ones());
+    let pending = |lane: usize| Pending {
+        child: node.child[lane],
+        blocks: node.blocks[lane] as u32,
+        entry: near[lane],
+    };
+    if entered == 0 {
+        return None;
     }
-
-    /// Tests the ray (`slabs`, `terms`) against the boxes of node `top` up to
-    /// `bound`: the nearest entered child becomes the next, the others are pushed
-    /// in order, farthest at the bottom.
-    #[inline(always)]
-    fn visit<L: Lanes8>(
-        &mut self,
-        wide: &WideBvh,
-        top: Pending,
-        slabs: &Slabs<L>,
-        terms: &ExactTerms<L>,
-        bound: f32,
-        tally: &mut impl Tally,
-    ) {
-        let node = &wide.nodes[top.child as usize];
-        let planes = Planes::<L>::of(wide, top.child, node);
-        let (entered, near) = slabs.enter(&planes, bound, node.occupied as u32, terms);
-        tally.wide_node(node.occupied.count_ones(), entered.count_ones());
-        let pending = |lane: usize| Pending {
-            child: node.child[lane],
-            blocks: node.blocks[lane] as u32,
-            entry: near[lane],
-        };
-        if entered == 0 {
-            return;
-        }
-        let first = pending(entered.trailing_zeros() as usize);
-        let rest = entered & (entered - 1);
-        if rest == 0 {
-            // One child, the most common case: nothing to order.
-            self.next = Some(first);
-            return;
-        }
-        // Visit the nearest entered child next and push the others in order,
-        // farthest at the bottom: the nearest so far is kept aside (the lowest lane
-        // among equals), and each child pushed moves only past the children already
-        // pushed that are no farther. Two children, the next most common case, need
-        // only one comparison.
-        let (stack, mut depth) = (&mut *self.stack, self.depth);
-        let mut nearest = first;
-        let mut farther = pending(rest.trailing_zeros() as usize);
-        if farther.entry < nearest.entry {
-            std::mem::swap(&mut farther, &mut nearest);
-        }
-        prefetch(wide, farther.child, farther.blocks);
-        let base = depth;
-        stack[depth] = farther;
-        depth += 1;
-        for lane in lanes(rest & (rest - 1)) {
-            let mut child = pending(lane);
-            if child.entry < nearest.entry {
-                std::mem::swap(&mut child, &mut nearest);
-            }
-            prefetch(wide, child.child, child.blocks);
-            let mut slot = depth;
-            while slot > base && stack[slot - 1].entry <= child.entry {
-                stack[slot] = stack[slot - 1];
-                slot -= 1;
-            }
-            stack[slot] = child;
-            depth += 1;
-        }
-        self.depth = depth;
-        self.next = Some(nearest);
+    let first = pending(entered.trailing_zeros() as usize);
+    let rest = entered & (entered - 1);
+    if rest == 0 {
+        // One child, the most common case: nothing to order.
+        return Some(first);
     }
+    // Visit the nearest entered child next and push the others in order, farthest
+    // at the bottom: the nearest so far is kept aside (the lowest lane among
+    // equals), and each child pushed moves only past the children already pushed
+    // that are no farther. Two children, the next most common case, need only one
+    // comparison.
+    let mut nearest = first;
+    let mut farther = pending(rest.trailing_zeros() as usize);
+    if farther.entry < nearest.entry {
+        std::mem::swap(&mut farther, &mut nearest);
+    }
+    prefetch(wide, farther.child, farther.blocks);
+    let base = *depth;
+    stack[base] = farther;
+    *depth += 1;
+    for lane in lanes(rest & (rest - 1)) {
+        let mut child = pending(lane);
+        if child.entry < nearest.entry {
+            std::mem::swap(&mut child, &mut nearest);
+        }
+        prefetch(wide, child.child, child.blocks);
+        let mut slot = *depth;
+        while slot > base && stack[slot - 1].entry <= child.entry {
+            stack[slot] = stack[slot - 1];
+            slot -= 1;
+        }
+        stack[slot] = child;
+        *depth += 1;
+    }
+    Some(nearest)
 }
 
 /// Asks the memory system for a pending child's node, or its leaf's first block,
