@@ -16,20 +16,20 @@
 //! shares each node's fetch and decode among them and gives the same answers.
 
 use super::brute_force::offer_accepted;
-use super::moller_trumbore::moller_trumbore_block;
-use super::watertight::watertight_block;
 use super::bvh_traverse::Tally;
 use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
 use super::intersect::{BoxFrame, RayFrame, is_valid_ray_on, lanes};
+use super::moller_trumbore::moller_trumbore_block;
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::vector::Lanes8;
-use super::wide_bvh::{LeafBlock, WIDTH, WideBvh, WideNode};
+use super::watertight::watertight_block;
 use super::wide_boxes::{ExactTerms, Planes, Slabs};
-use crate::options::{Cull, Mode};
+use super::wide_bvh::{LeafBlock, WIDTH, WideBvh, WideNode};
 use crate::bvh::MAX_DEPTH;
+use crate::options::{Cull, Mode};
 use crate::types::{Hit, MISS, Ray};
 
 /// Pending children: at most `WIDTH - 1` per level of a tree at most `MAX_DEPTH` deep,
@@ -77,7 +77,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     // ray that reaches none (a pick past the mesh, a ray through a gap) never works
     // it out.
     let mut frame: Option<RayFrame> = None;
-    let mut depth = 0;
+    let mut pending = Pushed { stack, depth: 0 };
     let mut top = Pending {
         child: 0,
         blocks: 0,
@@ -90,82 +90,93 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
             if offer_leaf::<L, WATERTIGHT>(wide, top.child, top.blocks, ray, frame, cull, collect) {
                 return;
             }
-        } else if let Some(next) = visit(wide, top, &slabs, &terms, collect.bound(), stack, &mut depth, tally) {
+        } else if let Some(next) = pending.visit(wide, top, &slabs, &terms, collect.bound(), tally)
+        {
             // The nearest entered child, taken without a trip through the stack: no
             // nearer hit can have been found since its box test.
             top = next;
             continue;
         }
-        match pop_pending(stack, &mut depth, collect.bound(), |p| p.entry) {
-            Some(pending) => top = pending,
+        match pop_pending(pending.stack, &mut pending.depth, collect.bound(), |p| {
+            p.entry
+        }) {
+            Some(next) => top = next,
             None => return,
         }
     }
 }
 
-/// Tests the ray (`slabs`, `terms`) against the boxes of node `top` up to `bound`:
-/// returns the nearest entered child, and pushes the other entered children onto
-/// `stack` (from `depth` on) in order, farthest at the bottom; `None` when the ray
-/// enters none.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn visit<L: Lanes8>(
-    wide: &WideBvh,
-    top: Pending,
-    slabs: &Slabs<L>,
-    terms: &ExactTerms<L>,
-    bound: f32,
-    stack: &mut Stack,
-    depth: &mut usize,
-    tally: &mut impl Tally,
-) -> Option<Pending> {
-    let node = &wide.nodes[top.child as usize];
-    let planes = Planes::<L>::of(wide, top.child, node, slabs.rows());
-    let (entered, near) = slabs.enter(&planes, bound, node.occupied as u32, terms);
-    tally.wide_node(node.occupied.count_ones(), entered.count_ones());
-    let pending = |lane: usize| Pending {
-        child: node.child[lane],
-        blocks: node.blocks[lane] as u32,
-        entry: near[lane],
-    };
-    if entered == 0 {
-        return None;
-    }
-    let first = pending(entered.trailing_zeros() as usize);
-    let rest = entered & (entered - 1);
-    if rest == 0 {
-        // One child, the most common case: nothing to order.
-        return Some(first);
-    }
-    // Visit the nearest entered child next and push the others in order, farthest
-    // at the bottom: the nearest so far is kept aside (the lowest lane among
-    // equals), and each child pushed moves only past the children already pushed
-    // that are no farther. Two children, the next most common case, need only one
-    // comparison.
-    let mut nearest = first;
-    let mut farther = pending(rest.trailing_zeros() as usize);
-    if farther.entry < nearest.entry {
-        std::mem::swap(&mut farther, &mut nearest);
-    }
-    prefetch(wide, farther.child, farther.blocks);
-    let base = *depth;
-    stack[base] = farther;
-    *depth += 1;
-    for lane in lanes(rest & (rest - 1)) {
-        let mut child = pending(lane);
-        if child.entry < nearest.entry {
-            std::mem::swap(&mut child, &mut nearest);
+/// The children one ray's walk has pushed: `stack[..depth]`, farthest at the
+/// bottom of each node's run.
+struct Pushed<'a> {
+    stack: &'a mut Stack,
+    depth: usize,
+}
+
+impl Pushed<'_> {
+    /// Tests the ray (`slabs`, `terms`) against the boxes of node `top` up to `bound`:
+    /// returns the nearest entered child, and pushes the other entered children in
+    /// order, farthest at the bottom; `None` when the ray enters none.
+    #[inline(always)]
+    fn visit<L: Lanes8>(
+        &mut self,
+        wide: &WideBvh,
+        top: Pending,
+        slabs: &Slabs<L>,
+        terms: &ExactTerms<L>,
+        bound: f32,
+        tally: &mut impl Tally,
+    ) -> Option<Pending> {
+        let node = &wide.nodes[top.child as usize];
+        let planes = Planes::<L>::of(wide, top.child, node, slabs.rows());
+        let (entered, near) = slabs.enter(&planes, bound, node.occupied as u32, terms);
+        tally.wide_node(node.occupied.count_ones(), entered.count_ones());
+        let pending = |lane: usize| Pending {
+            child: node.child[lane],
+            blocks: node.blocks[lane] as u32,
+            entry: near[lane],
+        };
+        if entered == 0 {
+            return None;
         }
-        prefetch(wide, child.child, child.blocks);
-        let mut slot = *depth;
-        while slot > base && stack[slot - 1].entry <= child.entry {
-            stack[slot] = stack[slot - 1];
-            slot -= 1;
+        let first = pending(entered.trailing_zeros() as usize);
+        let rest = entered & (entered - 1);
+        if rest == 0 {
+            // One child, the most common case: nothing to order.
+            return Some(first);
         }
-        stack[slot] = child;
-        *depth += 1;
+        // Visit the nearest entered child next and push the others in order, farthest
+        // at the bottom: the nearest so far is kept aside (the lowest lane among
+        // equals), and each child pushed moves only past the children already pushed
+        // that are no farther. Two children, the next most common case, need only one
+        // comparison.
+        let mut nearest = first;
+        let mut farther = pending(rest.trailing_zeros() as usize);
+        if farther.entry < nearest.entry {
+            std::mem::swap(&mut farther, &mut nearest);
+        }
+        prefetch(wide, farther.child, farther.blocks);
+        let (stack, mut depth) = (&mut *self.stack, self.depth);
+        let base = depth;
+        stack[base] = farther;
+        depth += 1;
+        for lane in lanes(rest & (rest - 1)) {
+            let mut child = pending(lane);
+            if child.entry < nearest.entry {
+                std::mem::swap(&mut child, &mut nearest);
+            }
+            prefetch(wide, child.child, child.blocks);
+            let mut slot = depth;
+            while slot > base && stack[slot - 1].entry <= child.entry {
+                stack[slot] = stack[slot - 1];
+                slot -= 1;
+            }
+            stack[slot] = child;
+            depth += 1;
+        }
+        self.depth = depth;
+        Some(nearest)
     }
-    Some(nearest)
 }
 
 /// Asks the memory system for a pending child's node, or its leaf's first block,
@@ -378,7 +389,13 @@ fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
 }
 
 #[inline(always)]
-fn trace_rays_by<L: Lanes8>(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) {
+fn trace_rays_by<L: Lanes8>(
+    wide: &WideBvh,
+    rays: &[Ray],
+    hits: &mut [Hit],
+    cull: Cull,
+    mode: Mode,
+) {
     if mode == Mode::Watertight {
         trace_rays_with::<L, true>(wide, rays, hits, cull);
     } else {
@@ -404,7 +421,13 @@ simd_dispatch! {
 }
 
 #[inline(always)]
-fn trace_lone_by<L: Lanes8>(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) {
+fn trace_lone_by<L: Lanes8>(
+    wide: &WideBvh,
+    rays: &[Ray],
+    hits: &mut [Hit],
+    cull: Cull,
+    mode: Mode,
+) {
     let mut stack = RayStack::take();
     for (ray, hit) in rays.iter().zip(hits) {
         *hit = trace_one::<L>(wide, ray, cull, mode, &mut stack);
@@ -564,7 +587,16 @@ pub fn count_rays(wide: &WideBvh, rays: &[Ray], cull: Cull, mode: Mode) -> (Vec<
     };
     let hits = rays
         .iter()
-        .map(|ray| trace_one_tallied::<super::vector::Portable>(wide, ray, cull, mode, &mut stack, &mut counts))
+        .map(|ray| {
+            trace_one_tallied::<super::vector::Portable>(
+                wide,
+                ray,
+                cull,
+                mode,
+                &mut stack,
+                &mut counts,
+            )
+        })
         .collect();
     stack.keep();
     (hits, counts)
@@ -577,8 +609,8 @@ mod tests {
     use super::*;
     use crate::bvh::Bvh;
     use crate::cpu::vector::Portable;
-    use crate::prepare::is_valid_ray;
     use crate::kit::{self, Rng, fixtures};
+    use crate::prepare::is_valid_ray;
 
     /// The built-in scene with some degenerate triangles, and camera, random and
     /// adversarial rays at it.
@@ -607,11 +639,23 @@ mod tests {
         let past = Ray::new(glam::Vec3::new(3.0, 0.0, -5.0), glam::Vec3::Z);
         let (hits, counts) = count_rays(&wide, &[at, past], Cull::None, Mode::Watertight);
         assert!(hits[0].is_hit() && !hits[1].is_hit());
-        let blocks = u64::from(wide.nodes[0].blocks.iter().map(|&b| u32::from(b)).sum::<u32>());
+        let blocks = u64::from(
+            wide.nodes[0]
+                .blocks
+                .iter()
+                .map(|&b| u32::from(b))
+                .sum::<u32>(),
+        );
         assert_eq!(counts.rays, 2);
         assert_eq!(counts.nodes, 2);
-        assert_eq!(counts.boxes, 2 * u64::from(wide.nodes[0].occupied.count_ones()));
-        assert!(counts.leaves >= 1 && counts.leaves <= counts.entered, "{counts:?}");
+        assert_eq!(
+            counts.boxes,
+            2 * u64::from(wide.nodes[0].occupied.count_ones())
+        );
+        assert!(
+            counts.leaves >= 1 && counts.leaves <= counts.entered,
+            "{counts:?}"
+        );
         assert!(counts.blocks <= blocks, "{counts:?}");
 
         let (wide, rays) = scene_and_rays(6);
@@ -622,9 +666,18 @@ mod tests {
             assert_eq!(hits, expected, "mode {mode}");
             let valid = rays.iter().filter(|ray| is_valid_ray(ray)).count() as u64;
             assert_eq!(counts.rays, rays.len() as u64);
-            assert!(counts.nodes >= valid && counts.boxes >= counts.entered, "{counts:?}");
-            assert!(counts.nodes - valid + counts.leaves <= counts.entered, "{counts:?}");
-            assert!(counts.blocks >= counts.leaves && counts.leaves > valid / 2, "{counts:?}");
+            assert!(
+                counts.nodes >= valid && counts.boxes >= counts.entered,
+                "{counts:?}"
+            );
+            assert!(
+                counts.nodes - valid + counts.leaves <= counts.entered,
+                "{counts:?}"
+            );
+            assert!(
+                counts.blocks >= counts.leaves && counts.leaves > valid / 2,
+                "{counts:?}"
+            );
         }
     }
 
@@ -658,10 +711,18 @@ mod tests {
                 assert_eq!(portable, dispatched, "cull {cull}, mode {mode}");
 
                 let k = 3;
-                let (mut dispatched, mut portable) = (vec![Hit::MISS; n * k], vec![Hit::MISS; n * k]);
+                let (mut dispatched, mut portable) =
+                    (vec![Hit::MISS; n * k], vec![Hit::MISS; n * k]);
                 let (mut states, mut portable_states) = (vec![0; n], vec![0; n]);
                 collect_rays(&wide, &rays, &mut dispatched, &mut states, cull, mode);
-                collect_rays_by::<Portable>(&wide, &rays, &mut portable, &mut portable_states, cull, mode);
+                collect_rays_by::<Portable>(
+                    &wide,
+                    &rays,
+                    &mut portable,
+                    &mut portable_states,
+                    cull,
+                    mode,
+                );
                 assert_eq!(portable, dispatched, "cull {cull}, mode {mode}");
                 assert_eq!(portable_states, states, "cull {cull}, mode {mode}");
             }
