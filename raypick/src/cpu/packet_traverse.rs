@@ -19,7 +19,7 @@ use super::intersect::{
 };
 use super::query::{Closest, Collect};
 use super::vector::Lanes8;
-use super::wide_boxes::{PACKET_RAYS, PacketSlabs, PlaneRows, Planes, load_rows};
+use super::wide_boxes::{PACKET_RAYS, PacketSlabs, Planes, load_rows};
 use super::wide_bvh::{WIDTH, WideBvh};
 use super::wide_traverse::{offer_leaf, prefetch};
 use crate::options::Cull;
@@ -141,7 +141,7 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
             continue;
         }
         let node = &wide.nodes[top.child as usize];
-        let raw = Planes::<L>::of(wide, top.child, node, &PlaneRows::MINIMA_NEAR);
+        let raw = Planes::<L>::of(wide, top.child, node, packet.rows());
         let planes = packet.planes(&raw);
         let node_terms = packet.node_terms(&raw);
         let terms = node_terms.as_ref().unwrap_or(packet.exact_terms());

@@ -81,13 +81,6 @@ pub(super) struct PlaneRows {
 }
 
 impl PlaneRows {
-    /// Minima near and maxima far on every axis: a node's boxes as they are stored,
-    /// for tests that orient them per ray themselves (packets).
-    pub(super) const MINIMA_NEAR: Self = Self {
-        near: [0, 1, 2],
-        far: [3, 4, 5],
-    };
-
     /// The rows for a direction whose components are negative where `negative`
     /// says.
     #[inline(always)]
@@ -342,8 +335,9 @@ pub(super) struct PacketSlabs<L: Lanes8> {
     /// The caller's units to the frame's (`1 / t_scale`) and back.
     to_frame: Rows<L>,
     t_scale: Rows<L>,
-    /// The sign of each direction component, the same in every ray.
-    negative: [bool; 3],
+    /// The plane rows every ray meets first and last: the signs of their direction
+    /// components are the same.
+    rows: PlaneRows,
 }
 
 /// `values` as two vectors of eight.
@@ -451,21 +445,23 @@ impl<L: Lanes8> PacketSlabs<L> {
             tmax,
             to_frame,
             t_scale,
-            negative,
+            rows: PlaneRows::for_signs(negative),
         })
     }
 
-    /// The near and far planes of each child of `planes` on each axis, for these
-    /// rays' directions; `planes` as stored ([`PlaneRows::MINIMA_NEAR`]).
+    /// The plane rows these rays meet first and last ([`Planes::of`]).
+    #[inline(always)]
+    pub(super) fn rows(&self) -> &PlaneRows {
+        &self.rows
+    }
+
+    /// The near and far planes of each child of `planes` on each axis, `planes`
+    /// oriented for these rays ([`PacketSlabs::rows`]).
     #[inline(always)]
     pub(super) fn planes(&self, planes: &Planes<L>) -> PacketPlanes {
-        let rows = |axis: usize, near: bool| {
-            let negative = self.negative[axis];
-            L::store(if negative == near { planes.far[axis] } else { planes.near[axis] })
-        };
         PacketPlanes {
-            near: each_axis(|axis| rows(axis, true)),
-            far: each_axis(|axis| rows(axis, false)),
+            near: each_axis(|axis| L::store(planes.near[axis])),
+            far: each_axis(|axis| L::store(planes.far[axis])),
         }
     }
 
@@ -662,7 +658,7 @@ mod tests {
                 std::array::from_fn(|_| if rng.chance(0.3) { f32::INFINITY } else { rng.range(0.0, 4.0) });
             let limits = packet.limits(&bounds);
             for (index, node) in (0..).zip(&wide.nodes) {
-                let planes = Planes::<L>::of(wide, index, node, &PlaneRows::MINIMA_NEAR);
+                let planes = Planes::<L>::of(wide, index, node, packet.rows());
                 let rows = packet.planes(&planes);
                 let node_terms = packet.node_terms(&planes);
                 let terms = node_terms.as_ref().unwrap_or(packet.exact_terms());
@@ -712,7 +708,7 @@ mod tests {
         assert_eq!(bits(&packet.tmax), of_rays(&|s| s.tmax));
         assert_eq!(bits(&packet.to_frame), of_rays(&|s| s.to_frame));
         assert_eq!(bits(&packet.t_scale), of_rays(&|s| s.t_scale));
-        assert_eq!(PlaneRows::for_signs(packet.negative), slabs[0].rows);
+        assert_eq!(packet.rows, slabs[0].rows);
     }
 
     #[cfg(target_arch = "x86_64")]
