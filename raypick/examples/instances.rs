@@ -23,6 +23,9 @@ fn ms(d: Duration) -> String {
     }
 }
 
+/// Runs of each timed trace; the best is kept.
+const TRACE_RUNS: usize = 3;
+
 /// Best of `n` runs of `f`.
 fn best<T>(n: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
     let mut out = None;
@@ -201,7 +204,9 @@ fn main() -> Result<(), raypick::Error> {
     if let Some(gpu) = &gpu {
         let mut moving = gpu.upload_instances(scene.clone())?;
         let one_ray = &camera[..1];
-        let (idle, _) = best(3, || gpu.trace_instances(&moving, one_ray, &options));
+        let (idle, _) = best(TRACE_RUNS, || {
+            gpu.trace_instances(&moving, one_ray, &options)
+        });
         let start = Instant::now();
         for &(index, transform) in &moves {
             moving.set_transform(index, transform)?;
@@ -222,24 +227,25 @@ fn main() -> Result<(), raypick::Error> {
     }
     println!("{header} {:>8}", "hits");
     for (name, rays) in [("camera", &camera), ("incoherent", &incoherent)] {
-        let (cpu_time, cpu_hits) = best(3, || scene.trace(rays, &options));
+        let (cpu_time, cpu_hits) = best(TRACE_RUNS, || scene.trace(rays, &options));
         let hits = cpu_hits.iter().filter(|h| h.is_hit()).count();
         let rate = |d: Duration| rays.len() as f64 / d.as_secs_f64() / 1e6;
         let mut row = format!("{name:<12} {:>12} {:>14.2}", rays.len(), rate(cpu_time));
-        for (accel, gpu, scene) in &uploaded {
+        for (name, gpu, scene) in &uploaded {
             gpu.take_times();
-            let (gpu_time, gpu_hits) = best(3, || gpu.trace_instances(scene, rays, &options));
-            // Kernel time per trace, averaged over the three runs.
+            let (gpu_time, gpu_hits) =
+                best(TRACE_RUNS, || gpu.trace_instances(scene, rays, &options));
+            // Kernel time per trace, averaged over the runs.
             let kernel = gpu
                 .take_times()
                 .and_then(|t| t.kernel_ms)
-                .map(|ms| ms / 3.0);
+                .map(|ms| ms / TRACE_RUNS as f64);
             let same = gpu_hits?
                 .iter()
                 .zip(&cpu_hits)
                 .filter(|(a, b)| a == b)
                 .count();
-            assert_eq!(same, rays.len(), "CPU and GPU ({accel}) disagree");
+            assert_eq!(same, rays.len(), "CPU and GPU ({name}) disagree");
             let kernel = kernel.map_or(String::new(), |ms| format!(" ({ms:.2} ms kernel)"));
             row += &format!(" {:>27}", format!("{:.2}{kernel}", rate(gpu_time)));
         }
@@ -261,8 +267,8 @@ fn main() -> Result<(), raypick::Error> {
     let rays = fixtures::camera_rays((mlo, mhi), side_px, side_px);
     let plain = raypick::cpu::CpuMesh::new(&mesh);
     let cpu = raypick::cpu::CpuBackend::new();
-    let (mesh_time, _) = best(3, || cpu.trace(&plain, &rays, &options));
-    let (one_time, _) = best(3, || one.trace(&rays, &options));
+    let (mesh_time, _) = best(TRACE_RUNS, || cpu.trace(&plain, &rays, &options));
+    let (one_time, _) = best(TRACE_RUNS, || one.trace(&rays, &options));
     println!(
         "one identity instance vs the plain mesh, {} camera rays on the CPU: {:.2} vs {:.2} Mrays/s",
         rays.len(),

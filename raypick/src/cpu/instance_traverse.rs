@@ -9,10 +9,10 @@
 //! as the eight-wide BVH stage walks it ([`crate::cpu::wide_bvh_traverse`], with the
 //! same box tests and triangle test); a ray whose mesh walk would overflow that
 //! stage's stack takes the binary traversal there ([`crate::cpu::bvh_traverse`], the
-//! walk of the stage's binary meshes), with the same answers. A hit replaces the best one when it is nearer,
-//! or equally near with a lower instance index, or the same instance and a lower
-//! triangle id: the answer of a naive loop over every instance and triangle, bit
-//! for bit, whatever the visiting order.
+//! walk of the stage's binary meshes), with the same answers. A hit replaces the
+//! best one when it is nearer, or equally near with a lower instance index, or the
+//! same instance and a lower triangle id: the answer of a naive loop over every
+//! instance and triangle, bit for bit, whatever the visiting order.
 //!
 //! [`trace_ray`] is the oracle and finishes the rays the GPU reports unfinished;
 //! the CPU backend runs [`traverse`] with the 8-wide mesh BVH below it.

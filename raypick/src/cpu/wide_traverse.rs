@@ -77,7 +77,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     // ray that reaches none (a pick past the mesh, a ray through a gap) never works
     // it out.
     let mut frame: Option<RayFrame> = None;
-    let mut pending = Pushed { stack, depth: 0 };
+    let mut pushed = Pushed { stack, depth: 0 };
     let mut top = Pending {
         child: 0,
         blocks: 0,
@@ -90,16 +90,13 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
             if offer_leaf::<L, WATERTIGHT>(wide, top.child, top.blocks, ray, frame, cull, collect) {
                 return;
             }
-        } else if let Some(next) = pending.visit(wide, top, &slabs, &terms, collect.bound(), tally)
-        {
+        } else if let Some(next) = pushed.visit(wide, top, &slabs, &terms, collect.bound(), tally) {
             // The nearest entered child, taken without a trip through the stack: no
             // nearer hit can have been found since its box test.
             top = next;
             continue;
         }
-        match pop_pending(pending.stack, &mut pending.depth, collect.bound(), |p| {
-            p.entry
-        }) {
+        match pushed.pop(collect.bound()) {
             Some(next) => top = next,
             None => return,
         }
@@ -114,6 +111,13 @@ struct Pushed<'a> {
 }
 
 impl Pushed<'_> {
+    /// The nearest pushed child that a hit at `bound` leaves worth visiting
+    /// (the others on the way are dropped); `None` when none is left.
+    #[inline(always)]
+    fn pop(&mut self, bound: f32) -> Option<Pending> {
+        pop_pending(self.stack, &mut self.depth, bound, |p| p.entry)
+    }
+
     /// Tests the ray (`slabs`, `terms`) against the boxes of node `top` up to `bound`:
     /// returns the nearest entered child, and pushes the other entered children in
     /// order, farthest at the bottom; `None` when the ray enters none.

@@ -108,9 +108,9 @@ pub struct ArithmeticCheck {
     pub driver_multiply_add_differs: usize,
     /// Whether the driver keeps subnormal numbers (below 2^-126), as the CPU does.
     /// A driver that flushes them to zero (Vulkan allows it) gives the CPU's hits
-    /// except on geometry or rays whose products fall that low: coordinates of
-    /// magnitude below about 1e-19 relative to the ray, or direction components
-    /// that are themselves subnormal.
+    /// except where the triangle test's products fall that low (contracts §1.3):
+    /// coordinates within about 1e-13 of a ray's origin (`T` is a product of three),
+    /// or direction components that are themselves subnormal.
     pub subnormals_kept: bool,
 }
 
@@ -139,7 +139,7 @@ impl GpuContext {
 
         let mut tally = Tally {
             differ: [0; CHECKED.len()],
-            driver: [0; 3],
+            driver: DriverCounts::default(),
             examples: Vec::new(),
         };
         // The reciprocal's inputs are a ray direction's x; the rest of those rays'
@@ -165,9 +165,9 @@ impl GpuContext {
                 .map(|(&name, n)| (name, n))
                 .collect(),
             examples: tally.examples,
-            driver_division_differs: tally.driver[0],
-            driver_multiply_add_differs: tally.driver[1],
-            subnormals_kept: tally.driver[2] == 0,
+            driver_division_differs: tally.driver.division,
+            driver_multiply_add_differs: tally.driver.multiply_add,
+            subnormals_kept: tally.driver.subnormals == 0,
         })
     }
 
@@ -235,9 +235,21 @@ impl GpuContext {
 struct Tally {
     /// Per checked word.
     differ: [usize; CHECKED.len()],
-    /// The driver's division and multiply-add, and the subnormal numbers.
-    driver: [usize; 3],
+    /// The driver's own division and multiply-add (which the shaders avoid), and
+    /// its subnormal numbers.
+    driver: DriverCounts,
     examples: Vec<String>,
+}
+
+/// Cases where the driver's arithmetic is not the CPU's.
+#[derive(Default)]
+struct DriverCounts {
+    /// Its `1.0 / x`.
+    division: usize,
+    /// Its `a * b + c`.
+    multiply_add: usize,
+    /// Its subnormal numbers (flushed to zero where they differ).
+    subnormals: usize,
 }
 
 impl Tally {
@@ -250,9 +262,9 @@ impl Tally {
                     continue;
                 }
                 match field {
-                    DRIVER_DIVISION => self.driver[0] += 1,
-                    DRIVER_MULTIPLY_ADD => self.driver[1] += 1,
-                    _ if SUBNORMALS.contains(&field) => self.driver[2] += 1,
+                    DRIVER_DIVISION => self.driver.division += 1,
+                    DRIVER_MULTIPLY_ADD => self.driver.multiply_add += 1,
+                    _ if SUBNORMALS.contains(&field) => self.driver.subnormals += 1,
                     _ => {
                         self.differ[field] += 1;
                         if self.differ[field] <= 3 {

@@ -53,11 +53,10 @@ pub struct GpuOptions {
     /// [`AdapterKinds`]).
     pub adapters: Option<AdapterKinds>,
     /// Measure where traces (of meshes and of instance scenes) spend their time
-    /// ([`GpuContext::take_times`]): GPU
-    /// time of each compute pass from timestamp queries where the adapter has them
-    /// (`Features::TIMESTAMP_QUERY`), and host time submitting, waiting and
-    /// finishing. Off by default: the timestamps cost one more small readback per
-    /// ray batch.
+    /// ([`GpuContext::take_times`]): GPU time of each compute pass from timestamp
+    /// queries where the adapter has them (`Features::TIMESTAMP_QUERY`), and host
+    /// time submitting, waiting and finishing. Off by default: the timestamps cost
+    /// one more small readback per ray batch.
     pub timing: bool,
 }
 
@@ -415,10 +414,9 @@ impl GpuContext {
     }
 
     /// Where traces (of meshes and of instance scenes) spent their time since the
-    /// last call (GPU kernel time when
-    /// the adapter has timestamp queries; host time submitting, waiting and
-    /// finishing), and starts counting again; `None` unless [`GpuOptions::timing`]
-    /// was set.
+    /// last call (GPU kernel time when the adapter has timestamp queries; host time
+    /// submitting, waiting and finishing), and starts counting again; `None` unless
+    /// [`GpuOptions::timing`] was set.
     pub fn take_times(&self) -> Option<GpuTimes> {
         self.timer.as_ref().map(Timer::take)
     }

@@ -475,26 +475,11 @@ impl GpuContext {
                             chunk_size: row,
                             ..params
                         };
-                        let bytes = bytemuck::bytes_of(&split).to_vec();
-                        passes.push(Pass {
-                            pipeline,
-                            params: bytes.clone(),
-                            bind_group: bind_group.clone(),
-                            rows: tri_count.div_ceil(row),
-                        });
-                        passes.push(Pass {
-                            pipeline: merge,
-                            params: bytes,
-                            bind_group: merge_group.clone(),
-                            rows: 1,
-                        });
+                        let rows = tri_count.div_ceil(row);
+                        passes.push(Pass::new(pipeline, &split, bind_group.clone(), rows));
+                        passes.push(Pass::new(merge, &split, merge_group.clone(), 1));
                     }
-                    _ => passes.push(Pass {
-                        pipeline,
-                        params: bytemuck::bytes_of(&params).to_vec(),
-                        bind_group: bind_group.clone(),
-                        rows: 1,
-                    }),
+                    _ => passes.push(Pass::new(pipeline, &params, bind_group.clone(), 1)),
                 }
             }
         }
@@ -643,10 +628,27 @@ impl GpuContext {
 /// One compute pass of a ray batch: its pipeline, parameters, bind group, and rows
 /// of workgroups (1, or the rows of a split brute-force dispatch).
 pub(crate) struct Pass<'a> {
-    pub(crate) pipeline: &'a wgpu::ComputePipeline,
-    pub(crate) params: Vec<u8>,
-    pub(crate) bind_group: wgpu::BindGroup,
-    pub(crate) rows: u32,
+    pipeline: &'a wgpu::ComputePipeline,
+    params: Vec<u8>,
+    bind_group: wgpu::BindGroup,
+    rows: u32,
+}
+
+impl<'a> Pass<'a> {
+    /// A pass of `pipeline` with the parameter block `params`.
+    fn new(
+        pipeline: &'a wgpu::ComputePipeline,
+        params: &impl bytemuck::Pod,
+        bind_group: wgpu::BindGroup,
+        rows: u32,
+    ) -> Self {
+        Self {
+            pipeline,
+            params: bytemuck::bytes_of(params).to_vec(),
+            bind_group,
+            rows,
+        }
+    }
 }
 
 /// The passes of `pipeline` over a mesh split into chunks: one per bind group,
@@ -663,12 +665,7 @@ pub(crate) fn chunk_passes<'a>(
                 accumulate: u32::from(index > 0),
                 ..params
             };
-            Pass {
-                pipeline,
-                params: bytemuck::bytes_of(&params).to_vec(),
-                bind_group,
-                rows: 1,
-            }
+            Pass::new(pipeline, &params, bind_group, 1)
         })
         .collect()
 }
