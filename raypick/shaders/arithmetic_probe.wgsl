@@ -36,7 +36,7 @@ fn probe(@builtin(global_invocation_id) gid: vec3<u32>) {
     let one = opaque.x;
     let ray = rays[i];
     let tri = tris[i];
-    let f = ray_frame(ray);
+    let f = ray_frame(ray, one);
     put(i, 0u, f.dir.x);
     put(i, 1u, f.dir.y);
     put(i, 2u, f.dir.z);

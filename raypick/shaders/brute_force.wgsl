@@ -70,7 +70,7 @@ fn brute_force(
     // No more tests for this ray: out of range, or a hit found for QUERY_ANY.
     var done = !in_range || (QUERY == QUERY_ANY && best.prim != MISS);
     let first = ray_index * params.max_hits;
-    let frame = ray_frame(ray);
+    let frame = ray_frame(ray, params.one);
     for (var base = 0u; base < tri_count; base += WORKGROUP_SIZE) {
         if base + lane < tri_count {
             tile[lane] = triangles[tri_first + base + lane];

@@ -58,7 +58,7 @@ fn bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     var kept = start.kept;
-    let frame = ray_frame(ray);
+    let frame = ray_frame(ray, params.one);
     let boxes = ray_boxes(ray, frame);
     // Pending subtrees: node index and entry distance (as bits).
     var stack: array<vec2<u32>, MAX_DEPTH>;

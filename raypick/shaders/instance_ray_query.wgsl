@@ -55,7 +55,7 @@ fn instance_ray_query(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let one = params.one;
-    let frame = ray_frame(ray);
+    let frame = ray_frame(ray, one);
     var rq: ray_query;
     var steps = 0u;
     var out_of_steps = false;
@@ -94,7 +94,7 @@ fn instance_ray_query(@builtin(global_invocation_id) gid: vec3<u32>) {
                 continue;
             }
             let tri = triangles[inst.tri_offset + candidate.primitive_index];
-            let c = intersect(local, ray_frame(local), tri, params.cull, params.miss_t, one, MODE);
+            let c = intersect(local, ray_frame(local, one), tri, params.cull, params.miss_t, one, MODE);
             if !c.accepted || (c.t < 0.0) != (side == BEHIND) || !nearer_instance(c.t, index, tri.id, best) {
                 continue;
             }

@@ -82,7 +82,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let one = params.one;
-    let world = ray_frame(ray);
+    let world = ray_frame(ray, one);
     let world_boxes = ray_boxes(ray, world);
     // Pending top-level items and mesh nodes: index and entry distance (as bits).
     var tlas_stack: array<vec2<u32>, MAX_DEPTH>;
@@ -141,7 +141,7 @@ fn instance_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
                     tri_offset = inst.tri_offset;
                     entered.tmax = min(ray.tmax, best.t);
                     local = entered;
-                    frame = ray_frame(local);
+                    frame = ray_frame(local, one);
                     boxes = ray_boxes(local, frame);
                     node_index = 0u;
                 }

@@ -246,10 +246,29 @@ fn direction_scale(max_abs: f32) -> f32 {
     return bitcast<f32>(clamp(254u - min(exponent, 254u), 1u, 253u) << 23u);
 }
 
-fn ray_frame(ray: Ray) -> RayFrame {
+// A direction component x times scale (a direction_scale), as on the CPU also
+// where x is subnormal: a driver may flush such an x to zero when it computes
+// with it, so it is rebuilt from its integer significand, x = m * 2^-149, as
+// (m * (scale * 2^-75)) * 2^-74, exact wherever the result is a normal number
+// (scale is then at least 1). For other x, x * scale.
+fn scaled_component(x: f32, scale: f32, one: f32) -> f32 {
+    let bits = bitcast<u32>(x);
+    if (bits & 0x7f800000u) != 0u {
+        return rounded(x * scale, one);
+    }
+    let significand = f32(bits & 0x007fffffu) * rounded(scale * 2.646977960169689e-23, one); // 2^-75
+    let magnitude = rounded(significand * 5.293955920339377e-23, one); // 2^-74
+    return bitcast<f32>(bitcast<u32>(magnitude) | (bits & 0x80000000u));
+}
+
+fn ray_frame(ray: Ray, one: f32) -> RayFrame {
     let raw = abs(ray.dir);
     let scale = direction_scale(max(max(raw.x, raw.y), raw.z));
-    let dir = ray.dir * scale;
+    let dir = vec3<f32>(
+        scaled_component(ray.dir.x, scale, one),
+        scaled_component(ray.dir.y, scale, one),
+        scaled_component(ray.dir.z, scale, one),
+    );
     let a = abs(dir);
     var kz = 2u;
     if a.x > a.y {
@@ -272,6 +291,82 @@ fn ray_frame(ray: Ray) -> RayFrame {
     let shear = vec3<f32>(dir[kx] * inv_dz, dir[ky] * inv_dz, inv_dz);
     let dir_norm = (a.x + a.y) + a.z;
     return RayFrame(dir, dir_norm, vec3<u32>(kx, ky, kz), shear, dir_norm * abs(inv_dz), scale, inverse_dir(dir), live);
+}
+
+// 2^-90: a test one of whose deciding values (below) is under this in magnitude is
+// redone with offset_scale. Where all of them are above it, no value below f32's
+// normal range (which a driver may flush to zero) changes any of them or the rest
+// of the test: each product below 2^-126 is then under an eighth of the last place
+// of the sum it enters. Mirrors TINY in src/cpu/intersect.rs.
+const TINY: f32 = 8.077935669463161e-28;
+
+// Whether one of the four values a test of `mode` decides by is under TINY: the
+// watertight test's big_u, big_v, big_w, big_t (its det is their sum), the fast
+// test's det, big_u, big_v, big_t (its big_w their difference).
+//
+// Each stage declares SCALE_EVERY_TEST: true runs every test on offsets scaled by
+// offset_scale, one copy of the test in the code (what the BVH stages, bound by
+// memory, afford best); false redoes only tests with tiny values, scaled (what
+// brute force, bound by arithmetic, does best). The answers are the same: scaling
+// changes nothing where the unscaled test has no tiny values.
+fn tiny(n: Unnormalised, mode: u32) -> bool {
+    var first = n.det;
+    if mode == MODE_WATERTIGHT {
+        first = n.big_w;
+    }
+    return min(min(abs(first), abs(n.big_u)), min(abs(n.big_v), abs(n.big_t))) < TINY;
+}
+
+// The offsets a test scales: the watertight test's vertices minus the ray's origin,
+// the fast test's e1, e2 and s.
+struct Offsets {
+    a: vec3<f32>,
+    b: vec3<f32>,
+    c: vec3<f32>,
+}
+
+// The largest component of a test's offsets.
+fn largest(o: Offsets) -> f32 {
+    let m = max(max(abs(o.a), abs(o.b)), abs(o.c));
+    return max(max(m.x, m.y), m.z);
+}
+
+// The power of two 2^k (k >= 1) that brings largest, the largest offset of a test
+// (a vertex from the ray's origin, an edge), into [1, 2) when it is a normal number
+// below 1; 1.0 otherwise. A test with tiny values runs again on its offsets scaled
+// by it: its products of two and three offsets then stay above f32's normal range,
+// where a driver that flushes subnormal numbers computes what the CPU does, and,
+// scaling by a power of two being exact, the answer is the one the unscaled test
+// gives wherever that one stays in the normal range. Mirrors offset_scale in
+// src/cpu/intersect.rs.
+fn offset_scale(largest: f32) -> f32 {
+    let exponent = (bitcast<u32>(largest) >> 23u) & 0xffu;
+    if exponent >= 1u && exponent < 127u {
+        return bitcast<f32>((254u - exponent) << 23u);
+    }
+    return 1.0;
+}
+
+// The triangle's edge_norm for offsets scaled by `scale` (offset_scale), worked out
+// again from its vertices: scale^2 times the stored one where that is a normal
+// number, and not lost where the stored one falls below the normal range (edges
+// shorter than about 1e-19). The stored one for a scale of 1. Mirrors
+// scaled_edge_norm in src/cpu/intersect.rs.
+fn scaled_edge_norm(tri: PackedTriangle, scale: f32, one: f32) -> f32 {
+    if scale == 1.0 {
+        return tri.edge_norm;
+    }
+    let e1 = tri.v1 - tri.v0;
+    let e2 = tri.v2 - tri.v0;
+    let n1 = rounded(((abs(e1.x) + abs(e1.y)) + abs(e1.z)) * scale, one);
+    let n2 = rounded(((abs(e2.x) + abs(e2.y)) + abs(e2.z)) * scale, one);
+    return rounded(n1 * n2, one);
+}
+
+// 1 / scale for an offset_scale or direction_scale, exact: its exponent bits are
+// the difference from 254.
+fn reciprocal_scale(scale: f32) -> f32 {
+    return bitcast<f32>((254u << 23u) - bitcast<u32>(scale));
 }
 
 fn det_passes(det: f32, det_bound: f32, cull: u32) -> bool {
@@ -336,6 +431,42 @@ fn accept(n: Unnormalised, ray: Ray, frame: RayFrame, tri: PackedTriangle, cull:
     t = t * frame.t_scale;
     let accepted = candidate && is_finite(t) && t >= ray.tmin && t <= ray.tmax && t < best_t;
     return Candidate(t, u, v, accepted);
+}
+
+// The test of `mode` on offsets `o`, with the edge norm given.
+fn test_offsets(o: Offsets, frame: RayFrame, edge_norm: f32, mode: u32, one: f32) -> Unnormalised {
+    if mode == MODE_WATERTIGHT {
+        return watertight_offsets(o.a, o.b, o.c, frame, edge_norm, one);
+    }
+    return moller_trumbore_offsets(o.a, o.b, o.c, frame, edge_norm, one);
+}
+
+// The test of `mode` on the offsets scaled by `scale` (offset_scale; 1.0 leaves
+// them), its edge norm scaled too and its big_t scaled back by one factor of
+// `scale`, so that t = big_t / det keeps the caller's units.
+fn scaled_test(o: Offsets, scale: f32, frame: RayFrame, tri: PackedTriangle, mode: u32, one: f32) -> Unnormalised {
+    let scaled = Offsets(rounded3(o.a * scale, one), rounded3(o.b * scale, one), rounded3(o.c * scale, one));
+    var n = test_offsets(scaled, frame, scaled_edge_norm(tri, scale, one), mode, one);
+    n.big_t = rounded(n.big_t * reciprocal_scale(scale), one);
+    return n;
+}
+
+// The test of `mode` on the offsets `o` of `tri`, redone on them scaled when its
+// values are tiny, or run scaled every time in a stage that says SCALE_EVERY_TEST
+// (the same answers). Mirrors redo_if_tiny in src/cpu/intersect.rs.
+fn test_redone_if_tiny(o: Offsets, frame: RayFrame, tri: PackedTriangle, mode: u32, one: f32) -> Unnormalised {
+    if SCALE_EVERY_TEST {
+        return scaled_test(o, offset_scale(largest(o)), frame, tri, mode, one);
+    }
+    let n = test_offsets(o, frame, tri.edge_norm, mode, one);
+    if !tiny(n, mode) {
+        return n;
+    }
+    let scale = offset_scale(largest(o));
+    if scale == 1.0 {
+        return n;
+    }
+    return scaled_test(o, scale, frame, tri, mode, one);
 }
 
 fn intersect(ray: Ray, frame: RayFrame, tri: PackedTriangle, cull: u32, best_t: f32, one: f32, mode: u32) -> Candidate {

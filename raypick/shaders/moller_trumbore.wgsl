@@ -22,16 +22,21 @@ fn dot_rounded(a: vec3<f32>, b: vec3<f32>, one: f32) -> f32 {
     return (m.x + m.y) + m.z;
 }
 
-fn moller_trumbore(ray: Ray, frame: RayFrame, tri: PackedTriangle, one: f32) -> Unnormalised {
-    let e1 = tri.v1 - tri.v0;
-    let e2 = tri.v2 - tri.v0;
+// The test on the offsets e1, e2 and s.
+fn moller_trumbore_offsets(e1: vec3<f32>, e2: vec3<f32>, s: vec3<f32>, frame: RayFrame, edge_norm: f32, one: f32) -> Unnormalised {
     let p = cross_rounded(frame.dir, e2, one);
     let det = dot_rounded(e1, p, one);
-    let s = ray.origin - tri.v0;
     let big_u = dot_rounded(s, p, one);
     let q = cross_rounded(s, e1, one);
     let big_v = dot_rounded(frame.dir, q, one);
     let big_t = dot_rounded(e2, q, one);
     let big_w = det - (big_u + big_v);
-    return Unnormalised(det, rounded(tri.edge_norm * frame.dir_norm, one), big_u, big_v, big_w, big_t);
+    return Unnormalised(det, rounded(edge_norm * frame.dir_norm, one), big_u, big_v, big_w, big_t);
+}
+
+// The test on the triangle's edges and its offset s, redone on them scaled when its
+// values are tiny (intersect.wgsl).
+fn moller_trumbore(ray: Ray, frame: RayFrame, tri: PackedTriangle, one: f32) -> Unnormalised {
+    let offsets = Offsets(tri.v1 - tri.v0, tri.v2 - tri.v0, ray.origin - tri.v0);
+    return test_redone_if_tiny(offsets, frame, tri, MODE_FAST, one);
 }

@@ -73,7 +73,7 @@ fn ray_query_trace(@builtin(global_invocation_id) gid: vec3<u32>) {
         finish(ray_index, best, state, true);
         return;
     }
-    let frame = ray_frame(ray);
+    let frame = ray_frame(ray, params.one);
     if !frame.live {
         finish(ray_index, best, state, false); // an invalid ray
         return;

@@ -51,9 +51,9 @@ fn edge_function(a: f32, b: f32, c: f32, d: f32, one: f32) -> f32 {
     return product_error(a, b, p, one) - product_error(c, d, q, one);
 }
 
-// A vertex in the ray's sheared frame: (x, y, z).
-fn shear_vertex(v: vec3<f32>, ray: Ray, frame: RayFrame, one: f32) -> vec3<f32> {
-    let a = v - ray.origin;
+// An offset from the ray's origin (a vertex minus the origin) in the ray's sheared
+// frame: (x, y, z).
+fn shear(a: vec3<f32>, frame: RayFrame, one: f32) -> vec3<f32> {
     let az = a[frame.axes.z];
     return vec3<f32>(
         a[frame.axes.x] - rounded(frame.shear.x * az, one),
@@ -61,15 +61,21 @@ fn shear_vertex(v: vec3<f32>, ray: Ray, frame: RayFrame, one: f32) -> vec3<f32> 
         rounded(frame.shear.z * az, one),
     );
 }
-
-fn watertight(ray: Ray, frame: RayFrame, tri: PackedTriangle, one: f32) -> Unnormalised {
-    let a = shear_vertex(tri.v0, ray, frame, one);
-    let b = shear_vertex(tri.v1, ray, frame, one);
-    let c = shear_vertex(tri.v2, ray, frame, one);
+// The test on the vertices' offsets from the ray's origin.
+fn watertight_offsets(a0: vec3<f32>, a1: vec3<f32>, a2: vec3<f32>, frame: RayFrame, edge_norm: f32, one: f32) -> Unnormalised {
+    let a = shear(a0, frame, one);
+    let b = shear(a1, frame, one);
+    let c = shear(a2, frame, one);
     let big_w = edge_function(c.x, b.y, c.y, b.x, one);
     let big_u = edge_function(a.x, c.y, a.y, c.x, one);
     let big_v = edge_function(b.x, a.y, b.y, a.x, one);
     let det = (big_w + big_u) + big_v;
     let big_t = (rounded(big_w * a.z, one) + rounded(big_u * b.z, one)) + rounded(big_v * c.z, one);
-    return Unnormalised(det, rounded(tri.edge_norm * frame.shear_norm, one), big_u, big_v, big_w, big_t);
+    return Unnormalised(det, rounded(edge_norm * frame.shear_norm, one), big_u, big_v, big_w, big_t);
+}
+// The test on the vertices' offsets from the ray's origin, redone on them scaled
+// when its values are tiny (intersect.wgsl).
+fn watertight(ray: Ray, frame: RayFrame, tri: PackedTriangle, one: f32) -> Unnormalised {
+    let offsets = Offsets(tri.v0 - ray.origin, tri.v1 - ray.origin, tri.v2 - ray.origin);
+    return test_redone_if_tiny(offsets, frame, tri, MODE_WATERTIGHT, one);
 }

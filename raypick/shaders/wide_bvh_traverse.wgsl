@@ -48,7 +48,7 @@ fn wide_bvh_traverse(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     var kept = start.kept;
-    let frame = ray_frame(ray);
+    let frame = ray_frame(ray, params.one);
     let boxes = ray_boxes(ray, frame);
     let capacity = min(params.max_stack, MAX_DEPTH);
     // Pending subtrees: node index and entry distance (as bits).

@@ -103,17 +103,35 @@ pub const BRUTE_FORCE_MERGE_ENTRY: &str = "brute_force_merge";
 /// Workgroup size of the brute-force stage (`WORKGROUP_SIZE` in the WGSL).
 pub const BRUTE_FORCE_WORKGROUP: u32 = 64;
 
-/// The complete WGSL module of the brute-force stage.
-pub fn brute_force_module() -> String {
+/// How a stage's triangle tests scale the offsets of triangles close to a ray's
+/// origin (`SCALE_EVERY_TEST` in `shaders/intersect.wgsl`). The answers are the
+/// same either way; the cost is not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scaling {
+    /// Every test runs on its offsets scaled: one copy of the test in the code,
+    /// a few more operations per test (the BVH stages, bound by memory).
+    EveryTest,
+    /// Only a test with tiny values runs again, scaled (brute force, bound by
+    /// arithmetic; the arithmetic probe, whose stage values are the CPU's).
+    TinyTests,
+}
+
+/// The shared triangle tests (set-up, both tests, acceptance), scaling as
+/// `scaling` says.
+fn triangle_tests(scaling: Scaling) -> String {
+    let every = scaling == Scaling::EveryTest;
     [
-        TYPES,
+        &format!("const SCALE_EVERY_TEST: bool = {every};"),
         INTERSECT,
         MOLLER_TRUMBORE,
         WATERTIGHT,
-        HIT_LIST,
-        BRUTE_FORCE,
     ]
     .join("\n")
+}
+
+/// The complete WGSL module of the brute-force stage.
+pub fn brute_force_module() -> String {
+    [TYPES, &triangle_tests(Scaling::TinyTests), HIT_LIST, BRUTE_FORCE].join("\n")
 }
 
 /// The complete WGSL module of the BVH traversal stage over binary nodes.
@@ -128,16 +146,9 @@ pub fn wide_bvh_traverse_module() -> String {
 
 /// A mesh BVH traversal stage (`stage`, its files) with the files it shares.
 fn mesh_traverse_module(stage: &[&str]) -> String {
-    [
-        TYPES,
-        INTERSECT,
-        MOLLER_TRUMBORE,
-        WATERTIGHT,
-        HIT_LIST,
-        QUERY,
-        BVH_WALK,
-    ]
-    .iter()
+    let tests = triangle_tests(Scaling::EveryTest);
+    [TYPES, &tests, HIT_LIST, QUERY, BVH_WALK]
+        .iter()
     .chain(stage)
     .copied()
     .collect::<Vec<_>>()
@@ -151,9 +162,7 @@ pub fn instance_traverse_module(layout: crate::NodeLayout) -> String {
     [
         &format!("const BINARY_MESHES: bool = {binary};"),
         TYPES,
-        INTERSECT,
-        MOLLER_TRUMBORE,
-        WATERTIGHT,
+        &triangle_tests(Scaling::EveryTest),
         BVH_WALK,
         WIDE_WALK,
         INSTANCE_SPACE,
@@ -169,9 +178,7 @@ pub fn ray_query_module() -> String {
     [
         RAY_QUERY,
         TYPES,
-        INTERSECT,
-        MOLLER_TRUMBORE,
-        WATERTIGHT,
+        &triangle_tests(Scaling::EveryTest),
         HIT_LIST,
         SEGMENTS,
     ]
@@ -184,9 +191,7 @@ pub fn instance_ray_query_module() -> String {
     [
         INSTANCE_RAY_QUERY,
         TYPES,
-        INTERSECT,
-        MOLLER_TRUMBORE,
-        WATERTIGHT,
+        &triangle_tests(Scaling::EveryTest),
         SEGMENTS,
         INSTANCE_SPACE,
     ]
@@ -201,14 +206,7 @@ pub const ARITHMETIC_PROBE_ENTRY: &str = "probe";
 
 /// The complete WGSL module of the arithmetic probe.
 pub fn arithmetic_probe_module() -> String {
-    [
-        TYPES,
-        INTERSECT,
-        MOLLER_TRUMBORE,
-        WATERTIGHT,
-        ARITHMETIC_PROBE,
-    ]
-    .join("\n")
+    [TYPES, &triangle_tests(Scaling::TinyTests), ARITHMETIC_PROBE].join("\n")
 }
 
 /// The complete WGSL module of the gather stage.

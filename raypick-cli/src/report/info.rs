@@ -91,7 +91,7 @@ impl fmt::Display for CheckReport {
         if !r.subnormals_kept {
             writeln!(
                 f,
-                "    the driver flushes subnormal numbers to zero: hits may differ from the CPU's where the triangle test's products fall below 2^-126 (coordinates within about 1e-13 of a ray's origin, or subnormal direction components)"
+                "    the driver flushes subnormal numbers to zero: the triangle tests keep their values above them, so hits differ from the CPU's only where inputs are that small themselves (coordinates below about 1e-31, edges shorter than about 1e-19 away from the ray's origin, direction components below 2^-126 of the largest)"
             )?;
         }
         for (field, count) in &r.differing {

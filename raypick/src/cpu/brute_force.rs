@@ -82,8 +82,7 @@ fn trace_ray<const CULL: u32, const WATERTIGHT: bool>(blocks: &[TriangleBlock], 
     let mut best_id = [MISS; LANES];
     for (index, block) in blocks.iter().enumerate() {
         let base = (index * LANES) as u32;
-        let lanes = block.test::<WATERTIGHT>(&frame);
-        let c = lanes.candidates(&frame, Cull::from_bits(CULL));
+        let c = block.candidates::<WATERTIGHT>(&frame, Cull::from_bits(CULL));
         if !c.any() {
             continue;
         }
@@ -177,7 +176,7 @@ fn collect_ray<const CULL: u32, const WATERTIGHT: bool>(
     for (index, block) in blocks.iter().enumerate() {
         let base = (index * LANES) as u32;
         let prim = |lane: usize| base + lane as u32;
-        let c = block.test::<WATERTIGHT>(&frame).candidates(&frame, Cull::from_bits(CULL));
+        let c = block.candidates::<WATERTIGHT>(&frame, Cull::from_bits(CULL));
         if c.any() && offer_accepted(&c.placed(block, ray, &frame), prim, collect) {
             return;
         }

@@ -7,7 +7,7 @@
 //! call them once per SIMD lane and the compiler vectorises the loop, while the scalar
 //! [`intersect`] calls the very same code.
 
-use super::moller_trumbore::moller_trumbore;
+use super::moller_trumbore::{fast_deciding, moller_trumbore, moller_trumbore_unscaled};
 use crate::bvh::build::BOX_PADDING;
 use super::vector::Lanes8;
 use super::watertight::{watertight, watertight_lanes};
@@ -228,6 +228,88 @@ pub fn ray_scale(ray: &Ray) -> f32 {
 #[inline(always)]
 pub fn reciprocal_scale(scale: f32) -> f32 {
     f32::from_bits((254 << 23) - scale.to_bits())
+}
+
+/// `2^-90`: a test one of whose deciding values (below) is under this in
+/// magnitude is redone with [`offset_scale`]. Where all of them are above it, no
+/// value below f32's normal range (which a GPU may flush to zero) changes any of
+/// them or the rest of the test: each product below `2^-126` is then under an
+/// eighth of the last place of the sum it enters. Zeros are under it too: the
+/// watertight test's exactly-zero edge functions are recomputed exactly in the
+/// same redo.
+pub const TINY: f32 = f32::from_bits((127 - 90) << 23);
+
+/// Whether one of a test's four deciding `values` is under [`TINY`]: the
+/// watertight test's `big_u`, `big_v`, `big_w`, `big_t` (its `det` is their sum),
+/// the fast test's `det`, `big_u`, `big_v`, `big_t` (its `big_w` their
+/// difference). The least magnitude is found on the bits (the order of
+/// non-negative floats, NaN above every number), which vectorises in the lane
+/// loops in fewer instructions than four comparisons.
+#[inline(always)]
+pub fn tiny(values: [f32; 4]) -> bool {
+    let least = values.iter().fold(u32::MAX, |least, v| least.min(v.to_bits() & !SIGN_BIT));
+    least < TINY.to_bits()
+}
+
+/// The sign bit of an f32.
+const SIGN_BIT: u32 = 1 << 31;
+
+/// The power of two `2^k` (`k >= 1`) that brings `largest`, the largest offset of
+/// a test (a vertex from the ray's origin, an edge), into `[1, 2)` when it is a
+/// normal number below 1; `None` otherwise. A test with [`tiny`] values runs again
+/// on its offsets scaled by it: its products of two and three offsets then stay
+/// above f32's normal range, where a GPU that flushes subnormal numbers to zero
+/// computes what the CPU does, and, scaling by a power of two being exact, the
+/// answer is the one the unscaled test gives wherever that one stays in the normal
+/// range. Read from the exponent bits, the same in the WGSL (`offset_scale`).
+#[inline(always)]
+pub fn offset_scale(largest: f32) -> Option<f32> {
+    const NORMAL_BELOW_ONE: std::ops::Range<u32> = 1..127;
+    let exponent = (largest.to_bits() >> 23) & 0xff;
+    NORMAL_BELOW_ONE
+        .contains(&exponent)
+        .then(|| f32::from_bits((254 - exponent) << 23))
+}
+
+/// `n`, the values of a test that `on` ran on `offsets` (the vertices' offsets
+/// from the ray's origin, or the fast test's `e1`, `e2`, `s`) with the triangle's
+/// stored edge norm; when its deciding values (`deciding`) are [`tiny`], `on`
+/// again on the offsets scaled by [`offset_scale`], its `big_t` scaled back by one
+/// factor of it so that `t = big_t / det` keeps the caller's units.
+#[inline(always)]
+pub(super) fn redo_if_tiny(
+    n: Unnormalised,
+    deciding: fn(&Unnormalised) -> [f32; 4],
+    offsets: [[f32; 3]; 3],
+    vertices: [[f32; 3]; 3],
+    on: impl Fn([[f32; 3]; 3], f32) -> Unnormalised,
+) -> Unnormalised {
+    if !tiny(deciding(&n)) {
+        return n;
+    }
+    let largest = offsets.as_flattened().iter().fold(0.0f32, |m, a| m.max(a.abs()));
+    let Some(scale) = offset_scale(largest) else {
+        return n;
+    };
+    let mut n = on(offsets.map(|a| a.map(|x| x * scale)), scaled_edge_norm(vertices, scale));
+    n.big_t *= reciprocal_scale(scale);
+    n
+}
+
+/// `|v|₁` summed left to right, as [`PackedTriangle::edge_norm`]'s factors.
+#[inline(always)]
+fn l1_norm(v: [f32; 3]) -> f32 {
+    v[0].abs() + v[1].abs() + v[2].abs()
+}
+
+/// [`PackedTriangle::edge_norm`] of `vertices` with its edges scaled by `scale`
+/// ([`offset_scale`]), worked out again from the vertices: `scale²` times the
+/// stored one where that is a normal number, and not lost where the stored one
+/// falls below the normal range (edges shorter than about `1e-19`).
+#[inline(always)]
+fn scaled_edge_norm([v0, v1, v2]: [[f32; 3]; 3], scale: f32) -> f32 {
+    let edge = |v: [f32; 3]| [v[0] - v0[0], v[1] - v0[1], v[2] - v0[2]];
+    (l1_norm(edge(v1)) * scale) * (l1_norm(edge(v2)) * scale)
 }
 
 impl RayFrame {
@@ -484,6 +566,29 @@ pub struct Lanes<const N: usize> {
     pub big_t: [f32; N],
 }
 
+impl<const N: usize> Lanes<N> {
+    /// These values with every lane of `soa` that can be hit and whose deciding
+    /// values (`deciding`) are [`tiny`] replaced by `test(lane)`: the rare lanes a
+    /// block kernel redoes with the scalar test, out of line so that the common
+    /// path keeps its values in registers (the lane loops only reduce whether
+    /// there are any).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn redo_tiny(
+        mut self,
+        soa: &SoaTriangles<N>,
+        deciding: fn(&Unnormalised) -> [f32; 4],
+        test: impl Fn(usize) -> Unnormalised,
+    ) -> Self {
+        for lane in 0..N {
+            if soa.hittable(lane) && tiny(deciding(&self.get(lane))) {
+                self.set(lane, test(lane));
+            }
+        }
+        self
+    }
+}
+
 impl<const N: usize> Default for Lanes<N> {
     fn default() -> Self {
         Self {
@@ -609,6 +714,14 @@ pub(super) struct LaneTest<L: Lanes8> {
 }
 
 impl<L: Lanes8> LaneTest<L> {
+    /// The lanes (bit per lane) where one of the four `deciding` vectors (as in
+    /// [`tiny`]) is under [`TINY`] in magnitude.
+    #[inline(always)]
+    pub(super) fn tiny(deciding: [L::V; 4]) -> u32 {
+        let [a, b, c, d] = deciding.map(L::abs);
+        L::lt(L::min(L::min(a, b), L::min(c, d)), L::splat(TINY))
+    }
+
     /// The values of `lanes`.
     #[inline(always)]
     pub(super) fn load(lanes: &Lanes<8>) -> Self {
@@ -754,21 +867,66 @@ impl<const N: usize> SoaTriangles<N> {
         ]
     }
 
+    /// Whether the triangle in `lane` can be hit: degenerate triangles and unused
+    /// lanes have all vertices zero (their tests' values are zeros, never hits).
+    #[inline(always)]
+    pub fn hittable(&self, lane: usize) -> bool {
+        let [v0, v1, _] = &self.vertices;
+        (v0[0][lane] != v1[0][lane]) | (v0[1][lane] != v1[1][lane]) | (v0[2][lane] != v1[2][lane])
+    }
+
     /// Tests the ray of `frame` against every lane: the watertight test when
-    /// `WATERTIGHT`, else the fast one.
+    /// `WATERTIGHT`, else the fast one, whose lanes with [`tiny`] values are redone
+    /// by [`moller_trumbore`].
     #[inline(always)]
     pub fn test<const WATERTIGHT: bool>(&self, frame: &RayFrame) -> Lanes<N> {
         if WATERTIGHT {
             return watertight_lanes(self, frame);
         }
-        let mut lanes = Lanes::default();
-        for lane in 0..N {
-            lanes.set(
-                lane,
-                moller_trumbore(frame, self.triangle(lane), self.edge_norm[lane]),
-            );
+        let (lanes, redo) = self.fast_lanes(frame);
+        if !redo {
+            return lanes;
         }
-        lanes
+        lanes.redo_tiny(self, fast_deciding, |lane| {
+            moller_trumbore(frame, self.triangle(lane), self.edge_norm[lane])
+        })
+    }
+
+    /// The fast test's lanes before any redo, and whether one of them is [`tiny`].
+    #[inline(always)]
+    fn fast_lanes(&self, frame: &RayFrame) -> (Lanes<N>, bool) {
+        let mut lanes = Lanes::default();
+        let mut redo = false;
+        for lane in 0..N {
+            let n = moller_trumbore_unscaled(frame, self.triangle(lane), self.edge_norm[lane]);
+            redo |= tiny(fast_deciding(&n));
+            lanes.set(lane, n);
+        }
+        (lanes, redo)
+    }
+
+    /// [`Self::test`]'s [`Lanes::candidates`]: what the brute-force walks take of a
+    /// block. The fast test's lanes only say whether one of them is tiny, and such
+    /// a block is worked out again out of line ([`Self::test`]): its common path
+    /// keeps its values in registers, where handing them to the redo would keep
+    /// them in memory.
+    #[inline(always)]
+    pub fn candidates<const WATERTIGHT: bool>(&self, frame: &RayFrame, cull: Cull) -> Candidates<N> {
+        if WATERTIGHT {
+            return watertight_lanes(self, frame).candidates(frame, cull);
+        }
+        let (lanes, redo) = self.fast_lanes(frame);
+        if redo {
+            return self.redone_candidates(frame, cull);
+        }
+        lanes.candidates(frame, cull)
+    }
+
+    /// [`Self::candidates`] of a block with tiny values, out of line.
+    #[cold]
+    #[inline(never)]
+    fn redone_candidates(&self, frame: &RayFrame, cull: Cull) -> Candidates<N> {
+        self.test::<false>(frame).candidates(frame, cull)
     }
 }
 

@@ -5,28 +5,25 @@
 //! right; every product is rounded on its own (Rust never fuses into FMA). `d` is
 //! [`RayFrame::dir`], the direction scaled by a power of two.
 
-use super::intersect::{LaneTest, RayFrame, SoaTriangles, Unnormalised};
+use super::intersect::{
+    LaneTest, RayFrame, SoaTriangles, Unnormalised, redo_if_tiny,
+};
 use super::vector::Lanes8;
 
-/// Möller–Trumbore on scalars for one ray and one triangle (`[v0, v1, v2]`);
-/// `edge_norm` is [`crate::types::PackedTriangle::edge_norm`].
+/// Möller–Trumbore on the offsets `e1`, `e2` and `s`.
 #[inline(always)]
-pub fn moller_trumbore(
+fn moller_trumbore_offsets(
     frame: &RayFrame,
-    [v0, v1, v2]: [[f32; 3]; 3],
+    [e1x, e1y, e1z]: [f32; 3],
+    [e2x, e2y, e2z]: [f32; 3],
+    [sx, sy, sz]: [f32; 3],
     edge_norm: f32,
 ) -> Unnormalised {
-    let [ox, oy, oz] = frame.origin;
     let [dx, dy, dz] = frame.dir;
-    let [e1x, e1y, e1z] = [v1[0] - v0[0], v1[1] - v0[1], v1[2] - v0[2]];
-    let [e2x, e2y, e2z] = [v2[0] - v0[0], v2[1] - v0[1], v2[2] - v0[2]];
     let px = dy * e2z - dz * e2y;
     let py = dz * e2x - dx * e2z;
     let pz = dx * e2y - dy * e2x;
     let det = e1x * px + e1y * py + e1z * pz;
-    let sx = ox - v0[0];
-    let sy = oy - v0[1];
-    let sz = oz - v0[2];
     let big_u = sx * px + sy * py + sz * pz;
     let qx = sy * e1z - sz * e1y;
     let qy = sz * e1x - sx * e1z;
@@ -41,6 +38,43 @@ pub fn moller_trumbore(
         big_w: det - (big_u + big_v),
         big_t,
     }
+}
+
+/// The fast test's offsets of a triangle (`[v0, v1, v2]`): `[e1, e2, s]`.
+#[inline(always)]
+fn offsets(frame: &RayFrame, [v0, v1, v2]: [[f32; 3]; 3]) -> [[f32; 3]; 3] {
+    let from_v0 = |a: [f32; 3]| [a[0] - v0[0], a[1] - v0[1], a[2] - v0[2]];
+    [from_v0(v1), from_v0(v2), from_v0(frame.origin)]
+}
+
+/// Möller–Trumbore on scalars for one ray and one triangle (`[v0, v1, v2]`),
+/// without the redo of tiny values: what the block kernels' lanes compute first.
+#[inline(always)]
+pub(super) fn moller_trumbore_unscaled(
+    frame: &RayFrame,
+    vertices: [[f32; 3]; 3],
+    edge_norm: f32,
+) -> Unnormalised {
+    let [e1, e2, s] = offsets(frame, vertices);
+    moller_trumbore_offsets(frame, e1, e2, s, edge_norm)
+}
+
+/// The values the fast test decides by (see [`tiny`](super::intersect::tiny)):
+/// `det`, `big_u`, `big_v`, `big_t`.
+#[inline(always)]
+pub(super) fn fast_deciding(n: &Unnormalised) -> [f32; 4] {
+    [n.det, n.big_u, n.big_v, n.big_t]
+}
+
+/// Möller–Trumbore on scalars for one ray and one triangle (`[v0, v1, v2]`);
+/// `edge_norm` is [`crate::types::PackedTriangle::edge_norm`]. Redone on scaled
+/// offsets when its deciding values are [`tiny`](super::intersect::tiny)
+/// ([`redo_if_tiny`]).
+#[inline(always)]
+pub fn moller_trumbore(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32) -> Unnormalised {
+    let offsets = offsets(frame, vertices);
+    let on = |[e1, e2, s]: [[f32; 3]; 3], edge_norm| moller_trumbore_offsets(frame, e1, e2, s, edge_norm);
+    redo_if_tiny(on(offsets, edge_norm), fast_deciding, offsets, vertices, on)
 }
 
 /// One vertex of eight lanes (`x`, `y`, `z` rows).
@@ -84,12 +118,21 @@ pub(super) fn moller_trumbore_block<L: Lanes8>(soa: &SoaTriangles<8>, frame: &Ra
         L::mul_sub_mul(s[0], e1[1], s[1], e1[0]),
     ];
     let big_v = dot_lanes::<L>(d, q);
-    LaneTest {
+    let test = LaneTest {
         det,
         det_bound: L::mul(L::load(&soa.edge_norm), L::splat(frame.dir_norm)),
         big_u,
         big_v,
         big_w: L::sub(det, L::add(big_u, big_v)),
         big_t: dot_lanes::<L>(e2, q),
+    };
+    // Lanes with tiny values are redone by `moller_trumbore`; degenerate lanes (all
+    // vertices zero) never hit.
+    let zero = L::splat(0.0);
+    let degenerate = L::eq(e1[0], zero) & L::eq(e1[1], zero) & L::eq(e1[2], zero);
+    let deciding = [test.det, test.big_u, test.big_v, test.big_t];
+    if !degenerate & LaneTest::<L>::tiny(deciding) & 0xff != 0 {
+        return LaneTest::load(&soa.test::<false>(frame));
     }
+    test
 }

@@ -6,15 +6,19 @@
 //! flips an edge function's sign, it can only make it zero; an exactly-zero edge
 //! function is recomputed exactly with Dekker's error-free product in f32 (what the
 //! shader can do without 64-bit floats; [`edge_function`] is checked against f64 in
-//! the tests).
+//! the tests). A test whose deciding values are tiny runs again on its offsets
+//! scaled by a power of two ([`redo_if_tiny`]), so that no product falls below
+//! f32's normal range, where GPUs may flush.
 //!
 //! The block kernel ([`watertight_lanes`]) first evaluates every lane with rounded
 //! edge functions, which vectorises, then redoes the rare lanes with an exactly-zero
-//! edge function with [`watertight`]: the same values the shader computes. The
-//! wide BVH's leaf blocks take the same arithmetic on explicit vector lanes
+//! or tiny edge function with [`watertight`]: the same values the shader computes.
+//! The wide BVH's leaf blocks take the same arithmetic on explicit vector lanes
 //! (`watertight_block`).
 
-use super::intersect::{LaneTest, Lanes, RayFrame, SoaTriangles, Unnormalised, lanes as set_lanes};
+use super::intersect::{
+    LaneTest, Lanes, RayFrame, SoaTriangles, Unnormalised, redo_if_tiny, tiny,
+};
 use super::vector::Lanes8;
 
 /// Veltkamp's splitting constant for f32: `2^12 + 1`.
@@ -63,17 +67,19 @@ fn permuted_origin(frame: &RayFrame) -> [f32; 3] {
     frame.axes.map(|axis| frame.origin[axis])
 }
 
-/// A vertex, given in the frame's axis order (`[v[kx], v[ky], v[kz]]`), in the ray's
-/// sheared frame; `origin` is [`permuted_origin`].
+/// A vertex's offset from the ray's origin, in the frame's axis order; `origin` is
+/// [`permuted_origin`].
 #[inline(always)]
-fn shear_permuted([x, y, z]: [f32; 3], origin: [f32; 3], frame: &RayFrame) -> [f32; 3] {
+fn offset(v: [f32; 3], origin: [f32; 3], frame: &RayFrame) -> [f32; 3] {
+    let [x, y, z] = frame.axes.map(|axis| v[axis]);
+    [x - origin[0], y - origin[1], z - origin[2]]
+}
+
+/// An [`offset`] in the ray's sheared frame.
+#[inline(always)]
+fn shear([ax, ay, az]: [f32; 3], frame: &RayFrame) -> [f32; 3] {
     let [sx, sy, sz] = frame.shear;
-    let az = z - origin[2];
-    [
-        (x - origin[0]) - sx * az,
-        (y - origin[1]) - sy * az,
-        sz * az,
-    ]
+    [ax - sx * az, ay - sy * az, sz * az]
 }
 
 /// The watertight test on vertices already in the ray's sheared frame, with edge
@@ -98,15 +104,27 @@ fn watertight_sheared(
     }
 }
 
-/// The watertight test for one ray and one triangle (`[v0, v1, v2]`).
+/// The values the watertight test decides by (see
+/// [`tiny`](super::intersect::tiny)): `big_u`, `big_v`, `big_w`, `big_t`.
+#[inline(always)]
+fn deciding(n: &Unnormalised) -> [f32; 4] {
+    [n.big_u, n.big_v, n.big_w, n.big_t]
+}
+
+/// The watertight test for one ray and one triangle (`[v0, v1, v2]`), redone on
+/// scaled offsets when its deciding values are [`tiny`](super::intersect::tiny)
+/// ([`redo_if_tiny`]).
 #[inline(always)]
 pub fn watertight(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32) -> Unnormalised {
     let origin = permuted_origin(frame);
-    let sheared = vertices.map(|v| shear_permuted(frame.axes.map(|axis| v[axis]), origin, frame));
-    watertight_sheared(frame, sheared, edge_norm, edge_function)
+    let offsets = vertices.map(|v| offset(v, origin, frame));
+    let on = |offsets: [[f32; 3]; 3], edge_norm| {
+        watertight_sheared(frame, offsets.map(|a| shear(a, frame)), edge_norm, edge_function)
+    };
+    redo_if_tiny(on(offsets, edge_norm), deciding, offsets, vertices, on)
 }
 
-/// [`shear_permuted`] of one vertex of every lane: on whole rows, one output row
+/// [`shear`] of the [`offset`] of one vertex of every lane: on whole rows, one output row
 /// per statement, on copies of the rows in the frame's axis order, so that it
 /// vectorises.
 #[inline(always)]
@@ -141,8 +159,8 @@ pub fn watertight_lanes<const N: usize>(soa: &SoaTriangles<N>, frame: &RayFrame)
         shear_rows(v2, origin, frame),
     ];
     let mut lanes = Lanes::default();
-    let mut exact_zero = 0u32;
-    for lane in 0..N {
+    let mut redo = false;
+    for (lane, &edge_norm) in soa.edge_norm.iter().enumerate() {
         let vertex = |v: usize| {
             [
                 sheared[v][0][lane],
@@ -153,20 +171,16 @@ pub fn watertight_lanes<const N: usize>(soa: &SoaTriangles<N>, frame: &RayFrame)
         let n = watertight_sheared(
             frame,
             [vertex(0), vertex(1), vertex(2)],
-            soa.edge_norm[lane],
+            edge_norm,
             edge_function_rounded,
         );
-        // Degenerate lanes (all vertices zero) have exactly-zero edge functions
-        // either way.
-        let hittable = (v0[0][lane] != v1[0][lane])
-            | (v0[1][lane] != v1[1][lane])
-            | (v0[2][lane] != v1[2][lane]);
-        let zero = hittable & ((n.big_u == 0.0) | (n.big_v == 0.0) | (n.big_w == 0.0));
-        exact_zero |= (zero as u32) << lane;
+        redo |= soa.hittable(lane) & tiny(deciding(&n));
         lanes.set(lane, n);
     }
-    if exact_zero != 0 {
-        lanes = recompute_exact(lanes, exact_zero, soa, frame);
+    if redo {
+        lanes = lanes.redo_tiny(soa, deciding, |lane| {
+            watertight(frame, soa.triangle(lane), soa.edge_norm[lane])
+        });
     }
     lanes
 }
@@ -185,8 +199,8 @@ fn shear_vertex<L: Lanes8>(rows: &[[f32; 8]; 3], axes: [usize; 3], origin: [L::V
 
 /// The watertight test of a block of eight triangles (a wide BVH's leaf block) on
 /// explicit vector lanes: operation for operation [`watertight_lanes`]'s
-/// arithmetic, kept in registers. A block with an exactly-zero edge function takes
-/// [`watertight_lanes`]' values instead, which recompute it exactly.
+/// arithmetic, kept in registers. A block with an exactly-zero or tiny edge
+/// function takes [`watertight_lanes`]' values instead, which redo that lane.
 #[inline(always)]
 pub(super) fn watertight_block<L: Lanes8>(soa: &SoaTriangles<8>, frame: &RayFrame) -> LaneTest<L> {
     let [ox, oy, oz] = permuted_origin(frame);
@@ -200,42 +214,22 @@ pub(super) fn watertight_block<L: Lanes8>(soa: &SoaTriangles<8>, frame: &RayFram
     let big_w = L::mul_sub_mul(cx, by, cy, bx);
     let big_u = L::mul_sub_mul(ax, cy, ay, cx);
     let big_v = L::mul_sub_mul(bx, ay, by, ax);
-    let zero = L::splat(0.0);
-    // Degenerate lanes (all vertices zero) have exactly-zero edge functions.
-    let same_first_edge = L::eq(L::load(&v0[0]), L::load(&v1[0]))
-        & L::eq(L::load(&v0[1]), L::load(&v1[1]))
-        & L::eq(L::load(&v0[2]), L::load(&v1[2]));
-    let exact_zero =
-        !same_first_edge & (L::eq(big_u, zero) | L::eq(big_v, zero) | L::eq(big_w, zero)) & 0xff;
-    if exact_zero != 0 {
-        return LaneTest::load(&watertight_lanes(soa, frame));
-    }
-    LaneTest {
+    let test = LaneTest {
         det: L::add(L::add(big_w, big_u), big_v),
         det_bound: L::mul(L::load(&soa.edge_norm), L::splat(frame.shear_norm)),
         big_u,
         big_v,
         big_w,
         big_t: L::add(L::add(L::mul(big_w, az), L::mul(big_u, bz)), L::mul(big_v, cz)),
+    };
+    // Degenerate lanes (all vertices zero) have exactly-zero edge functions, and
+    // never hit.
+    let same_first_edge = L::eq(L::load(&v0[0]), L::load(&v1[0]))
+        & L::eq(L::load(&v0[1]), L::load(&v1[1]))
+        & L::eq(L::load(&v0[2]), L::load(&v1[2]));
+    let deciding = [test.big_u, test.big_v, test.big_w, test.big_t];
+    if !same_first_edge & LaneTest::<L>::tiny(deciding) & 0xff != 0 {
+        return LaneTest::load(&watertight_lanes(soa, frame));
     }
-}
-
-/// `lanes` with the lanes of `mask` (bit per lane) redone by [`watertight`], whose
-/// exactly-zero edge functions are recomputed exactly. Rare, and kept out of line
-/// so that the common path keeps its values in registers.
-#[cold]
-#[inline(never)]
-fn recompute_exact<const N: usize>(
-    mut lanes: Lanes<N>,
-    mask: u32,
-    soa: &SoaTriangles<N>,
-    frame: &RayFrame,
-) -> Lanes<N> {
-    for lane in set_lanes(mask) {
-        lanes.set(
-            lane,
-            watertight(frame, soa.triangle(lane), soa.edge_norm[lane]),
-        );
-    }
-    lanes
+    test
 }

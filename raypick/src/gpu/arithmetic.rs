@@ -108,9 +108,9 @@ pub struct ArithmeticCheck {
     pub driver_multiply_add_differs: usize,
     /// Whether the driver keeps subnormal numbers (below 2^-126), as the CPU does.
     /// A driver that flushes them to zero (Vulkan allows it) gives the CPU's hits
-    /// except where the triangle test's products fall that low (contracts §1.3):
-    /// coordinates within about 1e-13 of a ray's origin (`T` is a product of three),
-    /// or direction components that are themselves subnormal.
+    /// (the tests run tiny triangles on scaled offsets) except where the inputs are
+    /// that small themselves (contracts §1.3): coordinates below about 1e-31, edges
+    /// shorter than about 1e-19, direction components below 2^-126 of the largest.
     pub subnormals_kept: bool,
 }
 

@@ -1426,11 +1426,9 @@ fn bvh_equals_brute_force_at_the_limits_of_f32() {
     }
     // Brute force (CPU and GPU alike) reports hits here that f64 rejects: the f32
     // kernel's error in U, V and T grows with |o - v0| / size and 1 / |cos|, beyond
-    // what the determinant tolerance covers, and its products underflow for
-    // triangles below ~1e-13. The BVH, whose boxes bound the true geometry, culls
-    // them. So the BVH may differ from brute force only where brute force's hit is
-    // not a real one (or, in f64, not the nearest); making the kernel itself reject such hits is precision work
-    // (watertight mode, rebasing) left to that issue.
+    // what the determinant tolerance covers. The BVH, whose boxes bound the true
+    // geometry, culls them. So the BVH may differ from brute force only where brute
+    // force's hit is not a real one (or, in f64, not the nearest).
     assert_no_failures("BVH vs brute force at the limits of f32", &failures);
 }
 

@@ -30,6 +30,7 @@ mod refit;
 mod regressions;
 mod render;
 mod renderer_buffers;
+mod scale;
 mod scene;
 mod screen_pick;
 mod watertight;
