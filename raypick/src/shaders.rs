@@ -147,12 +147,8 @@ pub fn wide_bvh_traverse_module() -> String {
 /// A mesh BVH traversal stage (`stage`, its files) with the files it shares.
 fn mesh_traverse_module(stage: &[&str]) -> String {
     let tests = triangle_tests(Scaling::EveryTest);
-    [TYPES, &tests, HIT_LIST, QUERY, BVH_WALK]
-        .iter()
-    .chain(stage)
-    .copied()
-    .collect::<Vec<_>>()
-    .join("\n")
+    let shared = [TYPES, &tests, HIT_LIST, QUERY, BVH_WALK];
+    shared.iter().chain(stage).copied().collect::<Vec<_>>().join("\n")
 }
 
 /// The complete WGSL module of the instance traversal stage, walking meshes in

@@ -6,7 +6,7 @@
 //! the CPU keeps its precision there and a GPU that flushes subnormal numbers to
 //! zero gives the CPU's answers.
 
-use crate::support::{engines, trace_with};
+use crate::support::{CPU_BRUTE, engines, trace_with};
 use glam::Vec3;
 use raypick::{Cull, Hit, Mesh, Mode, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
@@ -60,7 +60,7 @@ fn scaling_by_powers_of_two_changes_no_answer() {
         for mode in [Mode::Watertight, Mode::Fast] {
             for cull in [Cull::None, Cull::Back] {
                 let options = TraceOptions::default().with_mode(mode).with_cull(cull);
-                let reference = trace_with(crate::support::CPU_BRUTE, &mesh, &rays, &options);
+                let reference = trace_with(CPU_BRUTE, &mesh, &rays, &options);
                 let hits = reference
                     .iter()
                     .filter(|h| h.prim != Hit::MISS.prim)
