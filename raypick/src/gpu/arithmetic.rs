@@ -414,7 +414,7 @@ fn reciprocal_inputs(rng: &mut SplitMix) -> Vec<f32> {
 
 /// A random triangle (its size and place spread over many scales) and a ray from a
 /// random point around it towards a point inside it, on one of its edges or at one
-/// of its vertices, or in a random direction.
+/// of its vertices, in a random direction, or in one with subnormal components.
 fn stage_case(rng: &mut SplitMix) -> (Ray, PackedTriangle) {
     let scale = 10f32.powi(rng.below(7) as i32 - 3);
     let offset = rng.centred() * scale * 10f32.powi(rng.below(4) as i32);
@@ -438,10 +438,22 @@ fn stage_case(rng: &mut SplitMix) -> (Ray, PackedTriangle) {
     };
     let around = rng.centred().normalize_or(Vec3::X);
     let origin = target + around * scale * (1.0 + 4.0 * rng.unit());
-    let dir = if rng.below(10) == 0 {
-        rng.centred()
-    } else {
-        (target - origin) * 10f32.powi(rng.below(9) as i32 - 4)
+    let dir = match rng.below(20) {
+        0 | 1 => rng.centred(),
+        2 => subnormal_direction(rng),
+        _ => (target - origin) * 10f32.powi(rng.below(9) as i32 - 4),
     };
     (Ray::new(origin, dir), pack_triangle(v, 0))
+}
+
+/// A direction whose largest component (x) is a normal number near `2^-125` and
+/// whose others are subnormal numbers: the frame scales them into the normal range
+/// from their bits, so a driver that flushed them on reading would change it.
+fn subnormal_direction(rng: &mut SplitMix) -> Vec3 {
+    let x = f32::from_bits((2 << 23) | rng.below(0x0080_0000));
+    let y = f32::from_bits(1 + rng.below(0x007f_ffff));
+    let z = f32::from_bits(1 + rng.below(0x007f_ffff));
+    let sign =
+        Vec3::new(1.0, 1.0, 1.0) - 2.0 * Vec3::new(rng.unit(), rng.unit(), rng.unit()).round();
+    Vec3::new(x, y, z).copysign(sign)
 }
