@@ -714,12 +714,16 @@ pub(super) struct LaneTest<L: Lanes8> {
 }
 
 impl<L: Lanes8> LaneTest<L> {
-    /// The lanes (bit per lane) where one of the four `deciding` vectors (as in
-    /// [`tiny`]) is under [`TINY`] in magnitude.
+    /// The lanes (bit per lane) a leaf-block kernel redoes: those of `soa` that can
+    /// be hit ([`SoaTriangles::hittable`]) where one of the four `deciding` vectors
+    /// (as in [`tiny`]) is under [`TINY`] in magnitude.
     #[inline(always)]
-    pub(super) fn tiny(deciding: [L::V; 4]) -> u32 {
+    pub(super) fn tiny(soa: &SoaTriangles<8>, deciding: [L::V; 4]) -> u32 {
+        let [v0, v1, _] = &soa.vertices;
+        let same = |axis: usize| L::eq(L::load(&v0[axis]), L::load(&v1[axis]));
+        let degenerate = same(0) & same(1) & same(2);
         let [a, b, c, d] = deciding.map(L::abs);
-        L::lt(L::min(L::min(a, b), L::min(c, d)), L::splat(TINY))
+        L::lt(L::min(L::min(a, b), L::min(c, d)), L::splat(TINY)) & !degenerate & 0xff
     }
 
     /// The values of `lanes`.

@@ -126,12 +126,9 @@ pub(super) fn moller_trumbore_block<L: Lanes8>(soa: &SoaTriangles<8>, frame: &Ra
         big_w: L::sub(det, L::add(big_u, big_v)),
         big_t: dot_lanes::<L>(e2, q),
     };
-    // Lanes with tiny values are redone by `moller_trumbore`; degenerate lanes (all
-    // vertices zero) never hit.
-    let zero = L::splat(0.0);
-    let degenerate = L::eq(e1[0], zero) & L::eq(e1[1], zero) & L::eq(e1[2], zero);
+    // Lanes with tiny values are redone by `moller_trumbore`.
     let deciding = [test.det, test.big_u, test.big_v, test.big_t];
-    if !degenerate & LaneTest::<L>::tiny(deciding) & 0xff != 0 {
+    if LaneTest::<L>::tiny(soa, deciding) != 0 {
         return LaneTest::load(&soa.test::<false>(frame));
     }
     test

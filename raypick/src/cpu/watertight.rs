@@ -222,13 +222,8 @@ pub(super) fn watertight_block<L: Lanes8>(soa: &SoaTriangles<8>, frame: &RayFram
         big_w,
         big_t: L::add(L::add(L::mul(big_w, az), L::mul(big_u, bz)), L::mul(big_v, cz)),
     };
-    // Degenerate lanes (all vertices zero) have exactly-zero edge functions, and
-    // never hit.
-    let same_first_edge = L::eq(L::load(&v0[0]), L::load(&v1[0]))
-        & L::eq(L::load(&v0[1]), L::load(&v1[1]))
-        & L::eq(L::load(&v0[2]), L::load(&v1[2]));
     let deciding = [test.big_u, test.big_v, test.big_w, test.big_t];
-    if !same_first_edge & LaneTest::<L>::tiny(deciding) & 0xff != 0 {
+    if LaneTest::<L>::tiny(soa, deciding) != 0 {
         return LaneTest::load(&watertight_lanes(soa, frame));
     }
     test
