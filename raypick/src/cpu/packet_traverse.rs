@@ -19,7 +19,7 @@ use super::intersect::{
 };
 use super::query::{Closest, Collect};
 use super::vector::Lanes8;
-use super::wide_boxes::{PACKET_RAYS, PacketSlabs, Planes, load_rows};
+use super::wide_boxes::{PACKET_RAYS, PacketSlabs, load_rows};
 use super::wide_bvh::{WIDTH, WideBvh};
 use super::wide_traverse::{offer_leaf, prefetch};
 use crate::options::Cull;
@@ -141,10 +141,7 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
             continue;
         }
         let node = &wide.nodes[top.child as usize];
-        let raw = Planes::<L>::of(wide, top.child, node, packet.rows());
-        let planes = packet.planes(&raw);
-        let node_terms = packet.node_terms(&raw);
-        let terms = node_terms.as_ref().unwrap_or(packet.exact_terms());
+        let planes = packet.planes(node);
         let limits = packet.limits(&bounds);
         // Per child, the rays that entered it and the nearest of their entries.
         let mut entered_by = [0u32; WIDTH];
@@ -152,7 +149,7 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
         // Children entered by any ray.
         let mut entered = 0;
         for lane in lanes(node.occupied as u32) {
-            let (by_ray, near, nearest_entry) = packet.enter_child(&planes, terms, lane, &limits, top.rays);
+            let (by_ray, near, nearest_entry) = packet.enter_child(&planes, lane, &limits, top.rays);
             if by_ray == 0 {
                 continue;
             }

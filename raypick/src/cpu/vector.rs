@@ -21,8 +21,6 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     fn splat(x: f32) -> Self::V;
     /// The lanes of `x`.
     fn load(x: &[f32; 8]) -> Self::V;
-    /// 8-bit box codes as `f32` (exact).
-    fn codes(q: &[u8; 8]) -> Self::V;
     /// `a + b`.
     fn add(a: Self::V, b: Self::V) -> Self::V;
     /// `a - b`.
@@ -84,10 +82,6 @@ unsafe impl Lanes8 for Portable {
     #[inline(always)]
     fn load(x: &[f32; 8]) -> Self::V {
         *x
-    }
-    #[inline(always)]
-    fn codes(q: &[u8; 8]) -> Self::V {
-        q.map(f32::from)
     }
     #[inline(always)]
     fn add(a: Self::V, b: Self::V) -> Self::V {
@@ -181,14 +175,6 @@ mod avx2 {
         fn load(x: &[f32; 8]) -> Self::V {
             // SAFETY: eight readable f32s.
             unsafe { _mm256_loadu_ps(x.as_ptr()) }
-        }
-        #[inline(always)]
-        fn codes(q: &[u8; 8]) -> Self::V {
-            // SAFETY: eight readable bytes.
-            unsafe {
-                let bytes = _mm_loadl_epi64(q.as_ptr().cast());
-                _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes))
-            }
         }
         #[inline(always)]
         fn add(a: Self::V, b: Self::V) -> Self::V {
@@ -312,7 +298,6 @@ mod tests {
         for _ in 0..2000 {
             let a: [f32; 8] = std::array::from_fn(|_| pick());
             let b: [f32; 8] = std::array::from_fn(|_| pick());
-            let q: [u8; 8] = std::array::from_fn(|i| (a[i].to_bits() >> 3) as u8);
             let (pa, pb) = (Portable::load(&a), Portable::load(&b));
             let (va, vb) = (Avx2::load(&a), Avx2::load(&b));
             let pairs = [
@@ -324,7 +309,6 @@ mod tests {
                 (Portable::min(pa, pb), Avx2::min(va, vb)),
                 (Portable::abs(pa), Avx2::abs(va)),
                 (Portable::splat(a[3]), Avx2::splat(a[3])),
-                (Portable::codes(&q), Avx2::codes(&q)),
             ];
             for (portable, avx2) in pairs {
                 assert_eq!(bits(portable), bits(Avx2::store(avx2)), "{a:?} {b:?}");

@@ -1,5 +1,5 @@
-//! Rays against the eight boxes of a wide node ([`WideNode`]): the boxes decoded
-//! once into vector registers ([`Planes`]), the slab test of a lone ray against all
+//! Rays against the eight boxes of a wide node ([`ExactNode`]): the planes loaded
+//! into vector registers ([`Planes`]), the slab test of a lone ray against all
 //! eight at once ([`Slabs::enter`]), and of the sixteen rays of a packet against
 //! one box at a time, the rays across the lanes ([`PacketSlabs::enter_child`]),
 //! each lane with a lone ray's operations.
@@ -18,56 +18,28 @@ use super::intersect::{
     padded_below_lanes, ray_scale, reciprocal_scale,
 };
 use super::vector::Lanes8;
-use super::wide_bvh::{WIDTH, WideBvh, WideNode};
+use super::wide_bvh::{ExactNode, WIDTH, WideBvh};
 use crate::types::Ray;
 
 /// A node's eight boxes, ready for slab tests: per axis, each child's near and far
-/// plane for one ray's direction ([`PlaneRows`]), as `origin + value · step`, with
-/// its 8-bit codes as the values (exact boxes: the planes themselves, origin 0 and
-/// step 1, which decode to the planes exactly). Unused slots hold some box;
-/// [`WideNode::occupied`] masks them.
+/// plane for one ray's direction ([`PlaneRows`]). Unused slots hold an inverted
+/// box, which no ray enters; [`ExactNode::occupied`] masks them as well.
 #[derive(Clone, Copy)]
 pub(super) struct Planes<L: Lanes8> {
     near: [L::V; 3],
     far: [L::V; 3],
-    origin: [f32; 3],
-    step: [f32; 3],
-    /// Whether these are exact planes (origin 0, step 1), which the folded test
-    /// can take with the ray's own factors ([`ExactTerms`]).
-    exact: bool,
 }
 
 impl<L: Lanes8> Planes<L> {
-    /// The boxes of node `index` of `wide`, `node`, oriented by `rows` (its exact
-    /// ones where it keeps them: found from the index, [`WideBvh`]'s layout, so that
-    /// their load does not wait for the node's). The rows are loaded by index, so a
+    /// The boxes of `node`, oriented by `rows`. The rows are loaded by index, so a
     /// visit makes no choice on the ray's signs.
     #[inline(always)]
-    pub(super) fn of(wide: &WideBvh, index: u32, node: &WideNode, rows: &PlaneRows) -> Self {
-        if let Some(exact) = wide.exact.get(index as usize) {
-            let planes = exact.rows();
-            return Self {
-                near: each_axis(|axis| L::load(&planes[rows.near[axis]])),
-                far: each_axis(|axis| L::load(&planes[rows.far[axis]])),
-                origin: [0.0; 3],
-                step: [1.0; 3],
-                exact: true,
-            };
-        }
-        let codes = node.code_rows();
+    pub(super) fn of(node: &ExactNode, rows: &PlaneRows) -> Self {
+        let planes = node.boxes.rows();
         Self {
-            near: each_axis(|axis| L::codes(&codes[rows.near[axis]])),
-            far: each_axis(|axis| L::codes(&codes[rows.far[axis]])),
-            origin: node.origin,
-            step: node.step,
-            exact: false,
+            near: each_axis(|axis| L::load(&planes[rows.near[axis]])),
+            far: each_axis(|axis| L::load(&planes[rows.far[axis]])),
         }
-    }
-
-    /// The planes `values` on `axis`, decoded as [`WideNode::decode`] does.
-    #[inline(always)]
-    fn decode(&self, axis: usize, values: L::V) -> L::V {
-        L::add(L::splat(self.origin[axis]), L::mul(values, L::splat(self.step[axis])))
     }
 }
 
@@ -118,10 +90,9 @@ const FOLDED_SLACK: f32 = 1.25e-5;
 const FOLDED_LIMIT: f32 = 1e30;
 
 /// One ray's folded-test factors (`1 / dir`) and terms (the offsets) in every
-/// lane, per axis: for exact planes (origin 0, step 1) they are the same at every
-/// node, so a lone ray works them out once ([`Slabs::exact_terms`]) and tests
-/// each exact plane with one multiply-add (a packet keeps them as rows for all its
-/// rays, [`PacketSlabs`]).
+/// lane, per axis: the same at every node, so a lone ray works them out once
+/// ([`Slabs::exact_terms`]) and tests each plane with one multiply-add (a packet
+/// keeps them as rows for all its rays, [`PacketSlabs`]).
 #[derive(Clone, Copy)]
 pub(super) struct ExactTerms<L: Lanes8> {
     inv: [L::V; 3],
@@ -232,42 +203,27 @@ impl<L: Lanes8> Slabs<L> {
     }
 
     /// The plain distances to the near and far planes of every lane on `axis`:
-    /// decoded plane minus origin times `1 / dir`.
+    /// plane minus origin times `1 / dir`.
     #[inline(always)]
     fn plain_slab(&self, planes: &Planes<L>, axis: usize) -> (L::V, L::V) {
         let (near, far) = (planes.near[axis], planes.far[axis]);
         let origin = L::splat(self.origin[axis]);
         let inv = L::splat(self.inv_dir[axis]);
-        (
-            L::mul(L::sub(planes.decode(axis, near), origin), inv),
-            L::mul(L::sub(planes.decode(axis, far), origin), inv),
-        )
+        (L::mul(L::sub(near, origin), inv), L::mul(L::sub(far, origin), inv))
     }
 
     /// The folded, padded distances to the near and far planes of every lane on
-    /// `axis` ([`Slabs::enter_folded`]).
+    /// `axis` ([`Slabs::enter_folded`]): one multiply-add each.
     #[inline(always)]
     fn folded_slab(&self, planes: &Planes<L>, axis: usize, terms: &ExactTerms<L>) -> (L::V, L::V) {
-        let (near, far) = (planes.near[axis], planes.far[axis]);
-        if planes.exact {
-            // Origin 0 and step 1: the factor is `inv_dir` and the term the offset,
-            // exactly as below, without working them out again.
-            let inv = terms.inv[axis];
-            return (
-                L::mul_add(near, inv, terms.near[axis]),
-                L::mul_add(far, inv, terms.far[axis]),
-            );
-        }
-        let inv = self.inv_dir[axis];
-        let scale = L::splat(planes.step[axis] * inv);
-        let start = planes.origin[axis] * inv;
+        let inv = terms.inv[axis];
         (
-            L::mul_add(near, scale, L::splat(start + self.near_offset[axis])),
-            L::mul_add(far, scale, L::splat(start + self.far_offset[axis])),
+            L::mul_add(planes.near[axis], inv, terms.near[axis]),
+            L::mul_add(planes.far[axis], inv, terms.far[axis]),
         )
     }
 
-    /// The plain slab test up to `limit` (frame units): decoded plane minus origin
+    /// The plain slab test up to `limit` (frame units): plane minus origin
     /// times `1 / dir`, the largest entry and the smallest exit, padded by the
     /// relative margin of [`overlaps`](super::intersect::overlaps). Entered lanes
     /// and their entries.
@@ -281,10 +237,9 @@ impl<L: Lanes8> Slabs<L> {
         (overlaps_lanes::<L>(near, far), near)
     }
 
-    /// The folded slab test up to `limit` (frame units): the decode and the
-    /// distance in one multiply-add per plane, `value · (step / dir) + (origin /
-    /// dir - ray origin / dir ∓ slack)`, already padded. Entered lanes and their
-    /// (padded) entries.
+    /// The folded slab test up to `limit` (frame units): the distance in one
+    /// multiply-add per plane, `plane · (1 / dir) + (-origin / dir ∓ slack)`,
+    /// already padded. Entered lanes and their (padded) entries.
     ///
     /// Why it enters whatever [`Slabs::enter_plain`] enters: the plain test pads
     /// its largest entry `n` to `n - |n|·m` and its smallest exit `f` to `f + |f|·m`
@@ -292,11 +247,10 @@ impl<L: Lanes8> Slabs<L> {
     /// distance before the largest entry and smallest exit are taken gives the
     /// same interval. Every distance of the ray, and each term of it, is at most
     /// `B = (reach + |origin|) · |1 / dir|` in size ([`WideBvh::reach`] bounds
-    /// `|origin| + 255 · step` of every node and every exact plane). So the plain
-    /// distance pads by at most `m·B` and rounds (decode, subtraction, product,
-    /// padding) by at most `6·2^-24·B`, and the folded one (the node's factor and
-    /// offset, the multiply-add, fused or not) by at most `5·2^-24·B` plus a trace
-    /// of the slack. The slack, [`FOLDED_SLACK`]`·B`, exceeds their sum, so every
+    /// every plane). So the plain distance pads by at most `m·B` and rounds
+    /// (subtraction, product, padding) by at most `5·2^-24·B`, and the folded one
+    /// (the offset, the multiply-add, fused or not) by at most `5·2^-24·B` plus a
+    /// trace of the slack. The slack, [`FOLDED_SLACK`]`·B`, exceeds their sum, so every
     /// folded entry is no later and every folded exit no earlier than the plain
     /// test's padded one. The padded `tmin` and limit are padded as the plain test
     /// pads them.
@@ -326,8 +280,8 @@ pub(super) type Rows<L> = [<L as Lanes8>::V; 2];
 /// all take the folded test and whose scaled directions share the sign of every
 /// component, so that one choice of near and far planes serves them all.
 pub(super) struct PacketSlabs<L: Lanes8> {
-    /// `1 / dir` and the offsets: the terms of exact planes.
-    exact: SlabTerms<L>,
+    /// `1 / dir` and the offsets: the folded test's terms.
+    terms: SlabTerms<L>,
     /// `tmin` in frame units, less its margin.
     padded_tmin: Rows<L>,
     /// `tmax` in the caller's units.
@@ -349,16 +303,17 @@ pub(super) fn load_rows<L: Lanes8>(values: &[f32; PACKET_RAYS]) -> Rows<L> {
     [L::load(half(0)), L::load(half(1))]
 }
 
-/// A node's planes for [`PacketSlabs`]: per axis, each child's near and far plane
-/// (its value, or its code for a quantized node).
-pub(super) struct PacketPlanes {
-    near: [[f32; WIDTH]; 3],
-    far: [[f32; WIDTH]; 3],
+/// A node's planes for [`PacketSlabs`]: per axis, the rows of its children's near
+/// and far planes.
+pub(super) struct PacketPlanes<'a> {
+    near: [&'a [f32; WIDTH]; 3],
+    far: [&'a [f32; WIDTH]; 3],
 }
 
-/// The folded test's factors and terms of a node's planes, per axis and ray.
+/// The folded test's factors (`1 / dir`) and terms (the offsets), per axis and
+/// ray.
 pub(super) struct SlabTerms<L: Lanes8> {
-    scale: [Rows<L>; 3],
+    inv: [Rows<L>; 3],
     near: [Rows<L>; 3],
     far: [Rows<L>; 3],
 }
@@ -368,11 +323,11 @@ impl<L: Lanes8> SlabTerms<L> {
     /// `child` on `axis`: a function rather than a closure, which could be compiled
     /// apart from the caller's vector unit.
     #[inline(always)]
-    fn slab(&self, planes: &PacketPlanes, axis: usize, child: usize, h: usize) -> (L::V, L::V) {
+    fn slab(&self, planes: &PacketPlanes<'_>, axis: usize, child: usize, h: usize) -> (L::V, L::V) {
         let (near, far) = (L::splat(planes.near[axis][child]), L::splat(planes.far[axis][child]));
         (
-            L::mul_add(near, self.scale[axis][h], self.near[axis][h]),
-            L::mul_add(far, self.scale[axis][h], self.far[axis][h]),
+            L::mul_add(near, self.inv[axis][h], self.near[axis][h]),
+            L::mul_add(far, self.inv[axis][h], self.far[axis][h]),
         )
     }
 }
@@ -406,8 +361,8 @@ impl<L: Lanes8> PacketSlabs<L> {
         let zero = L::splat(0.0);
         let mut folded = true;
         let mut negative = [false; 3];
-        let mut exact = SlabTerms {
-            scale: [[zero; 2]; 3],
+        let mut terms = SlabTerms {
+            inv: [[zero; 2]; 3],
             near: [[zero; 2]; 3],
             far: [[zero; 2]; 3],
         };
@@ -426,9 +381,9 @@ impl<L: Lanes8> PacketSlabs<L> {
                 // `-(origin · inv) ∓ slack`, as `Slabs::new` (a negation by -1 is
                 // exact).
                 let start = L::mul(L::splat(-1.0), L::mul(origin[axis][h], inv));
-                exact.scale[axis][h] = inv;
-                exact.near[axis][h] = L::sub(start, slack);
-                exact.far[axis][h] = L::add(start, slack);
+                terms.inv[axis][h] = inv;
+                terms.near[axis][h] = L::sub(start, slack);
+                terms.far[axis][h] = L::add(start, slack);
             }
             if signs != 0 && signs != u32::MAX >> (32 - PACKET_RAYS) {
                 return None;
@@ -440,7 +395,7 @@ impl<L: Lanes8> PacketSlabs<L> {
         }
         let padded_tmin = |h: usize| padded_below_lanes::<L>(L::mul(tmin[h], to_frame[h]));
         Some(Self {
-            exact,
+            terms,
             padded_tmin: [padded_tmin(0), padded_tmin(1)],
             tmax,
             to_frame,
@@ -449,47 +404,15 @@ impl<L: Lanes8> PacketSlabs<L> {
         })
     }
 
-    /// The plane rows these rays meet first and last ([`Planes::of`]).
+    /// The near and far planes of each child of `node` on each axis, oriented for
+    /// these rays ([`PacketSlabs::rows`]).
     #[inline(always)]
-    pub(super) fn rows(&self) -> &PlaneRows {
-        &self.rows
-    }
-
-    /// The near and far planes of each child of `planes` on each axis, `planes`
-    /// oriented for these rays ([`PacketSlabs::rows`]).
-    #[inline(always)]
-    pub(super) fn planes(&self, planes: &Planes<L>) -> PacketPlanes {
+    pub(super) fn planes<'a>(&self, node: &'a ExactNode) -> PacketPlanes<'a> {
+        let planes = node.boxes.rows();
         PacketPlanes {
-            near: each_axis(|axis| L::store(planes.near[axis])),
-            far: each_axis(|axis| L::store(planes.far[axis])),
+            near: each_axis(|axis| &planes[self.rows.near[axis]]),
+            far: each_axis(|axis| &planes[self.rows.far[axis]]),
         }
-    }
-
-    /// The folded test's terms for quantized `planes` (origin and step), worked out
-    /// per ray as [`Slabs::enter`] works them out; `None` for exact planes, which
-    /// take [`PacketSlabs::exact_terms`].
-    #[inline(always)]
-    pub(super) fn node_terms(&self, planes: &Planes<L>) -> Option<SlabTerms<L>> {
-        if planes.exact {
-            return None;
-        }
-        let inv = &self.exact.scale;
-        let start = |axis: usize, h: usize| L::mul(L::splat(planes.origin[axis]), inv[axis][h]);
-        let term = |offset: &[Rows<L>; 3], axis: usize| {
-            [L::add(start(axis, 0), offset[axis][0]), L::add(start(axis, 1), offset[axis][1])]
-        };
-        let scale = |axis: usize, h: usize| L::mul(L::splat(planes.step[axis]), inv[axis][h]);
-        Some(SlabTerms {
-            scale: each_axis(|axis| [scale(axis, 0), scale(axis, 1)]),
-            near: each_axis(|axis| term(&self.exact.near, axis)),
-            far: each_axis(|axis| term(&self.exact.far, axis)),
-        })
-    }
-
-    /// The terms of exact planes (origin 0 and step 1): `1 / dir` and the offsets.
-    #[inline(always)]
-    pub(super) fn exact_terms(&self) -> &SlabTerms<L> {
-        &self.exact
     }
 
     /// Each ray's padded limit of the folded test, for its `bound` (in the caller's
@@ -510,8 +433,7 @@ impl<L: Lanes8> PacketSlabs<L> {
     #[inline(always)]
     pub(super) fn enter_child(
         &self,
-        planes: &PacketPlanes,
-        terms: &SlabTerms<L>,
+        planes: &PacketPlanes<'_>,
         child: usize,
         limits: &Rows<L>,
         rays: u32,
@@ -520,9 +442,9 @@ impl<L: Lanes8> PacketSlabs<L> {
         let mut entry = [0.0f32; PACKET_RAYS];
         let mut nearest = [L::splat(f32::INFINITY); 2];
         for h in 0..2 {
-            let (nx, fx) = terms.slab(planes, 0, child, h);
-            let (ny, fy) = terms.slab(planes, 1, child, h);
-            let (nz, fz) = terms.slab(planes, 2, child, h);
+            let (nx, fx) = self.terms.slab(planes, 0, child, h);
+            let (ny, fy) = self.terms.slab(planes, 1, child, h);
+            let (nz, fz) = self.terms.slab(planes, 2, child, h);
             let near = L::max(L::max(nx, ny), L::max(nz, self.padded_tmin[h]));
             let far = L::min(L::min(fx, fy), L::min(fz, limits[h]));
             let these = L::le(near, far) & (rays >> (WIDTH * h));
@@ -547,7 +469,7 @@ mod tests {
     use crate::prepare::is_valid_ray;
 
     /// Rays for the folded test: random ones, adversarial ones, and rays that graze
-    /// child boxes (aimed at a decoded corner from afar or from near, moved
+    /// child boxes (aimed at a corner from afar or from near, moved
     /// sideways by up to a few box margins), some with a direction component a
     /// millionth of the others.
     fn grazing_rays(wide: &WideBvh, mesh: &raypick_testkit::raypick::Mesh, rng: &mut Rng) -> Vec<Ray> {
@@ -556,7 +478,7 @@ mod tests {
         rays.extend(kit::rays(fixtures::adversarial_rays(mesh, rng, 200)));
         let diag = (bounds.1 - bounds.0).length();
         for node in wide.nodes.iter().step_by(wide.nodes.len() / 50 + 1) {
-            let boxes = wide.boxes(node);
+            let boxes = &node.boxes;
             for lane in (0..WIDTH).filter(|&lane| node.occupied & (1 << lane) != 0) {
                 let corner = Vec3::from(std::array::from_fn(|axis| {
                     if rng.chance(0.5) { boxes.lo[axis][lane] } else { boxes.hi[axis][lane] }
@@ -575,9 +497,8 @@ mod tests {
     }
 
     /// Asserts that for every ray the folded test applies to, at every node and
-    /// for two bounds, it enters each lane the plain test enters, no later, and
-    /// that the ray's kept [`ExactTerms`] give it the same bits; returns how many
-    /// rays it applied to.
+    /// for two bounds, it enters each lane the plain test enters, no later;
+    /// returns how many rays it applied to.
     fn check_units<L: Lanes8>(wide: &WideBvh, rays: &[Ray]) -> usize {
         let mut folded_rays = 0;
         for ray in rays.iter().filter(|ray| is_valid_ray(ray)) {
@@ -586,18 +507,13 @@ mod tests {
                 continue;
             }
             folded_rays += 1;
-            for (index, node) in (0..).zip(&wide.nodes) {
-                let planes = Planes::<L>::of(wide, index, node, slabs.rows());
+            let terms = slabs.exact_terms();
+            for node in &wide.nodes {
+                let planes = Planes::<L>::of(node, slabs.rows());
                 for limit in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
                     let limit = limit * slabs.to_frame;
                     let (plain, plain_near) = slabs.enter_plain(&planes, limit);
-                    let terms = slabs.exact_terms();
-                    // The same planes taken as general ones (origin and step).
-                    let general = Planes { exact: false, ..planes };
-                    let (folded, folded_near) = slabs.enter_folded(&general, limit, &terms);
-                    let (kept, kept_near) = slabs.enter_folded(&planes, limit, &terms);
-                    assert_eq!(kept, folded, "{ray:?} node {node:?}");
-                    assert_eq!(L::store(kept_near).map(f32::to_bits), L::store(folded_near).map(f32::to_bits));
+                    let (folded, folded_near) = slabs.enter_folded(&planes, limit, &terms);
                     let plain = plain & node.occupied as u32;
                     assert_eq!(plain & !folded, 0, "{ray:?} limit {limit} node {node:?}");
                     let (plain_near, folded_near) = (L::store(plain_near), L::store(folded_near));
@@ -658,21 +574,18 @@ mod tests {
                 std::array::from_fn(|_| if rng.chance(0.3) { f32::INFINITY } else { rng.range(0.0, 4.0) });
             let limits = packet.limits(&bounds);
             for (index, node) in (0..).zip(&wide.nodes) {
-                let planes = Planes::<L>::of(wide, index, node, packet.rows());
-                let rows = packet.planes(&planes);
-                let node_terms = packet.node_terms(&planes);
-                let terms = node_terms.as_ref().unwrap_or(packet.exact_terms());
+                let rows = packet.planes(node);
                 let used = node.occupied as u32;
                 let alone: Vec<(u32, [f32; WIDTH])> = (0..PACKET_RAYS)
                     .map(|r| {
-                        let planes = Planes::<L>::of(wide, index, node, slabs[r].rows());
+                        let planes = Planes::<L>::of(node, slabs[r].rows());
                         slabs[r].enter(&planes, bounds[r], used, &slabs[r].exact_terms())
                     })
                     .collect();
                 // Some rays of the packet may have left it: they enter nothing.
                 let rays = if rng.chance(0.5) { u32::MAX >> (32 - PACKET_RAYS) } else { rng.next_u32() & 0xffff };
                 for lane in lanes(used) {
-                    let (by_ray, entry, nearest) = packet.enter_child(&rows, terms, lane, &limits, rays);
+                    let (by_ray, entry, nearest) = packet.enter_child(&rows, lane, &limits, rays);
                     let mut expected_nearest = f32::INFINITY;
                     for (r, (entered, near)) in alone.iter().enumerate() {
                         let ray = &group[r];
@@ -700,9 +613,9 @@ mod tests {
         };
         for axis in 0..3 {
             let scale = of_rays(&|s| s.inv_dir[axis]);
-            assert_eq!(bits(&packet.exact.scale[axis]), scale, "axis {axis}");
-            assert_eq!(bits(&packet.exact.near[axis]), of_rays(&|s| s.near_offset[axis]), "axis {axis}");
-            assert_eq!(bits(&packet.exact.far[axis]), of_rays(&|s| s.far_offset[axis]), "axis {axis}");
+            assert_eq!(bits(&packet.terms.inv[axis]), scale, "axis {axis}");
+            assert_eq!(bits(&packet.terms.near[axis]), of_rays(&|s| s.near_offset[axis]), "axis {axis}");
+            assert_eq!(bits(&packet.terms.far[axis]), of_rays(&|s| s.far_offset[axis]), "axis {axis}");
         }
         assert_eq!(bits(&packet.padded_tmin), of_rays(&|s| L::store(s.padded_tmin)[0]));
         assert_eq!(bits(&packet.tmax), of_rays(&|s| s.tmax));

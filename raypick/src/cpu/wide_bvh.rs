@@ -2,10 +2,11 @@
 //! form, so one vector instruction tests a ray against eight boxes, and leaf
 //! triangles in blocks of eight, so one pass of the brute-force arithmetic tests a
 //! whole leaf. Collapsed from the binary [`Bvh`] both backends share: its triangles
-//! bit for bit, and its boxes quantized outward (8 bits per plane relative to each
-//! node's box, half the memory per node) below the top of the tree
-//! ([`EXACT_ABOVE`]), so every box still holds what the binary one holds and the
-//! answers do not change.
+//! and its boxes bit for bit ([`ExactNode`]), so the answers do not change.
+//!
+//! The same collapse makes the GPU's eight-wide nodes ([`WideNode`], in
+//! [`WideNodes`](super::wide_nodes::WideNodes)), whose boxes it quantizes outward
+//! to 8 bits per plane, so every box still holds what the binary one holds.
 
 use super::intersect::SoaTriangles;
 use crate::bvh::Bvh;
@@ -18,10 +19,10 @@ pub const WIDTH: usize = 8;
 /// Marks an unused child slot.
 pub const EMPTY: u32 = u32::MAX;
 
-/// Eight children: boxes quantized to 8 bits per plane relative to the node's own
-/// box (structure of arrays, so one vector instruction tests a ray against eight
-/// boxes), and what each child is. 128 bytes: two cache lines where the children's
-/// boxes as `f32` would take four.
+/// Eight children as the GPU's wide layout keeps them: boxes quantized to 8 bits
+/// per plane relative to the node's own box (structure of arrays), and what each
+/// child is. 128 bytes: two cache lines where the children's boxes as `f32` would
+/// take four.
 ///
 /// A child's box is `origin + q * step` per plane, computed in `f32` as written; the
 /// step is a power of two, so `q * step` is exact, and the codes are chosen so that
@@ -94,39 +95,22 @@ impl Default for ExactBoxes {
 /// The six rows of a node's planes, minima then maxima per axis (`lo[0..3]`, then
 /// `hi[0..3]`): a ray takes its near and far row on each axis by index
 /// ([`PlaneRows`](super::wide_boxes::PlaneRows)), chosen once for its direction.
-pub(super) type Rows<T> = [[T; WIDTH]; 6];
-
-/// The six rows ([`Rows`]) that start `lo` bytes into `s`: its minima, and the
-/// maxima that follow them.
-///
-/// # Safety
-/// `S` is `repr(C)` and holds six initialised rows of `T` from byte `lo` on.
-#[inline(always)]
-unsafe fn rows_at<S, T>(s: &S, lo: usize) -> &Rows<T> {
-    // SAFETY: the caller's promise; the pointer comes from the whole struct, so it
-    // may cover both fields.
-    unsafe { &*std::ptr::from_ref(s).cast::<u8>().add(lo).cast::<Rows<T>>() }
-}
+pub(super) type Rows = [[f32; WIDTH]; 6];
 
 impl ExactBoxes {
     /// The planes as six rows ([`Rows`]).
     #[inline(always)]
-    pub(super) fn rows(&self) -> &Rows<f32> {
-        const _: () = assert!(std::mem::offset_of!(ExactBoxes, hi) == std::mem::offset_of!(ExactBoxes, lo) + size_of::<[[f32; WIDTH]; 3]>());
-        // SAFETY: `repr(C)`, and `hi` directly follows `lo` (checked above).
-        unsafe { rows_at(self, std::mem::offset_of!(ExactBoxes, lo)) }
+    pub(super) fn rows(&self) -> &Rows {
+        const _: () = assert!(std::mem::offset_of!(ExactBoxes, lo) == 0);
+        const _: () = assert!(std::mem::offset_of!(ExactBoxes, hi) == size_of::<[[f32; WIDTH]; 3]>());
+        const _: () = assert!(size_of::<ExactBoxes>() == size_of::<Rows>());
+        // SAFETY: `repr(C)`, `lo` at the start and `hi` directly after it (checked
+        // above): the struct is six rows of `f32`, and the pointer covers it whole.
+        unsafe { &*std::ptr::from_ref(self).cast::<Rows>() }
     }
 }
 
 impl WideNode {
-    /// The codes as six rows ([`Rows`]).
-    #[inline(always)]
-    pub(super) fn code_rows(&self) -> &Rows<u8> {
-        const _: () = assert!(std::mem::offset_of!(WideNode, hi) == std::mem::offset_of!(WideNode, lo) + size_of::<[[u8; WIDTH]; 3]>());
-        // SAFETY: `repr(C)`, and `hi` directly follows `lo` (checked above).
-        unsafe { rows_at(self, std::mem::offset_of!(WideNode, lo)) }
-    }
-
     /// The decoded box plane `q` on `axis`.
     #[inline(always)]
     pub fn decode(&self, axis: usize, q: u8) -> f32 {
@@ -208,16 +192,43 @@ fn step_for(lo: f32, hi: f32) -> f32 {
 /// fewer per block.
 pub type LeafBlock = SoaTriangles<WIDTH>;
 
-/// A BVH in the CPU's wide layout. Node 0 is the root. The nodes that keep exact
-/// boxes come first: node `i` keeps `exact[i]` for every `i < exact.len()` (and
-/// the root is one of them whenever any node is), so that a traversal finds a
-/// node's exact boxes from its index alone and loads them alongside the node.
+/// Eight children with their boxes as `f32` planes, the binary tree's own
+/// (structure of arrays, so one vector instruction tests a ray against eight boxes;
+/// unused slots hold an inverted box), and what each child is: the CPU's node, 256
+/// bytes, four cache lines. A visit loads the planes and tests them, with nothing
+/// to decode on the chain of dependent steps from one node to the next, which is
+/// what a lone ray's walk waits on.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+pub struct ExactNode {
+    /// The children's boxes.
+    pub boxes: ExactBoxes,
+    /// Wide node index (interior), first leaf block (leaf), or [`EMPTY`].
+    pub child: [u32; WIDTH],
+    /// 0 for an interior child, else the number of leaf blocks (at most 32).
+    pub blocks: [u8; WIDTH],
+    /// The used slots, bit per lane (those whose child is not [`EMPTY`]).
+    pub occupied: u8,
+}
+
+const _: () = assert!(size_of::<ExactNode>() == 256);
+
+impl ExactNode {
+    /// The node `node` of a collapsed tree, with its boxes from `exact`.
+    fn new(node: &WideNode, exact: &[ExactBoxes]) -> Self {
+        Self {
+            boxes: decoded_boxes(node, exact),
+            child: node.child,
+            blocks: node.blocks,
+            occupied: node.occupied,
+        }
+    }
+}
+
+/// A BVH in the CPU's wide layout. Node 0 is the root.
 #[derive(Clone, Debug, Default)]
 pub struct WideBvh {
-    pub(crate) nodes: Vec<WideNode>,
-    /// Exact boxes of the first `exact.len()` nodes: those above more than
-    /// [`EXACT_ABOVE`] triangles, and those whose quantized boxes would not hold.
-    pub(crate) exact: Vec<ExactBoxes>,
+    pub(crate) nodes: Vec<ExactNode>,
     pub(crate) blocks: Vec<LeafBlock>,
     /// The ids in the caller's mesh of each leaf block's triangles.
     pub(crate) block_ids: Vec<[u32; WIDTH]>,
@@ -225,8 +236,7 @@ pub struct WideBvh {
     /// The binary tree it was collapsed from, kept only by [`WideBvh::refittable`].
     pub(crate) binary: Option<std::sync::Arc<Bvh>>,
     /// Per axis, a bound on the size of every plane a ray's slab test can meet and
-    /// of the terms that decode it ([`plane_reach`]); infinite or NaN when some
-    /// plane is.
+    /// ([`plane_reach`]); infinite or NaN when some plane is.
     pub(crate) reach: [f32; 3],
 }
 
@@ -235,21 +245,12 @@ impl WideBvh {
     /// and keeps opening its largest interior child until it has eight; a subtree of
     /// at most [`WIDTH`] triangles becomes one leaf block (its triangles are
     /// contiguous), so blocks are full and nodes few.
-    ///
-    /// Nodes above more than [`EXACT_ABOVE`] triangles keep their boxes exactly.
     pub fn from_bvh(bvh: &Bvh) -> Self {
-        Self::collapsed(bvh, EXACT_ABOVE)
-    }
-
-    /// [`WideBvh::from_bvh`], with exact boxes for nodes above more than
-    /// `exact_above` triangles (and wherever quantized boxes cannot hold).
-    pub(super) fn collapsed(bvh: &Bvh, exact_above: u32) -> Self {
-        let mut tree = Collapse::into_blocks(bvh, exact_above).tree(bvh.triangles().len());
-        tree.exact_first();
+        let tree = Collapse::into_blocks(bvh).tree(bvh.triangles().len());
+        let nodes: Vec<ExactNode> = tree.nodes.iter().map(|node| ExactNode::new(node, &tree.exact)).collect();
         WideBvh {
-            reach: plane_reach(&tree.nodes, &tree.exact),
-            nodes: tree.nodes,
-            exact: tree.exact,
+            reach: plane_reach(&nodes),
+            nodes,
             blocks: tree.blocks,
             block_ids: tree.block_ids,
             mesh_triangles: bvh.mesh_triangle_count(),
@@ -257,18 +258,11 @@ impl WideBvh {
         }
     }
 
-    /// The boxes of `node`'s children, decoded (unused slots decode to a point; their
-    /// child is [`EMPTY`]).
-    #[inline(always)]
-    pub fn boxes(&self, node: &WideNode) -> ExactBoxes {
-        decoded_boxes(node, &self.exact)
-    }
-
-    /// The box around everything in the BVH (the root's children's decoded boxes),
-    /// or `None` when it is empty.
+    /// The box around everything in the BVH (the root's children's boxes), or
+    /// `None` when it is empty.
     pub fn bounds(&self) -> Option<(glam::Vec3, glam::Vec3)> {
         let root = self.nodes.first()?;
-        let boxes = self.boxes(root);
+        let boxes = &root.boxes;
         let (mut lo, mut hi) = (glam::Vec3::INFINITY, glam::Vec3::NEG_INFINITY);
         for lane in (0..WIDTH).filter(|&l| root.child[l] != EMPTY) {
             for axis in 0..3 {
@@ -287,7 +281,6 @@ impl WideBvh {
     /// Bytes of node and leaf data.
     pub fn size_bytes(&self) -> usize {
         std::mem::size_of_val(self.nodes.as_slice())
-            + std::mem::size_of_val(self.exact.as_slice())
             + std::mem::size_of_val(self.blocks.as_slice())
             + std::mem::size_of_val(self.block_ids.as_slice())
     }
@@ -315,11 +308,10 @@ pub(super) fn decoded_boxes(node: &WideNode, exact: &[ExactBoxes]) -> ExactBoxes
     boxes
 }
 
-/// Per axis, a bound on the size of every plane the slab tests of `nodes` use and
-/// of each term that decodes it: `|origin| + 255 · step` of every quantized node
-/// with children, and every used slot's exact planes. A NaN makes the axis's reach
-/// NaN for good, so that it never claims a finite bound it does not have.
-pub(super) fn plane_reach(nodes: &[WideNode], exact: &[ExactBoxes]) -> [f32; 3] {
+/// Per axis, a bound on the size of every plane the slab tests of `nodes` use: the
+/// largest magnitude of a used slot's planes. A NaN makes the axis's reach NaN for
+/// good, so that it never claims a finite bound it does not have.
+pub(super) fn plane_reach(nodes: &[ExactNode]) -> [f32; 3] {
     let mut reach = [0.0f32; 3];
     let mut widen = |axis: usize, size: f32| {
         let current = &mut reach[axis];
@@ -327,13 +319,9 @@ pub(super) fn plane_reach(nodes: &[WideNode], exact: &[ExactBoxes]) -> [f32; 3] 
             *current = size;
         }
     };
-    for node in nodes.iter().filter(|node| node.occupied != 0) {
+    for node in nodes {
         for axis in 0..3 {
-            if node.exact == EMPTY {
-                widen(axis, node.origin[axis].abs() + 255.0 * node.step[axis]);
-                continue;
-            }
-            let boxes = &exact[node.exact as usize];
+            let boxes = &node.boxes;
             for lane in (0..WIDTH).filter(|&lane| node.occupied & (1u8 << lane) != 0) {
                 widen(axis, boxes.lo[axis][lane].abs());
                 widen(axis, boxes.hi[axis][lane].abs());
@@ -352,15 +340,8 @@ const BLOCKS_PER_TASK: usize = 1024;
 /// enough work to outweigh a task and the append.
 const PARALLEL_COLLAPSE: u32 = 1 << 15;
 
-/// Nodes above more than this many triangles keep their boxes exactly (as
-/// [`ExactBoxes`]), not quantized: the top of the tree, which nearly every ray
-/// visits and finds in cache, then tests its boxes without decoding them, a
-/// shorter chain of dependent steps per visit, which is what a pick waits on. The
-/// nodes below, which rays reach from memory, stay quantized, at half the bytes.
-pub const EXACT_ABOVE: u32 = 128;
-
-/// The wide nodes, exact boxes and leaf blocks of a collapsed tree, in the order of
-/// [`WideBvh`]: a node before its subtrees, subtrees and leaf blocks in lane order.
+/// The wide nodes, exact boxes and leaf blocks of a collapsed tree: a node before
+/// its subtrees, subtrees and leaf blocks in lane order.
 pub(super) struct Tree {
     pub(super) nodes: Vec<WideNode>,
     pub(super) exact: Vec<ExactBoxes>,
@@ -393,16 +374,15 @@ pub(super) struct Collapse<'a> {
     /// tell how many triangles a subtree holds, so [`Leaves::Ranges`] collapses
     /// serially).
     pub(super) parallel_above: u32,
-    /// Nodes above more than this many triangles keep exact boxes
-    /// ([`EXACT_ABOVE`]; `u32::MAX` for none: [`Leaves::Ranges`] knows no
-    /// subtree sizes).
-    pub(super) exact_above: u32,
+    /// Whether every node keeps its boxes exactly (the CPU's [`ExactNode`]s), or
+    /// only those whose quantized boxes would not hold them (the GPU's).
+    pub(super) exact: bool,
 }
 
 impl<'a> Collapse<'a> {
-    /// The collapse of `bvh` into leaf blocks, with exact boxes for nodes above
-    /// more than `exact_above` triangles, large subtrees in parallel.
-    pub(super) fn into_blocks(bvh: &'a Bvh, exact_above: u32) -> Self {
+    /// The collapse of `bvh` into leaf blocks, every node with exact boxes, large
+    /// subtrees in parallel.
+    pub(super) fn into_blocks(bvh: &'a Bvh) -> Self {
         Collapse {
             nodes: bvh.nodes(),
             leaves: Leaves::Blocks {
@@ -410,7 +390,7 @@ impl<'a> Collapse<'a> {
                 ranges: bvh.subtree_ranges(),
             },
             parallel_above: PARALLEL_COLLAPSE,
-            exact_above,
+            exact: true,
         }
     }
 
@@ -513,8 +493,7 @@ impl<'a> Collapse<'a> {
                 node.child[lane] = self.collapse(tree, self.children(slot.index));
             }
         }
-        let triangles: u32 = slots.as_slice().iter().map(|slot| self.triangles(slot)).sum();
-        tree.finish(index, node, slots.as_slice(), triangles > self.exact_above);
+        tree.finish(index, node, slots.as_slice(), self.exact);
         index as u32
     }
 
@@ -639,45 +618,6 @@ impl Tree {
         nodes as u32
     }
 
-    /// Renumbers the nodes so that those keeping exact boxes come first, in their
-    /// order, with `exact[i]` the boxes of node `i` ([`WideBvh`]'s layout). The
-    /// root, node 0 before and after, is made one of them whenever any node is,
-    /// keeping its decoded boxes (which hold its children's). The other nodes keep
-    /// their order too.
-    fn exact_first(&mut self) {
-        if self.exact.is_empty() {
-            return;
-        }
-        if self.nodes[0].exact == EMPTY {
-            let boxes = decoded_boxes(&self.nodes[0], &self.exact);
-            self.nodes[0].exact = self.exact.len() as u32;
-            self.exact.push(boxes);
-        }
-        let mut to = vec![0u32; self.nodes.len()];
-        let (mut exact, mut other) = (0, self.exact.len() as u32);
-        for (node, index) in self.nodes.iter().zip(&mut to) {
-            let next = if node.exact == EMPTY { &mut other } else { &mut exact };
-            *index = *next;
-            *next += 1;
-        }
-        let mut boxes = vec![ExactBoxes::default(); self.exact.len()];
-        let mut nodes = vec![WideNode::default(); self.nodes.len()];
-        for (mut node, &index) in self.nodes.iter().copied().zip(&to) {
-            for (child, &blocks) in node.child.iter_mut().zip(&node.blocks) {
-                if blocks == 0 && *child != EMPTY {
-                    *child = to[*child as usize];
-                }
-            }
-            if node.exact != EMPTY {
-                boxes[index as usize] = self.exact[node.exact as usize];
-                node.exact = index;
-            }
-            nodes[index as usize] = node;
-        }
-        self.exact = boxes;
-        self.nodes = nodes;
-    }
-
     /// Quantizes `node`'s boxes (those of `slots`), or keeps them exactly when
     /// `exact` or when quantized boxes cannot hold them, and stores it at `index`.
     fn finish(&mut self, index: usize, mut node: WideNode, slots: &[BvhChild], exact: bool) {
@@ -712,10 +652,11 @@ mod tests {
     use crate::kit::{self, Rng, fixtures};
     use crate::{Accel, Ray};
 
-    /// Padded boxes of every triangle under a child slot.
-    fn triangle_boxes(wide: &WideBvh, child: u32, blocks: u8, out: &mut Vec<(Vec3, Vec3)>) {
-        if blocks > 0 {
-            for block in &wide.blocks[child as usize..][..blocks as usize] {
+    /// Padded boxes of every triangle under a child slot of `nodes` (leaves in
+    /// `blocks`).
+    fn triangle_boxes(nodes: &[ExactNode], blocks: &[LeafBlock], child: u32, count: u8, out: &mut Vec<(Vec3, Vec3)>) {
+        if count > 0 {
+            for block in &blocks[child as usize..][..count as usize] {
                 for lane in 0..WIDTH {
                     let v = block.triangle(lane).map(Vec3::from);
                     if v != [Vec3::ZERO; 3] {
@@ -725,31 +666,29 @@ mod tests {
             }
             return;
         }
-        let node = &wide.nodes[child as usize];
+        let node = &nodes[child as usize];
         for lane in (0..WIDTH).filter(|&l| node.child[l] != EMPTY) {
-            triangle_boxes(wide, node.child[lane], node.blocks[lane], out);
+            triangle_boxes(nodes, blocks, node.child[lane], node.blocks[lane], out);
         }
     }
 
-    /// Checks that every child's decoded box holds the padded box of every triangle
-    /// below it; returns how many nodes keep exact boxes.
-    fn check_boxes(mesh: &crate::Mesh) -> usize {
-        // Every node quantized where it can be.
-        let wide = WideBvh::collapsed(&Bvh::build(mesh), u32::MAX);
+    /// Checks that every child's box in `nodes` holds the padded box of every
+    /// triangle below it, and that unused slots are marked so.
+    fn check_nodes(nodes: &[ExactNode], blocks: &[LeafBlock]) {
         let mut under = Vec::new();
-        for node in &wide.nodes {
+        for node in nodes {
             let used = (0..WIDTH).filter(|&l| node.child[l] != EMPTY);
             assert_eq!(node.occupied, used.fold(0, |bits, l| bits | 1 << l));
-            let boxes = wide.boxes(node);
+            let boxes = &node.boxes;
             for lane in (0..WIDTH).filter(|&l| node.child[l] != EMPTY) {
                 under.clear();
-                triangle_boxes(&wide, node.child[lane], node.blocks[lane], &mut under);
+                triangle_boxes(nodes, blocks, node.child[lane], node.blocks[lane], &mut under);
                 assert!(!under.is_empty());
                 for &(lo, hi) in &under {
                     for axis in 0..3 {
                         assert!(
                             boxes.lo[axis][lane] <= lo[axis] && boxes.hi[axis][lane] >= hi[axis],
-                            "axis {axis}: decoded [{}, {}] does not hold [{}, {}]",
+                            "axis {axis}: [{}, {}] does not hold [{}, {}]",
                             boxes.lo[axis][lane],
                             boxes.hi[axis][lane],
                             lo[axis],
@@ -759,7 +698,24 @@ mod tests {
                 }
             }
         }
-        wide.exact.len()
+    }
+
+    /// Checks that every child's box holds the padded box of every triangle below
+    /// it, in the CPU's tree (the binary boxes) and in the same tree quantized
+    /// where it can be (the GPU's boxes, decoded); returns how many nodes of the
+    /// quantized tree keep exact boxes.
+    fn check_boxes(mesh: &crate::Mesh) -> usize {
+        let bvh = Bvh::build(mesh);
+        let wide = WideBvh::from_bvh(&bvh);
+        check_nodes(&wide.nodes, &wide.blocks);
+        let quantized = Collapse {
+            exact: false,
+            ..Collapse::into_blocks(&bvh)
+        }
+        .tree(bvh.triangles().len());
+        let decoded: Vec<ExactNode> = quantized.nodes.iter().map(|node| ExactNode::new(node, &quantized.exact)).collect();
+        check_nodes(&decoded, &quantized.blocks);
+        quantized.exact.len()
     }
 
     #[test]
@@ -792,25 +748,30 @@ mod tests {
             fixtures::soup(300, &mut rng, (-near_max.1, -near_max.0)),
         ]));
         let bvh = Bvh::build(&mesh);
-        let collapse = Collapse {
-            // Every subtree of more than one leaf block in parallel: each node,
-            // exact box and block of a subtree is appended to its parent's tree.
-            parallel_above: WIDTH as u32,
-            ..Collapse::into_blocks(&bvh, EXACT_ABOVE)
-        };
-        let parallel = collapse.tree(bvh.triangles().len());
-        let serial = Collapse {
-            parallel_above: u32::MAX,
-            ..collapse
+        // Quantized where they hold (the GPU's boxes) and exact throughout (the
+        // CPU's).
+        for exact in [false, true] {
+            let collapse = Collapse {
+                // Every subtree of more than one leaf block in parallel: each node,
+                // exact box and block of a subtree is appended to its parent's tree.
+                parallel_above: WIDTH as u32,
+                exact,
+                ..Collapse::into_blocks(&bvh)
+            };
+            let parallel = collapse.tree(bvh.triangles().len());
+            let serial = Collapse {
+                parallel_above: u32::MAX,
+                ..collapse
+            }
+            .tree(bvh.triangles().len());
+            let fields = |n: &WideNode| (n.origin, n.step, n.lo, n.hi, n.child, n.blocks, n.exact, n.occupied);
+            let fields = |tree: &Tree| tree.nodes.iter().map(fields).collect::<Vec<_>>();
+            assert_eq!(fields(&parallel), fields(&serial));
+            let planes = |tree: &Tree| tree.exact.iter().map(|e| (e.lo, e.hi)).collect::<Vec<_>>();
+            assert!(!serial.exact.is_empty());
+            assert_eq!(planes(&parallel), planes(&serial));
+            assert_eq!(parallel.block_triangles, serial.block_triangles);
         }
-        .tree(bvh.triangles().len());
-        let fields = |n: &WideNode| (n.origin, n.step, n.lo, n.hi, n.child, n.blocks, n.exact, n.occupied);
-        let fields = |tree: &Tree| tree.nodes.iter().map(fields).collect::<Vec<_>>();
-        assert_eq!(fields(&parallel), fields(&serial));
-        let planes = |tree: &Tree| tree.exact.iter().map(|e| (e.lo, e.hi)).collect::<Vec<_>>();
-        assert!(!serial.exact.is_empty());
-        assert_eq!(planes(&parallel), planes(&serial));
-        assert_eq!(parallel.block_triangles, serial.block_triangles);
     }
 
     #[test]
@@ -845,109 +806,5 @@ mod tests {
         let hits = expected.iter().filter(|h| h.is_hit()).count();
         assert!(hits > 150, "{hits} hits");
         assert_eq!(cpu.trace(&bvh, &rays, &options), expected);
-    }
-
-    /// Asserts that the subtrees at node `a` of `before` and node `b` of `after`
-    /// are the same tree: the same boxes (decoded or exact), slots and leaves,
-    /// whatever their nodes' indices.
-    fn same_subtree(before: &Tree, a: u32, after: &Tree, b: u32) {
-        let (x, y) = (&before.nodes[a as usize], &after.nodes[b as usize]);
-        assert_eq!((x.occupied, x.blocks), (y.occupied, y.blocks), "nodes {a} and {b}");
-        let (bx, by) = (decoded_boxes(x, &before.exact), decoded_boxes(y, &after.exact));
-        assert_eq!((bx.lo, bx.hi), (by.lo, by.hi), "nodes {a} and {b}");
-        for lane in (0..WIDTH).filter(|&lane| x.child[lane] != EMPTY) {
-            if x.blocks[lane] > 0 {
-                assert_eq!(x.child[lane], y.child[lane]);
-            } else {
-                same_subtree(before, x.child[lane], after, y.child[lane]);
-            }
-        }
-    }
-
-    /// Asserts [`WideBvh`]'s layout: node `i` keeps `exact[i]` for `i <
-    /// exact.len()`, the others keep none, and the root is among the first.
-    fn assert_exact_first(nodes: &[WideNode], exact: &[ExactBoxes]) {
-        for (i, node) in nodes.iter().enumerate() {
-            let expected = if i < exact.len() { i as u32 } else { EMPTY };
-            assert_eq!(node.exact, expected, "node {i} of {}", nodes.len());
-        }
-    }
-
-    /// The collapsed tree of `bvh`, before its exact nodes are numbered first.
-    fn collapsed_tree(bvh: &Bvh, exact_above: u32) -> Tree {
-        Collapse::into_blocks(bvh, exact_above).tree(bvh.triangles().len())
-    }
-
-    /// Numbering the exact nodes first moves nodes, never changes the tree: on a
-    /// tree whose top and whose nodes near the limits of f32 keep exact boxes, and
-    /// on one where only a node deep below a quantized root does (the root then
-    /// keeps its decoded boxes as exact ones).
-    #[test]
-    fn exact_nodes_come_first_in_the_same_tree() {
-        let mut rng = Rng::new(19);
-        let near_max = (Vec3::splat(3.0e38), Vec3::splat(f32::MAX));
-        let scene = fixtures::builtin_scene(5_000);
-        let mixed = Bvh::build(&kit::mesh(fixtures::concat(&[
-            scene.clone(),
-            fixtures::soup(100, &mut rng, near_max),
-        ])));
-        let top = collapsed_tree(&mixed, EXACT_ABOVE);
-        let mut deep = collapsed_tree(&Bvh::build(&kit::mesh(scene)), u32::MAX);
-        assert!(deep.exact.is_empty());
-        let last = deep.nodes.len() - 1;
-        deep.exact.push(decoded_boxes(&deep.nodes[last], &[]));
-        deep.nodes[last].exact = 0;
-        for (before, added) in [(top, 0), (deep, 1)] {
-            let mut after = Tree {
-                nodes: before.nodes.clone(),
-                exact: before.exact.clone(),
-                blocks: Vec::new(),
-                block_ids: Vec::new(),
-                block_triangles: Vec::new(),
-            };
-            after.exact_first();
-            assert_exact_first(&after.nodes, &after.exact);
-            assert_eq!(after.nodes.len(), before.nodes.len());
-            assert_eq!(after.exact.len(), before.exact.len() + added);
-            assert!(after.exact.len() > 1);
-            same_subtree(&before, 0, &after, 0);
-        }
-        let wide = WideBvh::from_bvh(&mixed);
-        assert_exact_first(&wide.nodes, &wide.exact);
-    }
-
-    /// Nodes above more than [`EXACT_ABOVE`] triangles keep exact boxes and the
-    /// rest stay quantized, and the tree answers as the one quantized throughout.
-    #[test]
-    fn the_top_of_the_tree_keeps_exact_boxes() {
-        let mut rng = Rng::new(17);
-        let scene = fixtures::builtin_scene(20_000);
-        let adversarial = fixtures::adversarial_rays(&scene, &mut rng, 1000);
-        let mesh = kit::mesh(scene);
-        let bvh = Bvh::build(&mesh);
-        let wide = WideBvh::from_bvh(&bvh);
-        let quantized = WideBvh::collapsed(&bvh, u32::MAX);
-        assert!(quantized.exact.is_empty());
-        let mut under = Vec::new();
-        let mut exact = 0;
-        for node in &wide.nodes {
-            under.clear();
-            for lane in (0..WIDTH).filter(|&l| node.child[l] != EMPTY) {
-                triangle_boxes(&wide, node.child[lane], node.blocks[lane], &mut under);
-            }
-            let top = under.len() > EXACT_ABOVE as usize;
-            assert_eq!(node.exact != EMPTY, top, "{} triangles below", under.len());
-            exact += usize::from(top);
-        }
-        assert!(exact > 20 && exact < wide.nodes.len() / 2, "{exact} of {}", wide.nodes.len());
-        let bounds = mesh.bounds().expect("a finite mesh");
-        let mut rays = kit::rays(fixtures::random_rays(3000, &mut rng, bounds));
-        rays.extend(kit::rays(fixtures::camera_rays(bounds, 40, 30)));
-        rays.extend(kit::rays(adversarial));
-        let cpu = crate::cpu::CpuBackend::with_threads(1).expect("a 1-thread pool");
-        let options = crate::TraceOptions::default();
-        let expected = cpu.trace(&CpuMesh::Bvh(quantized), &rays, &options);
-        assert!(expected.iter().filter(|h| h.is_hit()).count() > rays.len() / 10);
-        assert_eq!(cpu.trace(&CpuMesh::Bvh(wide), &rays, &options), expected);
     }
 }

@@ -40,7 +40,7 @@ impl WideNodes {
             nodes,
             leaves: Leaves::Ranges,
             parallel_above: u32::MAX,
-            exact_above: u32::MAX,
+            exact: false,
         };
         let tree = collapse.tree(0);
         Self {

@@ -1,10 +1,10 @@
-//! Traversal of the CPU's wide BVH ([`WideBvh`]): eight decoded boxes per vector test,
+//! Traversal of the CPU's wide BVH ([`WideBvh`]): eight boxes per vector test,
 //! the nearest entered child visited next and the others pushed farthest first
 //! (and prefetched), leaves tested eight triangles at a time with the brute-force
 //! arithmetic, on the same vector lanes as the boxes.
 //!
 //! Same answers as [`super::bvh_traverse`] (the mirror of the WGSL traversal) and as
-//! brute force: the boxes hold the binary BVH's (padded), the box test enters every
+//! brute force: the boxes are the binary BVH's, the box test enters every
 //! box that test would with its margin
 //! ([`BOX_MARGIN`](super::intersect::BOX_MARGIN); module `wide_boxes`), and a hit
 //! replaces the best one when nearer or equally near with a lower triangle id.
@@ -13,7 +13,7 @@
 //! nearest hit ([`trace_rays`]), any hit ([`occluded_rays`]) or the sorted list of
 //! the nearest hits ([`collect_rays`]). [`trace_rays`] sends groups of rays that
 //! share an origin through the packet traversal (module `packet_traverse`), which
-//! shares each node's fetch and decode among them and gives the same answers.
+//! shares each node's fetch among them and gives the same answers.
 
 use super::brute_force::offer_accepted;
 use super::bvh_traverse::Tally;
@@ -27,7 +27,7 @@ use super::simd::simd_dispatch;
 use super::vector::Lanes8;
 use super::watertight::watertight_block;
 use super::wide_boxes::{ExactTerms, Planes, Slabs};
-use super::wide_bvh::{LeafBlock, WIDTH, WideBvh, WideNode};
+use super::wide_bvh::{ExactNode, LeafBlock, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
 use crate::options::{Cull, Mode};
 use crate::types::{Hit, MISS, Ray};
@@ -132,7 +132,7 @@ impl Pushed<'_> {
         tally: &mut impl Tally,
     ) -> Option<Pending> {
         let node = &wide.nodes[top.child as usize];
-        let planes = Planes::<L>::of(wide, top.child, node, slabs.rows());
+        let planes = Planes::<L>::of(node, slabs.rows());
         let (entered, near) = slabs.enter(&planes, bound, node.occupied as u32, terms);
         tally.wide_node(node.occupied.count_ones(), entered.count_ones());
         let pending = |lane: usize| Pending {
@@ -190,7 +190,7 @@ impl Pushed<'_> {
 pub(super) fn prefetch(wide: &WideBvh, child: u32, blocks: u32) {
     if blocks == 0 {
         let node = wide.nodes.as_ptr().wrapping_add(child as usize);
-        prefetch_lines::<{ size_of::<WideNode>().div_ceil(64) }>(node.cast());
+        prefetch_lines::<{ size_of::<ExactNode>().div_ceil(64) }>(node.cast());
     } else {
         let block = wide.blocks.as_ptr().wrapping_add(child as usize);
         prefetch_lines::<{ size_of::<LeafBlock>().div_ceil(64) }>(block.cast());
