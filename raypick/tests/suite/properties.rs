@@ -329,13 +329,17 @@ proptest! {
         let entered = RayBoxes::new(&ray, &frame).enter(&child, f32::INFINITY);
         prop_assert!(entered.is_some_and(|e| e <= hit.t), "box entered at {:?}, t {}", entered, hit.t);
         // Clamping only removes rounding error: never farther from the exact t than the
-        // kernel's own t, beyond the rounding of the box's slab distances.
+        // kernel's own t, beyond the rounding of the box's slab distances, wherever the
+        // exact ray hits the triangle (so the exact t lies in its box's interval). A
+        // grazing ray that exact arithmetic takes past the triangle can be accepted by
+        // the fast test; its plane point then lies outside the box, and the clamp
+        // keeps t in the box, away from it.
         let (raw, ..) = candidate(test(&frame, vertices, tri.edge_norm, mode), &frame, Cull::None);
         let raw = (raw * frame.t_scale) as f64;
-        let (exact, _) = exact_t(&ray, triangle).expect("an accepted hit has a plane");
+        let (exact, inside) = exact_t(&ray, triangle).expect("an accepted hit has a plane");
         let slab_rounding = 4.0 * EPS * (hit.t as f64).abs();
         prop_assert!(
-            (hit.t as f64 - exact).abs() <= (raw - exact).abs() + slab_rounding,
+            !inside || (hit.t as f64 - exact).abs() <= (raw - exact).abs() + slab_rounding,
             "t {} raw {} exact {}", hit.t, raw, exact
         );
     }
