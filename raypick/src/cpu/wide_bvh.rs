@@ -214,7 +214,8 @@ pub struct ExactNode {
 const _: () = assert!(size_of::<ExactNode>() == 256);
 
 impl ExactNode {
-    /// The node `node` of a collapsed tree, with its boxes from `exact`.
+    /// The node `node` of a collapsed tree: its exact boxes in `exact` where it
+    /// keeps them, else its decoded ones.
     fn new(node: &WideNode, exact: &[ExactBoxes]) -> Self {
         Self {
             boxes: decoded_boxes(node, exact),
@@ -235,7 +236,7 @@ pub struct WideBvh {
     pub(crate) mesh_triangles: usize,
     /// The binary tree it was collapsed from, kept only by [`WideBvh::refittable`].
     pub(crate) binary: Option<std::sync::Arc<Bvh>>,
-    /// Per axis, a bound on the size of every plane a ray's slab test can meet and
+    /// Per axis, a bound on the size of every plane a ray's slab test can meet
     /// ([`plane_reach`]); infinite or NaN when some plane is.
     pub(crate) reach: [f32; 3],
 }
