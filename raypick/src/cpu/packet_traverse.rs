@@ -2,7 +2,7 @@
 //! [`PACKET`] rays that share an origin and a direction octant (a camera's
 //! neighbouring pixels) visit the tree together.
 //!
-//! A node's box codes are fetched and converted once for the whole packet; then each
+//! A node's planes are fetched once for the whole packet; then each
 //! child box is tested against every ray at once, the rays across the vector lanes,
 //! each ray with its own bound and with the operations [`super::wide_traverse`]
 //! uses for a lone ray ([`PacketSlabs`]), so it enters the same boxes at the same

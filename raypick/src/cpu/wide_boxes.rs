@@ -91,10 +91,10 @@ const FOLDED_LIMIT: f32 = 1e30;
 
 /// One ray's folded-test factors (`1 / dir`) and terms (the offsets) in every
 /// lane, per axis: the same at every node, so a lone ray works them out once
-/// ([`Slabs::exact_terms`]) and tests each plane with one multiply-add (a packet
+/// ([`Slabs::terms`]) and tests each plane with one multiply-add (a packet
 /// keeps them as rows for all its rays, [`PacketSlabs`]).
 #[derive(Clone, Copy)]
-pub(super) struct ExactTerms<L: Lanes8> {
+pub(super) struct RayTerms<L: Lanes8> {
     inv: [L::V; 3],
     near: [L::V; 3],
     far: [L::V; 3],
@@ -166,10 +166,10 @@ impl<L: Lanes8> Slabs<L> {
         &self.rows
     }
 
-    /// This ray's [`ExactTerms`].
+    /// This ray's [`RayTerms`].
     #[inline(always)]
-    pub(super) fn exact_terms(&self) -> ExactTerms<L> {
-        ExactTerms {
+    pub(super) fn terms(&self) -> RayTerms<L> {
+        RayTerms {
             inv: splat3::<L>(self.inv_dir),
             near: splat3::<L>(self.near_offset),
             far: splat3::<L>(self.far_offset),
@@ -179,7 +179,7 @@ impl<L: Lanes8> Slabs<L> {
     /// The children among `occupied` (bit per lane) whose `planes` the ray enters
     /// before `bound` (in the caller's units), as a lane mask, and every lane's entry
     /// distance (in the caller's units); `terms` are this ray's
-    /// ([`Slabs::exact_terms`]).
+    /// ([`Slabs::terms`]).
     ///
     /// Every child that the plain test ([`Slabs::enter_plain`], the arithmetic of
     /// every other traversal) enters is entered, so the answers are the same; the
@@ -191,7 +191,7 @@ impl<L: Lanes8> Slabs<L> {
         planes: &Planes<L>,
         bound: f32,
         occupied: u32,
-        terms: &ExactTerms<L>,
+        terms: &RayTerms<L>,
     ) -> (u32, [f32; WIDTH]) {
         let limit = if bound < self.tmax { bound } else { self.tmax } * self.to_frame;
         let (entered, near) = if self.folded {
@@ -215,7 +215,7 @@ impl<L: Lanes8> Slabs<L> {
     /// The folded, padded distances to the near and far planes of every lane on
     /// `axis` ([`Slabs::enter_folded`]): one multiply-add each.
     #[inline(always)]
-    fn folded_slab(&self, planes: &Planes<L>, axis: usize, terms: &ExactTerms<L>) -> (L::V, L::V) {
+    fn folded_slab(&self, planes: &Planes<L>, axis: usize, terms: &RayTerms<L>) -> (L::V, L::V) {
         let inv = terms.inv[axis];
         (
             L::mul_add(planes.near[axis], inv, terms.near[axis]),
@@ -255,7 +255,7 @@ impl<L: Lanes8> Slabs<L> {
     /// test's padded one. The padded `tmin` and limit are padded as the plain test
     /// pads them.
     #[inline(always)]
-    fn enter_folded(&self, planes: &Planes<L>, limit: f32, terms: &ExactTerms<L>) -> (u32, L::V) {
+    fn enter_folded(&self, planes: &Planes<L>, limit: f32, terms: &RayTerms<L>) -> (u32, L::V) {
         let (nx, fx) = self.folded_slab(planes, 0, terms);
         let (ny, fy) = self.folded_slab(planes, 1, terms);
         let (nz, fz) = self.folded_slab(planes, 2, terms);
@@ -507,7 +507,7 @@ mod tests {
                 continue;
             }
             folded_rays += 1;
-            let terms = slabs.exact_terms();
+            let terms = slabs.terms();
             for node in &wide.nodes {
                 let planes = Planes::<L>::of(node, slabs.rows());
                 for limit in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
@@ -579,7 +579,7 @@ mod tests {
                 let alone: Vec<(u32, [f32; WIDTH])> = (0..PACKET_RAYS)
                     .map(|r| {
                         let planes = Planes::<L>::of(node, slabs[r].rows());
-                        slabs[r].enter(&planes, bounds[r], used, &slabs[r].exact_terms())
+                        slabs[r].enter(&planes, bounds[r], used, &slabs[r].terms())
                     })
                     .collect();
                 // Some rays of the packet may have left it: they enter nothing.

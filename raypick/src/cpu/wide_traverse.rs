@@ -26,7 +26,7 @@ use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::vector::Lanes8;
 use super::watertight::watertight_block;
-use super::wide_boxes::{ExactTerms, Planes, Slabs};
+use super::wide_boxes::{RayTerms, Planes, Slabs};
 use super::wide_bvh::{ExactNode, LeafBlock, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
 use crate::options::{Cull, Mode};
@@ -72,7 +72,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     }
     let boxes = BoxFrame::new(ray);
     let slabs = Slabs::<L>::new(wide, ray, &boxes);
-    let terms = slabs.exact_terms();
+    let terms = slabs.terms();
     // The triangle tests' part of the frame is made at the first leaf, so that a
     // ray that reaches none (a pick past the mesh, a ray through a gap) never works
     // it out.
@@ -127,7 +127,7 @@ impl Pushed<'_> {
         wide: &WideBvh,
         top: Pending,
         slabs: &Slabs<L>,
-        terms: &ExactTerms<L>,
+        terms: &RayTerms<L>,
         bound: f32,
         tally: &mut impl Tally,
     ) -> Option<Pending> {
