@@ -248,7 +248,8 @@ impl WideBvh {
     /// contiguous), so blocks are full and nodes few.
     pub fn from_bvh(bvh: &Bvh) -> Self {
         let tree = Collapse::into_blocks(bvh).tree(bvh.triangles().len());
-        let nodes: Vec<ExactNode> = tree.nodes.iter().map(|node| ExactNode::new(node, &tree.exact)).collect();
+        let mut nodes: Vec<ExactNode> = crate::bvh::memory::with_capacity(tree.nodes.len());
+        nodes.par_extend(tree.nodes.par_iter().map(|node| ExactNode::new(node, &tree.exact)));
         WideBvh {
             reach: plane_reach(&nodes),
             nodes,
@@ -398,7 +399,7 @@ impl<'a> Collapse<'a> {
     /// The collapsed tree, its buffers sized for `triangles` triangles in leaf
     /// blocks (0 for [`Leaves::Ranges`], which makes none).
     pub(super) fn tree(&self, triangles: usize) -> Tree {
-        let mut tree = Tree::with_capacity(triangles);
+        let mut tree = Tree::with_capacity(triangles, self.exact);
         if !self.nodes.is_empty() {
             self.collapse(&mut tree, self.children(0));
         }
@@ -513,7 +514,7 @@ impl<'a> Collapse<'a> {
             .par_iter()
             .map(|slot| {
                 let triangles = triangles(slot)?;
-                let mut subtree = Tree::with_capacity(triangles);
+                let mut subtree = Tree::with_capacity(triangles, self.exact);
                 self.collapse(&mut subtree, self.children(slot.index));
                 Some(subtree)
             })
@@ -586,12 +587,15 @@ impl Slots {
 
 impl Tree {
     /// An empty tree with room for `triangles` triangles in typical leaves (some
-    /// five triangles to a block, seven blocks to a node), so that it seldom grows.
-    fn with_capacity(triangles: usize) -> Self {
+    /// five triangles to a block, seven blocks to a node), and for every node's
+    /// exact boxes when the collapse keeps them all (`exact`), so that it seldom
+    /// grows.
+    fn with_capacity(triangles: usize, exact: bool) -> Self {
         let blocks = triangles / 5 + 1;
+        let nodes = blocks / 7 + 1;
         Self {
-            nodes: Vec::with_capacity(blocks / 7 + 1),
-            exact: Vec::new(),
+            nodes: Vec::with_capacity(nodes),
+            exact: Vec::with_capacity(if exact { nodes } else { 0 }),
             blocks: Vec::new(),
             block_ids: Vec::new(),
             block_triangles: Vec::with_capacity(blocks),
