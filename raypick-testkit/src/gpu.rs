@@ -8,14 +8,19 @@ use raypick::gpu::GpuContext;
 
 /// Whether `RAYPICK_REQUIRE_GPU=1` is set: GPU tests then fail instead of skipping.
 pub fn required() -> bool {
-    std::env::var("RAYPICK_REQUIRE_GPU").is_ok_and(|v| v == "1")
+    flag("RAYPICK_REQUIRE_GPU")
 }
 
 /// Whether `RAYPICK_REQUIRE_GL=1` is set: the OpenGL test then fails instead of
 /// skipping where no OpenGL device opens. Some drivers list an OpenGL adapter on
 /// which no device opens (NVIDIA's without a display); Mesa's opens everywhere.
 pub fn gl_required() -> bool {
-    std::env::var("RAYPICK_REQUIRE_GL").is_ok_and(|v| v == "1")
+    flag("RAYPICK_REQUIRE_GL")
+}
+
+/// Whether the environment variable `name` is set to `1`.
+fn flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1")
 }
 
 /// Panics when a GPU is required but `found` is false; otherwise says that the GPU

@@ -8,8 +8,9 @@
 
 use crate::support::{CPU_BRUTE, engines, trace_with};
 use glam::Vec3;
-use raypick::{Cull, Hit, Mesh, Mode, Ray, TraceOptions};
+use raypick::{Cull, Mesh, Mode, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
+use raypick_testkit::parity::identical;
 
 /// The powers of two tried: down to where the padding of the BVH's boxes
 /// (`f32::MIN_POSITIVE` on top of a relative margin) would stop scaling exactly,
@@ -30,10 +31,6 @@ fn scaled_rays(rays: &[Ray], scale: f32) -> Vec<Ray> {
             ..*ray
         })
         .collect()
-}
-
-fn bits(hit: &Hit) -> [u32; 4] {
-    [hit.t.to_bits(), hit.u.to_bits(), hit.v.to_bits(), hit.prim]
 }
 
 fn scenes(rng: &mut Rng) -> Vec<(&'static str, Mesh)> {
@@ -61,10 +58,7 @@ fn scaling_by_powers_of_two_changes_no_answer() {
             for cull in [Cull::None, Cull::Back] {
                 let options = TraceOptions::default().with_mode(mode).with_cull(cull);
                 let reference = trace_with(CPU_BRUTE, &mesh, &rays, &options);
-                let hits = reference
-                    .iter()
-                    .filter(|h| h.prim != Hit::MISS.prim)
-                    .count();
+                let hits = reference.iter().filter(|h| h.is_hit()).count();
                 assert!(hits > rays.len() / 5, "{name}: only {hits} hits to compare");
                 for exponent in SCALES {
                     let scale = 2f32.powi(exponent);
@@ -73,7 +67,7 @@ fn scaling_by_powers_of_two_changes_no_answer() {
                         let got = trace_with(engine, &mesh, &rays, &options);
                         compared += got.len();
                         let differ: Vec<usize> = (0..got.len())
-                            .filter(|&i| bits(&got[i]) != bits(&reference[i]))
+                            .filter(|&i| !identical(&got[i], &reference[i]))
                             .collect();
                         if let Some(&i) = differ.first() {
                             failures.push(format!(
