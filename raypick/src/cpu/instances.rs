@@ -4,6 +4,7 @@
 //! below it.
 
 use super::instance_traverse::{InstanceVisit, instance_ray, merge, traverse};
+use super::ray_order::Incoherent;
 use crate::options::{Cull, Mode};
 use crate::cpu::CpuBackend;
 use crate::cpu::simd::simd_dispatch;
@@ -176,7 +177,8 @@ impl CpuBackend {
         task: impl Fn(&[Ray], &mut [T]) + Send + Sync,
     ) -> Vec<T> {
         let mut out = vec![fill; rays.len()];
-        self.in_tracing_order(|| scene.world_bounds(), rays, &mut out, 1, fill, task);
+        let bounds = || scene.world_bounds();
+        self.in_tracing_order(bounds, Incoherent::Sorted, rays, &mut out, 1, fill, task);
         out
     }
 }

@@ -20,6 +20,7 @@ pub mod instance_ray_query;
 pub mod instance_traverse;
 mod instances;
 pub mod intersect;
+mod interleaved_walks;
 pub mod moller_trumbore;
 mod packet_traverse;
 pub mod query;
@@ -55,12 +56,26 @@ use crate::options::{Accel, TraceOptions};
 use crate::prepare::pack_mesh;
 use crate::types::{Hit, Ray};
 use brute_force::TriangleBlocks;
-use ray_order::{RayOrder, Scatter};
+use ray_order::{Incoherent, RayOrder, Scatter};
 use wide_bvh::WideBvh;
 
-/// Rays handed to one rayon task: big enough to amortise scheduling, small enough to
-/// balance load across threads.
+/// Rays handed to one rayon task at least: big enough to amortise scheduling. A
+/// batch of one task runs on the calling thread ([`CpuBackend::runs_here`]).
 const RAYS_PER_TASK: usize = 64;
+
+/// Rays handed to one rayon task at most ([`rays_per_task`]).
+const MAX_RAYS_PER_TASK: usize = 1024;
+
+/// Rays per task for a batch of `rays` on the current pool: eight tasks per
+/// thread, so that threads that finish early take work from the others, but no
+/// fewer than [`RAYS_PER_TASK`] and no more than [`MAX_RAYS_PER_TASK`] (large
+/// tasks start and finish their interleaved walks (module `interleaved_walks`)
+/// less often), in whole multiples of [`RAYS_PER_TASK`], so that every task
+/// starts at a whole packet.
+fn rays_per_task(rays: usize) -> usize {
+    let even = rays / (8 * rayon::current_num_threads());
+    even.clamp(RAYS_PER_TASK, MAX_RAYS_PER_TASK) / RAYS_PER_TASK * RAYS_PER_TASK
+}
 
 /// A mesh prepared for the CPU backend.
 #[derive(Clone, Debug)]
@@ -178,7 +193,8 @@ impl CpuBackend {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         let (cull, mode) = (options.cull, options.mode);
         let bounds = || mesh.ray_order_bounds();
-        self.in_tracing_order(bounds, rays, hits, 1, Hit::MISS, |rays, hits| match mesh {
+        let incoherent = Incoherent::AsGiven;
+        self.in_tracing_order(bounds, incoherent, rays, hits, 1, Hit::MISS, |rays, hits| match mesh {
             CpuMesh::Brute(blocks) => brute_force::trace_rays(blocks, rays, hits, cull, mode),
             CpuMesh::Bvh(bvh) => wide_traverse::trace_rays(bvh, rays, hits, cull, mode),
         })
@@ -205,6 +221,7 @@ impl CpuBackend {
         let (cull, mode) = (options.cull, options.mode);
         self.in_tracing_order(
             || mesh.ray_order_bounds(),
+            Incoherent::AsGiven,
             rays,
             occluded,
             1,
@@ -250,7 +267,7 @@ impl CpuBackend {
             .zip(slots.chunks_mut(ray_order::WINDOW * max_hits))
             .zip(states.chunks_mut(ray_order::WINDOW));
         for ((rays, slots), states) in windows {
-            self.install(|| match RayOrder::for_batch(rays, bounds) {
+            self.install(|| match RayOrder::for_batch(rays, bounds, Incoherent::Sorted) {
                 None => collect(rays, slots, states),
                 Some(order) => {
                     let (slots, states) = (
@@ -272,14 +289,17 @@ impl CpuBackend {
     }
 
     /// Runs `task` over `rays` and `out` (`per_ray` values per ray, every one of
-    /// which `task` writes) in tasks of [`RAYS_PER_TASK`] rays on the pool, window by
+    /// which `task` writes) in tasks on the pool ([`rays_per_task`]), window by
     /// window ([`ray_order::WINDOW`] rays), each window in the order [`RayOrder`]
-    /// picks for it against the mesh box `bounds` gives (`None`: as given), each
-    /// task's answers starting as `fill`. A batch of one task runs on the calling thread
-    /// instead ([`CpuBackend::runs_here`]), without asking for the box.
+    /// picks for it against the mesh box `bounds` gives (`None`: as given), with
+    /// incoherent windows as `incoherent` says, each task's answers starting as
+    /// `fill`. A batch of one task runs on the calling thread instead
+    /// ([`CpuBackend::runs_here`]), without asking for the box.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn in_tracing_order<T: Copy + Send + Sync>(
         &self,
         bounds: impl FnOnce() -> Option<(glam::Vec3, glam::Vec3)>,
+        incoherent: Incoherent,
         rays: &[Ray],
         out: &mut [T],
         per_ray: usize,
@@ -290,20 +310,20 @@ impl CpuBackend {
             return task(rays, out);
         }
         let bounds = bounds();
-        let trace = |rays: &[Ray], out: &mut [T]| {
-            rays.par_chunks(RAYS_PER_TASK)
-                .zip(out.par_chunks_mut(RAYS_PER_TASK * per_ray))
+        let trace = |rays: &[Ray], out: &mut [T], per_task: usize| {
+            rays.par_chunks(per_task)
+                .zip(out.par_chunks_mut(per_task * per_ray))
                 .for_each(|(rays, out)| task(rays, out))
         };
         let windows = rays
             .chunks(ray_order::WINDOW)
             .zip(out.chunks_mut(ray_order::WINDOW * per_ray));
         for (rays, out) in windows {
-            self.install(|| match RayOrder::for_batch(rays, bounds) {
-                None => trace(rays, out),
+            self.install(|| match RayOrder::for_batch(rays, bounds, incoherent) {
+                None => trace(rays, out, rays_per_task(rays.len())),
                 Some(order) => {
                     let out = Scatter::new(out, per_ray, &order);
-                    order.for_each_task(rays, RAYS_PER_TASK, |rays, places| {
+                    order.for_each_task(rays, rays_per_task(rays.len()), |rays, places| {
                         let mut traced = vec![fill; rays.len() * per_ray];
                         task(rays, &mut traced);
                         out.write(places, &traced);

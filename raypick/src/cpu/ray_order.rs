@@ -7,7 +7,8 @@
 //! Batches that are already coherent (camera rays, whose neighbours start at one
 //! point and differ little in direction) are not sorted; when they are the rows of
 //! an image, they are traced in square tiles, one packet each, rather than in
-//! strips of a row. Small batches are traced as given.
+//! strips of a row. Small batches are traced as given, and so are incoherent
+//! batches whose traversal interleaves its walks ([`Incoherent::AsGiven`]).
 //!
 //! Only the order of work changes: each ray is traced on its own, as it would be in
 //! the caller's order (a packet gives each of its rays the answer it would get
@@ -52,6 +53,19 @@ const CODE_BITS: u32 = 3 + 3 * BITS;
 /// with a table of counts of 32 KiB per thread.
 const DIGIT: u32 = 12;
 
+/// What becomes of a large batch of incoherent rays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Incoherent {
+    /// Sorted by where the rays enter the box: for traversals that take one walk
+    /// at a time, which wait on the caches less when neighbouring walks read the
+    /// same nodes.
+    Sorted,
+    /// Traced as given: for traversals that interleave their walks (module
+    /// `interleaved_walks`), which hide those waits, so that the sort would cost
+    /// more than it saves.
+    AsGiven,
+}
+
 /// The order in which a window's rays are traced.
 pub(crate) struct RayOrder {
     /// Position in the window of the `i`-th ray traced: a permutation of the
@@ -61,8 +75,13 @@ pub(crate) struct RayOrder {
 
 impl RayOrder {
     /// The order to trace `rays` (at most [`WINDOW`]) in against a mesh whose box
-    /// is `bounds`, or `None` when they are best traced as given.
-    pub(crate) fn for_batch(rays: &[Ray], bounds: Option<(Vec3, Vec3)>) -> Option<Self> {
+    /// is `bounds`, or `None` when they are best traced as given; `incoherent` says
+    /// what becomes of an incoherent batch.
+    pub(crate) fn for_batch(
+        rays: &[Ray],
+        bounds: Option<(Vec3, Vec3)>,
+        incoherent: Incoherent,
+    ) -> Option<Self> {
         debug_assert!(rays.len() <= WINDOW);
         let bounds = EntryBox::new(bounds?);
         if rays.len() < MIN_RAYS {
@@ -70,6 +89,9 @@ impl RayOrder {
         }
         if coherent(rays, &bounds) {
             return image_width(rays).map(|width| Self::tiles(rays.len(), width));
+        }
+        if incoherent == Incoherent::AsGiven {
+            return None;
         }
         let keyed: Vec<u64> = rays
             .par_iter()
@@ -426,7 +448,9 @@ mod tests {
         for (width, height) in [(256, 256), (203, 97)] {
             let rays = kit::rays(fixtures::camera_rays(BOX, width, height));
             assert_eq!(image_width(&rays), Some(width as usize));
-            let order = RayOrder::for_batch(&rays, Some(BOX)).expect("an image's rays are tiled");
+            let order = RayOrder::for_batch(&rays, Some(BOX), Incoherent::Sorted).expect("an image's rays are tiled");
+            let as_given = RayOrder::for_batch(&rays, Some(BOX), Incoherent::AsGiven);
+            assert_eq!(as_given.expect("an image's rays are tiled").order, order.order);
             let tile = |x: u32, y: u32| -> Vec<u32> {
                 (y..y + 4).flat_map(|row| (x..x + 4).map(move |col| row * width + col)).collect()
             };
@@ -457,15 +481,16 @@ mod tests {
     fn small_batches_keep_their_order() {
         let mut rng = Rng::new(4);
         let few = kit::rays(fixtures::incoherent_rays(MIN_RAYS - 1, &mut rng, BOX));
-        assert!(RayOrder::for_batch(&few, Some(BOX)).is_none());
-        assert!(RayOrder::for_batch(&few, None).is_none());
+        assert!(RayOrder::for_batch(&few, Some(BOX), Incoherent::Sorted).is_none());
+        assert!(RayOrder::for_batch(&few, None, Incoherent::Sorted).is_none());
     }
 
     #[test]
     fn incoherent_rays_are_sorted_and_answers_go_to_their_slots() {
         let mut rng = Rng::new(5);
         let rays = kit::rays(fixtures::incoherent_rays(MIN_RAYS * 2, &mut rng, BOX));
-        let order = RayOrder::for_batch(&rays, Some(BOX)).expect("incoherent rays are sorted");
+        assert!(RayOrder::for_batch(&rays, Some(BOX), Incoherent::AsGiven).is_none());
+        let order = RayOrder::for_batch(&rays, Some(BOX), Incoherent::Sorted).expect("incoherent rays are sorted");
         let entry = EntryBox::new(BOX);
         let codes: Vec<u32> = order.order.iter().map(|&i| entry_code(&rays[i as usize], &entry)).collect();
         assert!(codes.is_sorted());
@@ -499,8 +524,8 @@ mod tests {
         let mut rng = Rng::new(7);
         let rays = kit::rays(fixtures::incoherent_rays(MIN_RAYS, &mut rng, BOX));
         let (one, other) = (
-            RayOrder::for_batch(&rays, Some(BOX)).expect("incoherent rays are sorted"),
-            RayOrder::for_batch(&rays, Some(BOX)).expect("incoherent rays are sorted"),
+            RayOrder::for_batch(&rays, Some(BOX), Incoherent::Sorted).expect("incoherent rays are sorted"),
+            RayOrder::for_batch(&rays, Some(BOX), Incoherent::Sorted).expect("incoherent rays are sorted"),
         );
         let mut out = vec![0u8; rays.len()];
         let out = Scatter::new(&mut out, 1, &one);
@@ -510,9 +535,10 @@ mod tests {
     #[test]
     fn reordered_batches_answer_like_brute_force() {
         // Two windows' worth of rays would take too long here; one batch of
-        // incoherent rays, which the BVH traces in entry order, and one camera
-        // image, which it traces in tiles, must get brute force's answers (traced
-        // as given) in the caller's slots for every query.
+        // incoherent rays, which the BVH lists hits for in entry order (and traces
+        // as given, interleaved), and one camera image, which it traces in tiles,
+        // must get brute force's answers (traced as given) in the caller's slots
+        // for every query.
         use crate::cpu::{CpuBackend, CpuMesh};
         use crate::{Accel, TraceOptions};
         let mut rng = Rng::new(6);
@@ -534,7 +560,7 @@ mod tests {
         );
         let options = TraceOptions::default();
         for rays in [incoherent, camera] {
-            assert!(RayOrder::for_batch(&rays, bounds).is_some());
+            assert!(RayOrder::for_batch(&rays, bounds, Incoherent::Sorted).is_some());
             let expected = cpu.trace(&brute, &rays, &options);
             assert!(expected.iter().filter(|h| h.is_hit()).count() > rays.len() / 5);
             assert_eq!(cpu.trace(&bvh, &rays, &options), expected);

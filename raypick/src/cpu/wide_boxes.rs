@@ -37,8 +37,8 @@ impl<L: Lanes8> Planes<L> {
     pub(super) fn of(node: &ExactNode, rows: &PlaneRows) -> Self {
         let planes = node.boxes.rows();
         Self {
-            near: each_axis(|axis| L::load(&planes[rows.near[axis]])),
-            far: each_axis(|axis| L::load(&planes[rows.far[axis]])),
+            near: each_axis(|axis| L::load(&planes[rows.near[axis] as usize])),
+            far: each_axis(|axis| L::load(&planes[rows.far[axis] as usize])),
         }
     }
 }
@@ -48,8 +48,37 @@ impl<L: Lanes8> Planes<L> {
 /// is positive, the maxima where it is negative.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct PlaneRows {
-    near: [usize; 3],
-    far: [usize; 3],
+    near: [Row; 3],
+    far: [Row; 3],
+}
+
+/// One of a node's six plane rows. An enum rather than an index, so that a row
+/// kept in memory (an interleaved walk's) is known to be in range when loaded,
+/// with no check at every visit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Row {
+    MinX,
+    MinY,
+    MinZ,
+    MaxX,
+    MaxY,
+    MaxZ,
+}
+
+impl Row {
+    /// The row of the minima (`max` false) or maxima on `axis`.
+    #[inline(always)]
+    fn of(axis: usize, max: bool) -> Self {
+        match (axis, max) {
+            (0, false) => Self::MinX,
+            (1, false) => Self::MinY,
+            (_, false) => Self::MinZ,
+            (0, true) => Self::MaxX,
+            (1, true) => Self::MaxY,
+            (_, true) => Self::MaxZ,
+        }
+    }
 }
 
 impl PlaneRows {
@@ -57,11 +86,9 @@ impl PlaneRows {
     /// says.
     #[inline(always)]
     fn for_signs(negative: [bool; 3]) -> Self {
-        let near = |axis: usize| if negative[axis] { axis + 3 } else { axis };
-        let far = |axis: usize| if negative[axis] { axis } else { axis + 3 };
         Self {
-            near: each_axis(near),
-            far: each_axis(far),
+            near: each_axis(|axis| Row::of(axis, negative[axis])),
+            far: each_axis(|axis| Row::of(axis, !negative[axis])),
         }
     }
 }
@@ -410,8 +437,8 @@ impl<L: Lanes8> PacketSlabs<L> {
     pub(super) fn planes<'a>(&self, node: &'a ExactNode) -> PacketPlanes<'a> {
         let planes = node.boxes.rows();
         PacketPlanes {
-            near: each_axis(|axis| &planes[self.rows.near[axis]]),
-            far: each_axis(|axis| &planes[self.rows.far[axis]]),
+            near: each_axis(|axis| &planes[self.rows.near[axis] as usize]),
+            far: each_axis(|axis| &planes[self.rows.far[axis] as usize]),
         }
     }
 

@@ -19,6 +19,7 @@ use super::brute_force::offer_accepted;
 use super::bvh_traverse::Tally;
 use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
+use super::interleaved_walks::{INTERLEAVED, interleave};
 use super::intersect::{BoxFrame, RayFrame, is_valid_ray_on, lanes};
 use super::moller_trumbore::moller_trumbore_block;
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
@@ -38,12 +39,12 @@ const STACK: usize = MAX_DEPTH * (WIDTH - 1) + 1;
 
 /// The pending children of one ray; one per batch of rays, so that it is not
 /// initialised again for every ray (its entries are written before they are read).
-type Stack = [Pending; STACK];
+pub(super) type Stack = [Pending; STACK];
 
 /// A pending child: wide node index or first leaf block, leaf block count (0 for a
 /// node), entry distance.
 #[derive(Clone, Copy, Default)]
-struct Pending {
+pub(super) struct Pending {
     child: u32,
     blocks: u32,
     entry: f32,
@@ -51,13 +52,6 @@ struct Pending {
 
 /// Offers the hits of one ray to `collect` until it says stop, telling `tally`
 /// its work; an invalid ray ([`is_valid_ray`](crate::prepare::is_valid_ray)) has none. `stack` is scratch space.
-///
-/// One loop over the children to visit: a leaf is tested, a node's boxes are
-/// tested and its nearest entered child comes next (the others pushed), and a
-/// leaf, or a node that entered nothing, sends the walk to the nearest pending
-/// child that can still change the answer. The planes a ray meets first and last
-/// on each axis are picked by index, chosen once per ray ([`Slabs::rows`]), so a
-/// visit makes no choice on the ray's signs.
 #[inline(always)]
 fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
@@ -67,38 +61,103 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     stack: &mut Stack,
     tally: &mut impl Tally,
 ) {
-    if wide.nodes.is_empty() || !is_valid_ray_on::<L>(ray) {
-        return;
+    if let Some(mut walk) = Walk::<L>::start(wide, ray) {
+        while walk.step::<WATERTIGHT, false>(wide, cull, collect, stack, tally) {}
     }
-    let boxes = BoxFrame::new(ray);
-    let slabs = Slabs::<L>::new(wide, ray, &boxes);
-    let terms = slabs.terms();
-    // The triangle tests' part of the frame is made at the first leaf, so that a
-    // ray that reaches none (a pick past the mesh, a ray through a gap) never works
-    // it out.
-    let mut frame: Option<RayFrame> = None;
-    let mut pushed = Pushed { stack, depth: 0 };
-    let mut top = Pending {
-        child: 0,
-        blocks: 0,
-        entry: ray.tmin,
-    };
-    loop {
+}
+
+/// One ray's walk through the tree, a step at a time ([`Walk::step`]): the ray,
+/// its frames, the child it visits next and the depth of its stack of pending
+/// children (kept by the caller).
+///
+/// A step visits one child: a leaf is tested, a node's boxes are tested and its
+/// nearest entered child comes next (the others pushed), and a leaf, or a node
+/// that entered nothing, sends the walk to the nearest pending child that can
+/// still change the answer. The planes a ray meets first and last on each axis
+/// are picked by index, chosen once per ray ([`Slabs::rows`]), so a visit makes
+/// no choice on the ray's signs.
+pub(super) struct Walk<L: Lanes8> {
+    ray: Ray,
+    boxes: BoxFrame,
+    slabs: Slabs<L>,
+    /// The triangle tests' part of the frame, made at the first leaf, so that a
+    /// ray that reaches none (a pick past the mesh, a ray through a gap) never
+    /// works it out.
+    frame: Option<RayFrame>,
+    /// The child visited next.
+    top: Pending,
+    /// Pending children on the stack.
+    depth: usize,
+}
+
+impl<L: Lanes8> Walk<L> {
+    /// The walk of `ray` from the root; `None` for an empty tree or an invalid ray
+    /// (which has no hits).
+    #[inline(always)]
+    pub(super) fn start(wide: &WideBvh, ray: &Ray) -> Option<Self> {
+        if wide.nodes.is_empty() || !is_valid_ray_on::<L>(ray) {
+            return None;
+        }
+        let boxes = BoxFrame::new(ray);
+        let slabs = Slabs::<L>::new(wide, ray, &boxes);
+        Some(Self {
+            ray: *ray,
+            boxes,
+            slabs,
+            frame: None,
+            top: Pending {
+                child: 0,
+                blocks: 0,
+                entry: ray.tmin,
+            },
+            depth: 0,
+        })
+    }
+
+    /// Visits the next child, offering hits to `collect`, with `stack` (this
+    /// walk's alone) holding the pending children; `false` once the walk is over
+    /// (nothing left to visit, or `collect` said stop). With `AHEAD`, asks the
+    /// memory system for the child it visits next, which interleaved walks
+    /// ([`interleave`](super::interleaved_walks::interleave)) reach only after the
+    /// other walks' steps.
+    #[inline(always)]
+    pub(super) fn step<const WATERTIGHT: bool, const AHEAD: bool>(
+        &mut self,
+        wide: &WideBvh,
+        cull: Cull,
+        collect: &mut impl Collect,
+        stack: &mut Stack,
+        tally: &mut impl Tally,
+    ) -> bool {
+        let top = self.top;
+        let mut pushed = Pushed { stack, depth: self.depth };
         if top.blocks > 0 {
             tally.leaf_blocks(top.blocks);
-            let frame = frame.get_or_insert_with(|| RayFrame::with_boxes(ray, boxes));
+            let (ray, boxes) = (&self.ray, self.boxes);
+            let frame = self.frame.get_or_insert_with(|| RayFrame::with_boxes(ray, boxes));
             if offer_leaf::<L, WATERTIGHT>(wide, top.child, top.blocks, ray, frame, cull, collect) {
-                return;
+                return false;
             }
-        } else if let Some(next) = pushed.visit(wide, top, &slabs, &terms, collect.bound(), tally) {
+        } else if let Some(next) =
+            pushed.visit(wide, top, &self.slabs, &self.slabs.terms(), collect.bound(), tally)
+        {
             // The nearest entered child, taken without a trip through the stack: no
             // nearer hit can have been found since its box test.
-            top = next;
-            continue;
+            if AHEAD {
+                prefetch_either(wide, next.child, next.blocks);
+            }
+            self.top = next;
+            self.depth = pushed.depth;
+            return true;
         }
-        match pushed.pop(collect.bound()) {
-            Some(next) => top = next,
-            None => return,
+        let next = pushed.pop(collect.bound());
+        self.depth = pushed.depth;
+        match next {
+            Some(next) => {
+                self.top = next;
+                true
+            }
+            None => false,
         }
     }
 }
@@ -197,6 +256,18 @@ pub(super) fn prefetch(wide: &WideBvh, child: u32, blocks: u32) {
     }
 }
 
+/// [`prefetch`] with the address chosen without a branch: the next child of a
+/// walk is a leaf or a node with no pattern a branch predictor could learn.
+#[inline(always)]
+fn prefetch_either(wide: &WideBvh, child: u32, blocks: u32) {
+    let node = wide.nodes.as_ptr().wrapping_add(child as usize).cast::<i8>();
+    let block = wide.blocks.as_ptr().wrapping_add(child as usize).cast::<i8>();
+    const NODE: usize = size_of::<ExactNode>().div_ceil(64);
+    const BLOCK: usize = size_of::<LeafBlock>().div_ceil(64);
+    const LINES: usize = if NODE > BLOCK { NODE } else { BLOCK };
+    prefetch_lines::<LINES>(std::hint::select_unpredictable(blocks == 0, node, block));
+}
+
 /// Asks the memory system for the ids of a leaf's first block as its test begins:
 /// they sit apart from the triangles, and the accepted hits that read them would
 /// otherwise wait on a load of their own after the test.
@@ -252,29 +323,15 @@ pub(super) fn offer_leaf<L: Lanes8, const WATERTIGHT: bool>(
     false
 }
 
-/// Nearest hit of one ray (`Hit::MISS` for an invalid one), telling `tally` the
-/// work.
-#[inline(always)]
-fn trace_ray<L: Lanes8, const WATERTIGHT: bool>(
-    wide: &WideBvh,
-    ray: &Ray,
-    cull: Cull,
-    stack: &mut Stack,
-    tally: &mut impl Tally,
-) -> Hit {
-    let mut closest = Closest::default();
-    traverse::<L, WATERTIGHT>(wide, ray, cull, &mut closest, stack, tally);
-    closest.0
-}
-
-/// Scratch space of the lone-ray traversal: made once for many rays (and kept by
-/// each thread between calls, [`RayStack::take`]), so that a call that traces a few
-/// rays (a pick) does not spend its time filling a new one.
-pub(crate) struct RayStack(Stack);
+/// Scratch space of the traversal: a stack per walk that a thread takes at once
+/// ([`INTERLEAVED`]; a lone walk takes the first), made once for many rays (and
+/// kept by each thread between calls, [`RayStack::take`]), so that a call that
+/// traces a few rays (a pick) does not spend its time filling a new one.
+pub(crate) struct RayStack([Stack; INTERLEAVED]);
 
 impl Default for RayStack {
     fn default() -> Self {
-        Self([Pending::default(); STACK])
+        Self([[Pending::default(); STACK]; INTERLEAVED])
     }
 }
 
@@ -293,6 +350,12 @@ impl RayStack {
     #[inline(always)]
     pub(crate) fn take() -> Box<RayStack> {
         THREAD_STACK.take().unwrap_or_default()
+    }
+
+    /// The stack of a lone walk.
+    #[inline(always)]
+    fn lone(&mut self) -> &mut Stack {
+        &mut self.0[0]
     }
 
     /// Keeps `stack` for this thread's next call.
@@ -343,9 +406,9 @@ fn traverse_in<L: Lanes8>(
     tally: &mut impl Tally,
 ) {
     if mode == Mode::Watertight {
-        traverse::<L, true>(wide, ray, cull, collect, &mut stack.0, tally);
+        traverse::<L, true>(wide, ray, cull, collect, stack.lone(), tally);
     } else {
-        traverse::<L, false>(wide, ray, cull, collect, &mut stack.0, tally);
+        traverse::<L, false>(wide, ray, cull, collect, stack.lone(), tally);
     }
 }
 
@@ -373,22 +436,27 @@ fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
 ) {
     let mut stack = RayStack::take();
     let mut packet_stack = PacketStack::default();
-    for (rays, hits) in rays.chunks(PACKET).zip(hits.chunks_mut(PACKET)) {
-        if let (Ok(group), Ok(out)) = (
-            <&[Ray; PACKET]>::try_from(rays),
-            <&mut [Hit; PACKET]>::try_from(&mut *hits),
-        ) && coherent::<L>(group)
+    // Packets first; the rays of the groups that are not one are traced after,
+    // interleaved.
+    let mut lone = Vec::new();
+    for (start, group) in (0..).step_by(PACKET).zip(rays.chunks(PACKET)) {
+        if let Ok(group) = <&[Ray; PACKET]>::try_from(group)
+            && coherent::<L>(group)
         {
             let mut closest = std::array::from_fn(|_| Closest::default());
             if trace_packet::<L, WATERTIGHT>(wide, group, cull, &mut closest, &mut packet_stack) {
-                *out = closest.map(|c| c.0);
+                for (hit, closest) in hits[start..].iter_mut().zip(closest) {
+                    *hit = closest.0;
+                }
                 continue;
             }
         }
-        for (ray, hit) in rays.iter().zip(hits) {
-            *hit = trace_ray::<L, WATERTIGHT>(wide, ray, cull, &mut stack.0, &mut ());
-        }
+        lone.push(start);
     }
+    let slots = lone.into_iter().flat_map(|start| start..(start + PACKET).min(rays.len()));
+    interleave::<L, WATERTIGHT, Closest>(wide, rays, slots, cull, &mut stack.0, |slot, closest| {
+        hits[slot] = closest.0;
+    });
     stack.keep();
 }
 
@@ -452,11 +520,9 @@ fn occluded_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     cull: Cull,
 ) {
     let mut stack = RayStack::take();
-    for (ray, out) in rays.iter().zip(occluded) {
-        let mut any = AnyHit::default();
-        traverse::<L, WATERTIGHT>(wide, ray, cull, &mut any, &mut stack.0, &mut ());
-        *out = any.0;
-    }
+    interleave::<L, WATERTIGHT, AnyHit>(wide, rays, 0..rays.len(), cull, &mut stack.0, |slot, any| {
+        occluded[slot] = any.0;
+    });
     stack.keep();
 }
 
@@ -493,7 +559,7 @@ fn collect_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     let mut stack = RayStack::take();
     for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
         let mut list = HitList::new(slots, 0);
-        traverse::<L, WATERTIGHT>(wide, ray, cull, &mut list, &mut stack.0, &mut ());
+        traverse::<L, WATERTIGHT>(wide, ray, cull, &mut list, stack.lone(), &mut ());
         *state = list.state();
     }
     stack.keep();
@@ -682,6 +748,39 @@ mod tests {
                 counts.blocks >= counts.leaves && counts.leaves > valid / 2,
                 "{counts:?}"
             );
+        }
+    }
+
+    /// Interleaved walks (batches) answer as lone walks, ray by ray, bit for bit:
+    /// nearest hits and occlusion, both tests and culls, on camera, random and
+    /// adversarial rays (every eighth invalid), in batches that fill the lanes many
+    /// times over and in batches that fill only some of them.
+    #[test]
+    fn interleaved_walks_answer_as_lone_walks() {
+        let (wide, rays) = scene_and_rays(9);
+        let mut stack = RayStack::default();
+        for mode in [Mode::Fast, Mode::Watertight] {
+            for cull in [Cull::None, Cull::Back] {
+                let lone: Vec<Hit> = rays
+                    .iter()
+                    .map(|ray| trace_one::<Portable>(&wide, ray, cull, mode, &mut stack))
+                    .collect();
+                let lone_occluded: Vec<bool> = rays
+                    .iter()
+                    .map(|ray| occluded_one::<Portable>(&wide, ray, cull, mode, &mut stack))
+                    .collect();
+                assert!(lone.iter().any(Hit::is_hit) && lone_occluded.contains(&false));
+                for size in [rays.len(), PACKET + 3, INTERLEAVED - 3] {
+                    for (at, rays) in (0..).step_by(size).zip(rays.chunks(size)) {
+                        let mut hits = vec![Hit::MISS; rays.len()];
+                        trace_rays_by::<Portable>(&wide, rays, &mut hits, cull, mode);
+                        assert_eq!(hits, lone[at..at + rays.len()], "cull {cull}, mode {mode}");
+                        let mut occluded = vec![false; rays.len()];
+                        occluded_rays_by::<Portable>(&wide, rays, &mut occluded, cull, mode);
+                        assert_eq!(occluded, lone_occluded[at..at + rays.len()]);
+                    }
+                }
+            }
         }
     }
 
