@@ -42,6 +42,8 @@ pub(super) fn interleave<L: Lanes8, const WATERTIGHT: bool, C: Collect + Default
     stacks: &mut [Stack; INTERLEAVED],
     mut answer: impl FnMut(usize, C),
 ) {
+    // The steps go through a function, not a closure: a closure may be compiled
+    // apart from the dispatched caller, without its vector unit.
     let mut lanes: [Option<Lane<L, C>>; INTERLEAVED] = [const { None }; INTERLEAVED];
     let mut next = 0;
     for slot in slots {
