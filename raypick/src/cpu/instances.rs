@@ -178,7 +178,7 @@ impl CpuBackend {
     ) -> Vec<T> {
         let mut out = vec![fill; rays.len()];
         let bounds = || scene.world_bounds();
-        self.in_tracing_order(bounds, Incoherent::Sorted, rays, &mut out, 1, fill, task);
+        self.in_tracing_order(bounds, Incoherent::Sorted, rays, &mut out, fill, task);
         out
     }
 }

@@ -77,13 +77,13 @@ fn step<L: Lanes8, const WATERTIGHT: bool, C: Collect + Default>(
     stack: &mut Stack,
     answer: &mut impl FnMut(usize, C),
 ) -> bool {
-    let Some(walk) = lane else {
+    let Some(busy) = lane else {
         return true;
     };
-    if walk.walk.step::<WATERTIGHT, true>(wide, cull, &mut walk.collect, stack, &mut ()) {
+    if busy.walk.step::<WATERTIGHT, true>(wide, cull, &mut busy.collect, stack, &mut ()) {
         return false;
     }
-    answer(walk.slot, std::mem::take(&mut walk.collect));
+    answer(busy.slot, std::mem::take(&mut busy.collect));
     *lane = None;
     true
 }

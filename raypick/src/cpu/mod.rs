@@ -194,7 +194,7 @@ impl CpuBackend {
         let (cull, mode) = (options.cull, options.mode);
         let bounds = || mesh.ray_order_bounds();
         let incoherent = Incoherent::AsGiven;
-        self.in_tracing_order(bounds, incoherent, rays, hits, 1, Hit::MISS, |rays, hits| match mesh {
+        self.in_tracing_order(bounds, incoherent, rays, hits, Hit::MISS, |rays, hits| match mesh {
             CpuMesh::Brute(blocks) => brute_force::trace_rays(blocks, rays, hits, cull, mode),
             CpuMesh::Bvh(bvh) => wide_traverse::trace_rays(bvh, rays, hits, cull, mode),
         })
@@ -224,7 +224,6 @@ impl CpuBackend {
             Incoherent::AsGiven,
             rays,
             occluded,
-            1,
             false,
             |rays, out| match mesh {
                 CpuMesh::Brute(blocks) => brute_force::occluded_rays(blocks, rays, out, cull, mode),
@@ -288,21 +287,19 @@ impl CpuBackend {
         Ok(all)
     }
 
-    /// Runs `task` over `rays` and `out` (`per_ray` values per ray, every one of
-    /// which `task` writes) in tasks on the pool ([`rays_per_task`]), window by
+    /// Runs `task` over `rays` and `out` (one value per ray, every one of which
+    /// `task` writes) in tasks on the pool ([`rays_per_task`]), window by
     /// window ([`ray_order::WINDOW`] rays), each window in the order [`RayOrder`]
     /// picks for it against the mesh box `bounds` gives (`None`: as given), with
     /// incoherent windows as `incoherent` says, each task's answers starting as
     /// `fill`. A batch of one task runs on the calling thread instead
     /// ([`CpuBackend::runs_here`]), without asking for the box.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn in_tracing_order<T: Copy + Send + Sync>(
         &self,
         bounds: impl FnOnce() -> Option<(glam::Vec3, glam::Vec3)>,
         incoherent: Incoherent,
         rays: &[Ray],
         out: &mut [T],
-        per_ray: usize,
         fill: T,
         task: impl Fn(&[Ray], &mut [T]) + Send + Sync,
     ) {
@@ -310,24 +307,23 @@ impl CpuBackend {
             return task(rays, out);
         }
         let bounds = bounds();
-        let trace = |rays: &[Ray], out: &mut [T], per_task: usize| {
-            rays.par_chunks(per_task)
-                .zip(out.par_chunks_mut(per_task * per_ray))
-                .for_each(|(rays, out)| task(rays, out))
-        };
-        let windows = rays
-            .chunks(ray_order::WINDOW)
-            .zip(out.chunks_mut(ray_order::WINDOW * per_ray));
+        let windows = rays.chunks(ray_order::WINDOW).zip(out.chunks_mut(ray_order::WINDOW));
         for (rays, out) in windows {
-            self.install(|| match RayOrder::for_batch(rays, bounds, incoherent) {
-                None => trace(rays, out, rays_per_task(rays.len())),
-                Some(order) => {
-                    let out = Scatter::new(out, per_ray, &order);
-                    order.for_each_task(rays, rays_per_task(rays.len()), |rays, places| {
-                        let mut traced = vec![fill; rays.len() * per_ray];
-                        task(rays, &mut traced);
-                        out.write(places, &traced);
-                    });
+            self.install(|| {
+                let per_task = rays_per_task(rays.len());
+                match RayOrder::for_batch(rays, bounds, incoherent) {
+                    None => rays
+                        .par_chunks(per_task)
+                        .zip(out.par_chunks_mut(per_task))
+                        .for_each(|(rays, out)| task(rays, out)),
+                    Some(order) => {
+                        let out = Scatter::new(out, 1, &order);
+                        order.for_each_task(rays, per_task, |rays, places| {
+                            let mut traced = vec![fill; rays.len()];
+                            task(rays, &mut traced);
+                            out.write(places, &traced);
+                        });
+                    }
                 }
             });
         }

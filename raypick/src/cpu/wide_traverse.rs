@@ -130,7 +130,7 @@ impl<L: Lanes8> Walk<L> {
         tally: &mut impl Tally,
     ) -> bool {
         let top = self.top;
-        let mut pushed = Pushed { stack, depth: self.depth };
+        let mut pushed = Pushed { stack, depth: &mut self.depth };
         if top.blocks > 0 {
             tally.leaf_blocks(top.blocks);
             let (ray, boxes) = (&self.ray, self.boxes);
@@ -147,12 +147,9 @@ impl<L: Lanes8> Walk<L> {
                 prefetch_either(wide, next.child, next.blocks);
             }
             self.top = next;
-            self.depth = pushed.depth;
             return true;
         }
-        let next = pushed.pop(collect.bound());
-        self.depth = pushed.depth;
-        match next {
+        match pushed.pop(collect.bound()) {
             Some(next) => {
                 self.top = next;
                 true
@@ -166,7 +163,7 @@ impl<L: Lanes8> Walk<L> {
 /// bottom of each node's run.
 struct Pushed<'a> {
     stack: &'a mut Stack,
-    depth: usize,
+    depth: &'a mut usize,
 }
 
 impl Pushed<'_> {
@@ -174,7 +171,7 @@ impl Pushed<'_> {
     /// (the others on the way are dropped); `None` when none is left.
     #[inline(always)]
     fn pop(&mut self, bound: f32) -> Option<Pending> {
-        pop_pending(self.stack, &mut self.depth, bound, |p| p.entry)
+        pop_pending(self.stack, self.depth, bound, |p| p.entry)
     }
 
     /// Tests the ray (`slabs`, `terms`) against the boxes of node `top` up to `bound`:
@@ -219,7 +216,7 @@ impl Pushed<'_> {
             std::mem::swap(&mut farther, &mut nearest);
         }
         prefetch(wide, farther.child, farther.blocks);
-        let (stack, mut depth) = (&mut *self.stack, self.depth);
+        let (stack, mut depth) = (&mut *self.stack, *self.depth);
         let base = depth;
         stack[base] = farther;
         depth += 1;
@@ -237,7 +234,7 @@ impl Pushed<'_> {
             stack[slot] = child;
             depth += 1;
         }
-        self.depth = depth;
+        *self.depth = depth;
         Some(nearest)
     }
 }
