@@ -58,6 +58,41 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     /// pair. So every unit gives the same bits, even where `min` depends on the
     /// order of its operands (`-0.0` against `0.0`, NaN).
     fn min_lane(a: Self::V) -> f32;
+
+    /// Eight `u32` lanes: lane indices, and the children's fields they pick.
+    type U: Copy;
+    /// The lanes of `x`.
+    fn load_u32(x: &[u32; 8]) -> Self::U;
+    /// The lanes of `x`, each widened to `u32`.
+    fn load_u8(x: &[u8; 8]) -> Self::U;
+    /// The lanes as an array.
+    fn store_u32(a: Self::U) -> [u32; 8];
+    /// Lane `i` is lane `order[i]` of `a` (`order` holds lane indices, `0..8`).
+    fn permute(a: Self::V, order: Self::U) -> Self::V;
+    /// Lane `i` is lane `order[i]` of `a` (`order` holds lane indices, `0..8`).
+    fn permute_u32(a: Self::U, order: Self::U) -> Self::U;
+    /// The lanes in the order a walk pushes a node's children: by [`push_key`]
+    /// of each lane's entry distance `near` (lanes of `entered` first, from the
+    /// farthest to the nearest, then the others from lane 7 down), as lane indices.
+    /// Sorted without a branch, so no order of distances costs a mispredicted one.
+    fn push_order(near: Self::V, entered: u32) -> Self::U;
+}
+
+/// The key [`Lanes8::push_order`] sorts on, descending: for an entered lane,
+/// `near`'s bits mapped to `u32` in the order of the numbers (negative ones
+/// flipped whole, the others their sign bit set), the lowest three bits replaced
+/// by the lane (so every key differs, and entries that differ only in those bits
+/// are ordered by lane); for another lane, the lane alone, below every entered
+/// one (a number's key is at least `2^23` unless it is NaN, which no entered lane
+/// is).
+#[inline(always)]
+pub(crate) fn push_key(near: f32, lane: usize, entered: bool) -> u32 {
+    if !entered {
+        return lane as u32;
+    }
+    let bits = near.to_bits();
+    let ordered = bits ^ (((bits as i32 >> 31) as u32) | 1 << 31);
+    (ordered & !7) | lane as u32
 }
 
 /// `if a < b { a } else { b }`: [`Lanes8::min`] of one lane.
@@ -141,6 +176,35 @@ unsafe impl Lanes8 for Portable {
     fn min_lane(a: Self::V) -> f32 {
         let quad: [f32; 4] = std::array::from_fn(|i| min1(a[i], a[i + 4]));
         min1(min1(quad[0], quad[2]), min1(quad[1], quad[3]))
+    }
+
+    type U = [u32; 8];
+
+    #[inline(always)]
+    fn load_u32(x: &[u32; 8]) -> Self::U {
+        *x
+    }
+    #[inline(always)]
+    fn load_u8(x: &[u8; 8]) -> Self::U {
+        x.map(u32::from)
+    }
+    #[inline(always)]
+    fn store_u32(a: Self::U) -> [u32; 8] {
+        a
+    }
+    #[inline(always)]
+    fn permute(a: Self::V, order: Self::U) -> Self::V {
+        order.map(|lane| a[lane as usize & 7])
+    }
+    #[inline(always)]
+    fn permute_u32(a: Self::U, order: Self::U) -> Self::U {
+        order.map(|lane| a[lane as usize & 7])
+    }
+    #[inline(always)]
+    fn push_order(near: Self::V, entered: u32) -> Self::U {
+        let mut keys: [u32; 8] = std::array::from_fn(|i| push_key(near[i], i, entered >> i & 1 != 0));
+        keys.sort_unstable_by(|a, b| b.cmp(a));
+        keys.map(|key| key & 7)
     }
 }
 
@@ -247,6 +311,76 @@ mod avx2 {
                 _mm_cvtss_f32(_mm_min_ss(pair, _mm_shuffle_ps::<0b01_01_01_01>(pair, pair)))
             }
         }
+
+        type U = __m256i;
+
+        #[inline(always)]
+        fn load_u32(x: &[u32; 8]) -> Self::U {
+            // SAFETY: eight readable u32s.
+            unsafe { _mm256_loadu_si256(x.as_ptr().cast()) }
+        }
+        #[inline(always)]
+        fn load_u8(x: &[u8; 8]) -> Self::U {
+            // SAFETY: eight readable bytes.
+            unsafe { _mm256_cvtepu8_epi32(_mm_loadl_epi64(x.as_ptr().cast())) }
+        }
+        #[inline(always)]
+        fn store_u32(a: Self::U) -> [u32; 8] {
+            let mut out = [0; 8];
+            // SAFETY: room for eight u32s.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), a) };
+            out
+        }
+        #[inline(always)]
+        fn permute(a: Self::V, order: Self::U) -> Self::V {
+            unsafe { _mm256_permutevar8x32_ps(a, order) }
+        }
+        #[inline(always)]
+        fn permute_u32(a: Self::U, order: Self::U) -> Self::U {
+            unsafe { _mm256_permutevar8x32_epi32(a, order) }
+        }
+        #[inline(always)]
+        fn push_order(near: Self::V, entered: u32) -> Self::U {
+            unsafe {
+                // `push_key` lane by lane.
+                let bits = _mm256_castps_si256(near);
+                let flip = _mm256_or_si256(_mm256_srai_epi32::<31>(bits), _mm256_set1_epi32(i32::MIN));
+                let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                let keyed = _mm256_or_si256(_mm256_andnot_si256(_mm256_set1_epi32(7), _mm256_xor_si256(bits, flip)), lane);
+                let flags = lane_bits();
+                let inside = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(entered as i32), flags), flags);
+                let keys = _mm256_blendv_epi8(lane, keyed, inside);
+                _mm256_and_si256(sort_descending(keys), _mm256_set1_epi32(7))
+            }
+        }
+    }
+
+    /// `keys` sorted, largest first: the bitonic network of eight, each stage a
+    /// lane exchange and an unsigned minimum and maximum.
+    #[inline(always)]
+    unsafe fn sort_descending(keys: __m256i) -> __m256i {
+        unsafe {
+            // Partners: the neighbour (lane ^ 1), two lanes away (lane ^ 2), the
+            // other half (lane ^ 4). Shuffles, not closures, which could be
+            // compiled apart from the caller's vector unit.
+            const ONE: i32 = 0b10_11_00_01;
+            const TWO: i32 = 0b01_00_11_10;
+            let keys = exchange::<0b1001_1001>(keys, _mm256_shuffle_epi32::<ONE>(keys));
+            let keys = exchange::<0b1100_0011>(keys, _mm256_shuffle_epi32::<TWO>(keys));
+            let keys = exchange::<0b1010_0101>(keys, _mm256_shuffle_epi32::<ONE>(keys));
+            let keys = exchange::<0b0000_1111>(keys, _mm256_permute4x64_epi64::<TWO>(keys));
+            let keys = exchange::<0b0011_0011>(keys, _mm256_shuffle_epi32::<TWO>(keys));
+            exchange::<0b0101_0101>(keys, _mm256_shuffle_epi32::<ONE>(keys))
+        }
+    }
+
+    /// One stage of [`sort_descending`]: each lane keeps the larger of its key and
+    /// its partner's where `LARGER` has its bit, else the smaller.
+    #[inline(always)]
+    unsafe fn exchange<const LARGER: i32>(keys: __m256i, partners: __m256i) -> __m256i {
+        unsafe {
+            _mm256_blend_epi32::<LARGER>(_mm256_min_epu32(keys, partners), _mm256_max_epu32(keys, partners))
+        }
     }
 }
 
@@ -254,6 +388,40 @@ mod avx2 {
 mod tests {
     use super::*;
     use crate::kit::Rng;
+
+    /// The push order lists every lane once: the entered ones first, from the
+    /// farthest to the nearest (equal entries from the highest lane down, and
+    /// entries that differ only in the last three bits ordered by lane alone),
+    /// then the others from lane 7 down; negative entries in the order of the
+    /// numbers, -0.0 below 0.0.
+    #[test]
+    fn push_order_sorts_entered_lanes_farthest_first() {
+        let lanes = |order: [u32; 8]| order.map(|lane| lane as usize);
+        let near = [2.0, -1.0, 0.0, -0.0, 5.0, 2.0, 1e-30, -3.5];
+        assert_eq!(lanes(Portable::push_order(near, 0xff)), [4, 5, 0, 6, 2, 3, 1, 7]);
+        assert_eq!(lanes(Portable::push_order(near, 0b0101_0010)), [4, 6, 1, 7, 5, 3, 2, 0]);
+        assert_eq!(lanes(Portable::push_order(near, 0)), [7, 6, 5, 4, 3, 2, 1, 0]);
+        let close = [1.0, f32::from_bits(1.0f32.to_bits() + 1), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        assert_eq!(lanes(Portable::push_order(close, 0b11))[..2], [1, 0]);
+        let mut rng = Rng::new(3);
+        for _ in 0..500 {
+            let near: [f32; 8] = std::array::from_fn(|_| rng.range(-4.0, 4.0).round() * 0.5);
+            let entered = rng.next_u32() & 0xff;
+            let order = lanes(Portable::push_order(near, entered));
+            let mut seen = order;
+            seen.sort_unstable();
+            assert_eq!(seen, [0, 1, 2, 3, 4, 5, 6, 7]);
+            let count = entered.count_ones() as usize;
+            assert!(order[..count].iter().all(|&lane| entered >> lane & 1 != 0));
+            for pair in order[..count].windows(2) {
+                // `total_cmp`: the order of the numbers, -0.0 below 0.0.
+                let (a, b) = (near[pair[0]], near[pair[1]]);
+                let farther = a.total_cmp(&b).then(pair[0].cmp(&pair[1]));
+                assert!(farther.is_gt(), "{near:?} {entered:#x} {order:?}");
+            }
+            assert!(order[count..].windows(2).all(|pair| pair[0] > pair[1]));
+        }
+    }
 
     /// Every operation of [`Avx2`] gives [`Portable`]'s bits, NaNs, infinities,
     /// signed zeros and subnormals included; `mul_add` gives the fused result on
@@ -329,6 +497,17 @@ mod tests {
             let mask = masks.next_u32() & 0xff;
             let (filled, x) = (Portable::fill_outside(pa, mask, b[0]), b[0]);
             assert_eq!(bits(filled), bits(Avx2::store(Avx2::fill_outside(va, mask, x))), "{a:?} {mask:#x}");
+            let order = Portable::push_order(pa, mask);
+            assert_eq!(order, Avx2::store_u32(Avx2::push_order(va, mask)), "{a:?} {mask:#x}");
+            let index = Portable::load_u32(&order);
+            let (vindex, vb) = (Avx2::load_u32(&order), Avx2::load_u32(&b.map(f32::to_bits)));
+            assert_eq!(bits(Portable::permute(pb, index)), bits(Avx2::store(Avx2::permute(Avx2::load(&b), vindex))));
+            assert_eq!(
+                Portable::permute_u32(Portable::load_u32(&b.map(f32::to_bits)), index),
+                Avx2::store_u32(Avx2::permute_u32(vb, vindex))
+            );
+            let bytes = b.map(|x| x.to_bits() as u8);
+            assert_eq!(Portable::load_u8(&bytes), Avx2::store_u32(Avx2::load_u8(&bytes)));
             let (portable, avx2) = (Portable::min_lane(pa), Avx2::min_lane(va));
             assert_eq!(portable.to_bits(), avx2.to_bits(), "{a:?}");
             if !a.iter().any(|x| x.is_nan()) {

@@ -219,14 +219,14 @@ impl<L: Lanes8> Slabs<L> {
         bound: f32,
         occupied: u32,
         terms: &RayTerms<L>,
-    ) -> (u32, [f32; WIDTH]) {
+    ) -> (u32, L::V) {
         let limit = if bound < self.tmax { bound } else { self.tmax } * self.to_frame;
         let (entered, near) = if self.folded {
             self.enter_folded(planes, limit, terms)
         } else {
             self.enter_plain(planes, limit)
         };
-        (entered & occupied, L::store(L::mul(near, L::splat(self.t_scale))))
+        (entered & occupied, L::mul(near, L::splat(self.t_scale)))
     }
 
     /// The plain distances to the near and far planes of every lane on `axis`:
@@ -606,7 +606,8 @@ mod tests {
                 let alone: Vec<(u32, [f32; WIDTH])> = (0..PACKET_RAYS)
                     .map(|r| {
                         let planes = Planes::<L>::of(node, slabs[r].rows());
-                        slabs[r].enter(&planes, bounds[r], used, &slabs[r].terms())
+                        let (entered, near) = slabs[r].enter(&planes, bounds[r], used, &slabs[r].terms());
+                        (entered, L::store(near))
                     })
                     .collect();
                 // Some rays of the packet may have left it: they enter nothing.

@@ -17,37 +17,143 @@
 
 use super::brute_force::offer_accepted;
 use super::bvh_traverse::Tally;
-use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
 use super::interleaved_walks::{INTERLEAVED, interleave};
-use super::intersect::{BoxFrame, RayFrame, is_valid_ray_on, lanes};
+use super::intersect::{BoxFrame, RayFrame, beyond, is_valid_ray_on, lanes};
 use super::moller_trumbore::moller_trumbore_block;
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::vector::Lanes8;
 use super::watertight::watertight_block;
-use super::wide_boxes::{RayTerms, Planes, Slabs};
+use super::wide_boxes::{Planes, Slabs};
 use super::wide_bvh::{ExactNode, LeafBlock, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
 use crate::options::{Cull, Mode};
 use crate::types::{Hit, MISS, Ray};
 
-/// Pending children: at most `WIDTH - 1` per level of a tree at most `MAX_DEPTH` deep,
-/// plus the root.
-const STACK: usize = MAX_DEPTH * (WIDTH - 1) + 1;
+/// Room for one walk's pending children: at most `WIDTH - 1` per level above the
+/// node visited (a tree at most `MAX_DEPTH` deep), and the whole row of lanes a
+/// node's visit writes on top ([`Stack::push`]).
+const STACK: usize = MAX_DEPTH * (WIDTH - 1) + WIDTH;
 
-/// The pending children of one ray; one per batch of rays, so that it is not
-/// initialised again for every ray (its entries are written before they are read).
-pub(super) type Stack = [Pending; STACK];
+/// The pending children of one walk, the top at `depth - 1` (the walk keeps the
+/// depth): each one's wide node index or first leaf block, its leaf block count
+/// (0 for a node) and its entry distance. A row per field, so that a node's visit
+/// writes all its children with one vector store per field. One per walk of a
+/// batch of rays, so that it is not initialised again for every ray (its entries
+/// are written before they are read).
+pub(super) struct Stack {
+    child: [u32; STACK],
+    blocks: [u32; STACK],
+    entry: [f32; STACK],
+}
 
-/// A pending child: wide node index or first leaf block, leaf block count (0 for a
-/// node), entry distance.
-#[derive(Clone, Copy, Default)]
-pub(super) struct Pending {
-    child: u32,
-    blocks: u32,
-    entry: f32,
+impl Default for Stack {
+    fn default() -> Self {
+        Self {
+            child: [0; STACK],
+            blocks: [0; STACK],
+            entry: [0.0; STACK],
+        }
+    }
+}
+
+impl Stack {
+    /// Pushes the children of `node` that the ray enters (`entered`, bit per lane)
+    /// at their entry distances `near`, the farthest at the bottom and the nearest
+    /// on top ([`Lanes8::push_order`]): a node's lanes are written whole, in that
+    /// order, and the depth moves past the entered ones, so no branch depends on
+    /// how many were entered or in which order.
+    #[inline(always)]
+    fn push<L: Lanes8>(&mut self, depth: &mut usize, node: &ExactNode, entered: u32, near: L::V) {
+        let order = L::push_order(near, entered);
+        let at = *depth;
+        let (Some(child), Some(blocks), Some(entry)) = (
+            self.child[at..].first_chunk_mut::<WIDTH>(),
+            self.blocks[at..].first_chunk_mut::<WIDTH>(),
+            self.entry[at..].first_chunk_mut::<WIDTH>(),
+        ) else {
+            unreachable!("a walk's stack holds a row of lanes above its deepest node's pending children")
+        };
+        *child = L::store_u32(L::permute_u32(L::load_u32(&node.child), order));
+        *blocks = L::store_u32(L::permute_u32(L::load_u8(&node.blocks), order));
+        *entry = L::store(L::permute(near, order));
+        *depth = at + entered.count_ones() as usize;
+    }
+
+    /// Pushes the children of `node` that the ray enters (`entered`, bit per lane)
+    /// at their entry distances `near` but the nearest (the lowest lane among
+    /// equals), which it returns, farthest at the bottom; `None` when the ray
+    /// enters none. Branches on the count and order of the entered children,
+    /// which a lone walk waits on less than on the sort of [`Stack::push`]: one
+    /// child, the most common case, goes straight to the next visit.
+    #[inline(always)]
+    fn push_but_nearest<L: Lanes8>(
+        &mut self,
+        wide: &WideBvh,
+        depth: &mut usize,
+        node: &ExactNode,
+        entered: u32,
+        near: L::V,
+    ) -> Option<(u32, u32)> {
+        if entered == 0 {
+            return None;
+        }
+        let near = L::store(near);
+        let pending = |lane: usize| (node.child[lane], u32::from(node.blocks[lane]), near[lane]);
+        let first = pending(entered.trailing_zeros() as usize);
+        let rest = entered & (entered - 1);
+        if rest == 0 {
+            return Some((first.0, first.1));
+        }
+        // The nearest so far is kept aside, and each child pushed moves only past
+        // the children already pushed that are no farther.
+        let base = *depth;
+        let mut nearest = first;
+        for lane in lanes(rest) {
+            let mut child = pending(lane);
+            if child.2 < nearest.2 {
+                std::mem::swap(&mut child, &mut nearest);
+            }
+            prefetch(wide, child.0, child.1);
+            let mut slot = *depth;
+            while slot > base && self.entry[slot - 1] <= child.2 {
+                self.child[slot] = self.child[slot - 1];
+                self.blocks[slot] = self.blocks[slot - 1];
+                self.entry[slot] = self.entry[slot - 1];
+                slot -= 1;
+            }
+            (self.child[slot], self.blocks[slot], self.entry[slot]) = child;
+            *depth += 1;
+        }
+        Some((nearest.0, nearest.1))
+    }
+
+    /// Pops the nearest pending child that a hit at `bound` leaves worth visiting
+    /// (dropping the others on the way, [`beyond`] it): its node or first block and
+    /// its block count; `None` once none is left.
+    #[inline(always)]
+    fn pop(&self, depth: &mut usize, bound: f32) -> Option<(u32, u32)> {
+        while *depth > 0 {
+            *depth -= 1;
+            let top = *depth;
+            if !beyond(self.entry[top], bound) {
+                return Some((self.child[top], self.blocks[top]));
+            }
+        }
+        None
+    }
+
+    /// Asks the memory system for the child on top of a stack `depth` deep, which
+    /// a walk visits next but one (unless a hit drops it). The address is chosen
+    /// without a branch; an empty stack asks again for what lies at its bottom,
+    /// which costs only the asking.
+    #[inline(always)]
+    fn prefetch_top(&self, wide: &WideBvh, depth: usize) {
+        let at = depth.saturating_sub(1);
+        prefetch_either(wide, self.child[at], self.blocks[at]);
+    }
 }
 
 /// Offers the hits of one ray to `collect` until it says stop, telling `tally`
@@ -67,15 +173,14 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
 }
 
 /// One ray's walk through the tree, a step at a time ([`Walk::step`]): the ray,
-/// its frames, the child it visits next and the depth of its stack of pending
-/// children (kept by the caller).
+/// its frames, and the depth of its stack of pending children (kept by the
+/// caller).
 ///
-/// A step visits one child: a leaf is tested, a node's boxes are tested and its
-/// nearest entered child comes next (the others pushed), and a leaf, or a node
-/// that entered nothing, sends the walk to the nearest pending child that can
-/// still change the answer. The planes a ray meets first and last on each axis
-/// are picked by index, chosen once per ray ([`Slabs::rows`]), so a visit makes
-/// no choice on the ray's signs.
+/// A step pops the nearest pending child that can still change the answer and
+/// visits it: a leaf is tested, a node's boxes are tested and the children
+/// entered pushed, the nearest on top. The planes a ray meets first and last on
+/// each axis are picked by index, chosen once per ray ([`Slabs::rows`]), so a
+/// visit makes no choice on the ray's signs.
 pub(super) struct Walk<L: Lanes8> {
     ray: Ray,
     boxes: BoxFrame,
@@ -84,8 +189,9 @@ pub(super) struct Walk<L: Lanes8> {
     /// ray that reaches none (a pick past the mesh, a ray through a gap) never
     /// works it out.
     frame: Option<RayFrame>,
-    /// The child visited next.
-    top: Pending,
+    /// The child visited next: its node or first leaf block, and its block count
+    /// (0 for a node).
+    top: (u32, u32),
     /// Pending children on the stack.
     depth: usize,
 }
@@ -105,23 +211,26 @@ impl<L: Lanes8> Walk<L> {
             boxes,
             slabs,
             frame: None,
-            top: Pending {
-                child: 0,
-                blocks: 0,
-                entry: ray.tmin,
-            },
+            top: (0, 0),
             depth: 0,
         })
     }
 
     /// Visits the next child, offering hits to `collect`, with `stack` (this
-    /// walk's alone) holding the pending children; `false` once the walk is over
-    /// (nothing left to visit, or `collect` said stop). With `AHEAD`, asks the
-    /// memory system for the child it visits next, which interleaved walks
-    /// ([`interleave`](super::interleaved_walks::interleave)) reach only after the
-    /// other walks' steps.
+    /// walk's alone) holding the pending children, and picks the child it visits
+    /// next; `false` once the walk is over (nothing left to visit, or `collect`
+    /// said stop).
+    ///
+    /// Two ways to order a node's children, the same visits but for the order of
+    /// equally near children: `SORTED` ([`Stack::push`]), for walks that step in
+    /// turn with others ([`interleave`]), sorts without branches, and the step
+    /// ends by asking the memory system for the children it visits next, which
+    /// arrive while the others step; otherwise ([`Stack::push_but_nearest`]), for
+    /// a lone walk, which waits on every step's result, the few children are
+    /// ordered by branches and the nearest is visited next without a trip through
+    /// the stack.
     #[inline(always)]
-    pub(super) fn step<const WATERTIGHT: bool, const AHEAD: bool>(
+    pub(super) fn step<const WATERTIGHT: bool, const SORTED: bool>(
         &mut self,
         wide: &WideBvh,
         cull: Cull,
@@ -129,113 +238,37 @@ impl<L: Lanes8> Walk<L> {
         stack: &mut Stack,
         tally: &mut impl Tally,
     ) -> bool {
-        let top = self.top;
-        let mut pushed = Pushed { stack, depth: &mut self.depth };
-        if top.blocks > 0 {
-            tally.leaf_blocks(top.blocks);
+        let (child, blocks) = self.top;
+        if blocks > 0 {
+            tally.leaf_blocks(blocks);
             let (ray, boxes) = (&self.ray, self.boxes);
             let frame = self.frame.get_or_insert_with(|| RayFrame::with_boxes(ray, boxes));
-            if offer_leaf::<L, WATERTIGHT>(wide, top.child, top.blocks, ray, frame, cull, collect) {
+            if offer_leaf::<L, WATERTIGHT>(wide, child, blocks, ray, frame, cull, collect) {
                 return false;
             }
-        } else if let Some(next) =
-            pushed.visit(wide, top, &self.slabs, &self.slabs.terms(), collect.bound(), tally)
-        {
-            // The nearest entered child, taken without a trip through the stack: no
-            // nearer hit can have been found since its box test.
-            if AHEAD {
-                prefetch_either(wide, next.child, next.blocks);
-            }
-            self.top = next;
-            return true;
-        }
-        match pushed.pop(collect.bound()) {
-            Some(next) => {
+        } else {
+            let node = &wide.nodes[child as usize];
+            let planes = Planes::<L>::of(node, self.slabs.rows());
+            let terms = self.slabs.terms();
+            let (entered, near) = self.slabs.enter(&planes, collect.bound(), node.occupied as u32, &terms);
+            tally.wide_node(node.occupied.count_ones(), entered.count_ones());
+            if SORTED {
+                stack.push::<L>(&mut self.depth, node, entered, near);
+            } else if let Some(next) = stack.push_but_nearest::<L>(wide, &mut self.depth, node, entered, near) {
+                // No nearer hit can have been found since its box test.
                 self.top = next;
-                true
+                return true;
             }
-            None => false,
         }
-    }
-}
-
-/// The children one ray's walk has pushed: `stack[..depth]`, farthest at the
-/// bottom of each node's run.
-struct Pushed<'a> {
-    stack: &'a mut Stack,
-    depth: &'a mut usize,
-}
-
-impl Pushed<'_> {
-    /// The nearest pushed child that a hit at `bound` leaves worth visiting
-    /// (the others on the way are dropped); `None` when none is left.
-    #[inline(always)]
-    fn pop(&mut self, bound: f32) -> Option<Pending> {
-        pop_pending(self.stack, self.depth, bound, |p| p.entry)
-    }
-
-    /// Tests the ray (`slabs`, `terms`) against the boxes of node `top` up to `bound`:
-    /// returns the nearest entered child, and pushes the other entered children in
-    /// order, farthest at the bottom; `None` when the ray enters none.
-    #[inline(always)]
-    fn visit<L: Lanes8>(
-        &mut self,
-        wide: &WideBvh,
-        top: Pending,
-        slabs: &Slabs<L>,
-        terms: &RayTerms<L>,
-        bound: f32,
-        tally: &mut impl Tally,
-    ) -> Option<Pending> {
-        let node = &wide.nodes[top.child as usize];
-        let planes = Planes::<L>::of(node, slabs.rows());
-        let (entered, near) = slabs.enter(&planes, bound, node.occupied as u32, terms);
-        tally.wide_node(node.occupied.count_ones(), entered.count_ones());
-        let pending = |lane: usize| Pending {
-            child: node.child[lane],
-            blocks: node.blocks[lane] as u32,
-            entry: near[lane],
+        let Some(next) = stack.pop(&mut self.depth, collect.bound()) else {
+            return false;
         };
-        if entered == 0 {
-            return None;
+        self.top = next;
+        if SORTED {
+            prefetch_either(wide, next.0, next.1);
+            stack.prefetch_top(wide, self.depth);
         }
-        let first = pending(entered.trailing_zeros() as usize);
-        let rest = entered & (entered - 1);
-        if rest == 0 {
-            // One child, the most common case: nothing to order.
-            return Some(first);
-        }
-        // Visit the nearest entered child next and push the others in order, farthest
-        // at the bottom: the nearest so far is kept aside (the lowest lane among
-        // equals), and each child pushed moves only past the children already pushed
-        // that are no farther. Two children, the next most common case, need only one
-        // comparison.
-        let mut nearest = first;
-        let mut farther = pending(rest.trailing_zeros() as usize);
-        if farther.entry < nearest.entry {
-            std::mem::swap(&mut farther, &mut nearest);
-        }
-        prefetch(wide, farther.child, farther.blocks);
-        let (stack, mut depth) = (&mut *self.stack, *self.depth);
-        let base = depth;
-        stack[base] = farther;
-        depth += 1;
-        for lane in lanes(rest & (rest - 1)) {
-            let mut child = pending(lane);
-            if child.entry < nearest.entry {
-                std::mem::swap(&mut child, &mut nearest);
-            }
-            prefetch(wide, child.child, child.blocks);
-            let mut slot = depth;
-            while slot > base && stack[slot - 1].entry <= child.entry {
-                stack[slot] = stack[slot - 1];
-                slot -= 1;
-            }
-            stack[slot] = child;
-            depth += 1;
-        }
-        *self.depth = depth;
-        Some(nearest)
+        true
     }
 }
 
@@ -328,7 +361,7 @@ pub(crate) struct RayStack([Stack; INTERLEAVED]);
 
 impl Default for RayStack {
     fn default() -> Self {
-        Self([[Pending::default(); STACK]; INTERLEAVED])
+        Self(std::array::from_fn(|_| Stack::default()))
     }
 }
 
