@@ -144,16 +144,6 @@ impl Stack {
         }
         None
     }
-
-    /// Asks the memory system for the child on top of a stack `depth` deep, which
-    /// a walk visits next but one (unless a hit drops it). The address is chosen
-    /// without a branch; an empty stack asks again for what lies at its bottom,
-    /// which costs only the asking.
-    #[inline(always)]
-    fn prefetch_top(&self, wide: &WideBvh, depth: usize) {
-        let at = depth.saturating_sub(1);
-        prefetch_either(wide, self.child[at], self.blocks[at]);
-    }
 }
 
 /// Offers the hits of one ray to `collect` until it says stop, telling `tally`
@@ -224,8 +214,8 @@ impl<L: Lanes8> Walk<L> {
     /// Two ways to order a node's children, the same visits but for the order of
     /// equally near children: `SORTED` ([`Stack::push`]), for walks that step in
     /// turn with others ([`interleave`]), sorts without branches, and the step
-    /// ends by asking the memory system for the children it visits next, which
-    /// arrive while the others step; otherwise ([`Stack::push_but_nearest`]), for
+    /// ends by asking the memory system for the child it visits next, which
+    /// arrives while the others step; otherwise ([`Stack::push_but_nearest`]), for
     /// a lone walk, which waits on every step's result, the few children are
     /// ordered by branches and the nearest is visited next without a trip through
     /// the stack.
@@ -266,7 +256,6 @@ impl<L: Lanes8> Walk<L> {
         self.top = next;
         if SORTED {
             prefetch_either(wide, next.0, next.1);
-            stack.prefetch_top(wide, self.depth);
         }
         true
     }
