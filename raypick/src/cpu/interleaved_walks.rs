@@ -20,12 +20,12 @@ use crate::types::Ray;
 /// the tops of their stacks stay in the first-level cache.
 pub(crate) const INTERLEAVED: usize = 8;
 
-/// A walk in progress: the walk, what it has collected, and the slot its answer
-/// goes to.
+/// A lane of walks: the walk, what it has collected, and the slot its answer goes
+/// to (`None` once the walk is over and the lane free).
 struct Lane<L: Lanes8, C> {
     walk: Walk<L>,
     collect: C,
-    slot: usize,
+    slot: Option<usize>,
 }
 
 /// Collects the hits of each ray of `rays` named by `slots` (each once), up to
@@ -47,20 +47,31 @@ pub(super) fn interleave<L: Lanes8, const WATERTIGHT: bool, C: Collect + Default
     let mut lanes: [Option<Lane<L, C>>; INTERLEAVED] = [const { None }; INTERLEAVED];
     let mut next = 0;
     for slot in slots {
-        let Some(walk) = Walk::<L>::start(wide, &rays[slot]) else {
+        let ray = &rays[slot];
+        if !Walk::<L>::walks(wide, ray) {
             answer(slot, C::default());
             continue;
-        };
+        }
         loop {
             let i = next;
             next = (next + 1) % INTERLEAVED;
             if step::<L, WATERTIGHT, C>(wide, cull, &mut lanes[i], &mut stacks[i], &mut answer) {
-                lanes[i] = Some(Lane { walk, collect: C::default(), slot });
+                // A lane that has walked keeps its place, taken again in place.
+                match &mut lanes[i] {
+                    Some(lane) => {
+                        lane.walk.restart(wide, ray);
+                        lane.slot = Some(slot);
+                    }
+                    None => {
+                        let walk = Walk::<L>::new(wide, ray);
+                        lanes[i] = Some(Lane { walk, collect: C::default(), slot: Some(slot) });
+                    }
+                }
                 break;
             }
         }
     }
-    while lanes.iter().any(Option::is_some) {
+    while lanes.iter().flatten().any(|lane| lane.slot.is_some()) {
         for (lane, stack) in lanes.iter_mut().zip(stacks.iter_mut()) {
             step::<L, WATERTIGHT, C>(wide, cull, lane, stack, &mut answer);
         }
@@ -77,13 +88,16 @@ fn step<L: Lanes8, const WATERTIGHT: bool, C: Collect + Default>(
     stack: &mut Stack,
     answer: &mut impl FnMut(usize, C),
 ) -> bool {
-    let Some(busy) = lane else {
+    let Some(Lane { walk, collect, slot }) = lane else {
         return true;
     };
-    if busy.walk.step::<WATERTIGHT, true>(wide, cull, &mut busy.collect, stack, &mut ()) {
+    let Some(ray) = *slot else {
+        return true;
+    };
+    if walk.step::<WATERTIGHT, true>(wide, cull, collect, stack, &mut ()) {
         return false;
     }
-    answer(busy.slot, std::mem::take(&mut busy.collect));
-    *lane = None;
+    answer(ray, std::mem::take(collect));
+    *slot = None;
     true
 }

@@ -157,7 +157,8 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     stack: &mut Stack,
     tally: &mut impl Tally,
 ) {
-    if let Some(mut walk) = Walk::<L>::start(wide, ray) {
+    if Walk::<L>::walks(wide, ray) {
+        let mut walk = Walk::<L>::new(wide, ray);
         while walk.step::<WATERTIGHT, false>(wide, cull, collect, stack, tally) {}
     }
 }
@@ -187,23 +188,39 @@ pub(super) struct Walk<L: Lanes8> {
 }
 
 impl<L: Lanes8> Walk<L> {
-    /// The walk of `ray` from the root; `None` for an empty tree or an invalid ray
-    /// (which has no hits).
+    /// Whether `ray` has a walk through `wide`: not for an empty tree or an
+    /// invalid ray (which has no hits).
     #[inline(always)]
-    pub(super) fn start(wide: &WideBvh, ray: &Ray) -> Option<Self> {
-        if wide.nodes.is_empty() || !is_valid_ray_on::<L>(ray) {
-            return None;
-        }
+    pub(super) fn walks(wide: &WideBvh, ray: &Ray) -> bool {
+        !wide.nodes.is_empty() && is_valid_ray_on::<L>(ray)
+    }
+
+    /// The walk of `ray` from the root of `wide`, which it [`walks`](Walk::walks).
+    #[inline(always)]
+    pub(super) fn new(wide: &WideBvh, ray: &Ray) -> Self {
         let boxes = BoxFrame::new(ray);
-        let slabs = Slabs::<L>::new(wide, ray, &boxes);
-        Some(Self {
+        Self {
             ray: *ray,
             boxes,
-            slabs,
+            slabs: Slabs::<L>::new(wide, ray, &boxes),
             frame: None,
             top: (0, 0),
             depth: 0,
-        })
+        }
+    }
+
+    /// Makes this the walk of `ray` from the root of `wide` (which it
+    /// [`walks`](Walk::walks)), field by field: a new walk moved in whole is
+    /// copied through memory in pieces of other sizes than it was written in, and
+    /// the reads then wait for the writes to reach the cache.
+    #[inline(always)]
+    pub(super) fn restart(&mut self, wide: &WideBvh, ray: &Ray) {
+        self.ray = *ray;
+        self.boxes = BoxFrame::new(ray);
+        self.slabs = Slabs::<L>::new(wide, ray, &self.boxes);
+        self.frame = None;
+        self.top = (0, 0);
+        self.depth = 0;
     }
 
     /// Visits the next child, offering hits to `collect`, with `stack` (this
