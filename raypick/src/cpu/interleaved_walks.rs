@@ -20,24 +20,23 @@ use crate::types::Ray;
 /// the tops of their stacks stay in the first-level cache.
 pub(crate) const INTERLEAVED: usize = 8;
 
-/// A lane of walks: the walk, what it has collected, and the slot its answer goes
-/// to (`None` once the walk is over and the lane free).
+/// A lane of walks: the walk, and while it is on, the slot its answer goes to and
+/// what it has collected (`None` once the walk is over and the lane free).
 struct Lane<L: Lanes8, C> {
     walk: Walk<L>,
-    collect: C,
-    slot: Option<usize>,
+    on: Option<(usize, C)>,
 }
 
-/// Collects the hits of each ray of `rays` named by `slots` (each once), up to
-/// [`INTERLEAVED`] walks at a time, each on its own stack of `stacks`, and hands
-/// what each collected to `answer` with its slot once its walk is over (in the
-/// order the walks end). An invalid ray is answered at once with nothing
-/// collected.
+/// Collects the hits of the rays `walks` names, each with the collector it comes
+/// with (the ray `rays[slot]` of each `(slot, collector)`), up to [`INTERLEAVED`]
+/// walks at a time, each on its own stack of `stacks`, and hands each collector to
+/// `answer` with its slot once its walk is over (in the order the walks end). An
+/// invalid ray's collector is handed back at once, with nothing collected.
 #[inline(always)]
-pub(super) fn interleave<L: Lanes8, const WATERTIGHT: bool, C: Collect + Default>(
+pub(super) fn interleave<L: Lanes8, const WATERTIGHT: bool, C: Collect>(
     wide: &WideBvh,
     rays: &[Ray],
-    slots: impl Iterator<Item = usize>,
+    walks: impl Iterator<Item = (usize, C)>,
     cull: Cull,
     stacks: &mut [Stack; INTERLEAVED],
     mut answer: impl FnMut(usize, C),
@@ -46,10 +45,10 @@ pub(super) fn interleave<L: Lanes8, const WATERTIGHT: bool, C: Collect + Default
     // apart from the dispatched caller, without its vector unit.
     let mut lanes: [Option<Lane<L, C>>; INTERLEAVED] = [const { None }; INTERLEAVED];
     let mut next = 0;
-    for slot in slots {
+    for (slot, collect) in walks {
         let ray = &rays[slot];
         if !Walk::<L>::walks(wide, ray) {
-            answer(slot, C::default());
+            answer(slot, collect);
             continue;
         }
         loop {
@@ -60,18 +59,18 @@ pub(super) fn interleave<L: Lanes8, const WATERTIGHT: bool, C: Collect + Default
                 match &mut lanes[i] {
                     Some(lane) => {
                         lane.walk.restart(wide, ray);
-                        lane.slot = Some(slot);
+                        lane.on = Some((slot, collect));
                     }
                     None => {
                         let walk = Walk::<L>::new(wide, ray);
-                        lanes[i] = Some(Lane { walk, collect: C::default(), slot: Some(slot) });
+                        lanes[i] = Some(Lane { walk, on: Some((slot, collect)) });
                     }
                 }
                 break;
             }
         }
     }
-    while lanes.iter().flatten().any(|lane| lane.slot.is_some()) {
+    while lanes.iter().flatten().any(|lane| lane.on.is_some()) {
         for (lane, stack) in lanes.iter_mut().zip(stacks.iter_mut()) {
             step::<L, WATERTIGHT, C>(wide, cull, lane, stack, &mut answer);
         }
@@ -79,25 +78,26 @@ pub(super) fn interleave<L: Lanes8, const WATERTIGHT: bool, C: Collect + Default
 }
 
 /// Steps the walk in `lane`, whose stack is `stack`; when it is over, hands its
-/// answer to `answer` and empties the lane. `true` when the lane is (now) empty.
+/// collector to `answer` and frees the lane. `true` when the lane is (now) free.
 #[inline(always)]
-fn step<L: Lanes8, const WATERTIGHT: bool, C: Collect + Default>(
+fn step<L: Lanes8, const WATERTIGHT: bool, C: Collect>(
     wide: &WideBvh,
     cull: Cull,
     lane: &mut Option<Lane<L, C>>,
     stack: &mut Stack,
     answer: &mut impl FnMut(usize, C),
 ) -> bool {
-    let Some(Lane { walk, collect, slot }) = lane else {
+    let Some(Lane { walk, on }) = lane else {
         return true;
     };
-    let Some(ray) = *slot else {
+    let Some((_, collect)) = on else {
         return true;
     };
     if walk.step::<WATERTIGHT, true>(wide, cull, collect, stack, &mut ()) {
         return false;
     }
-    answer(ray, std::mem::take(collect));
-    *slot = None;
+    if let Some((slot, collect)) = on.take() {
+        answer(slot, collect);
+    }
     true
 }

@@ -5,9 +5,9 @@
 //! `shaders/brute_force.wgsl`, [`bvh_traverse`] `shaders/bvh_traverse.wgsl` and
 //! [`hit_list`] `shaders/hit_list.wgsl`; [`query`] is what the kernels keep of the
 //! hits they find. Rays are traced in parallel on a rayon thread pool; large
-//! batches of incoherent rays against a BVH in an order of their own (sorted by
-//! where they enter the mesh's box, module `ray_order`), each answer written back
-//! to its ray's slot.
+//! batches against a BVH in an order of their own (module `ray_order`: camera
+//! images in tiles, incoherent rays against instances sorted by where they enter
+//! the scene's box), each answer written back to its ray's slot.
 
 pub mod brute_force;
 pub mod bvh_traverse;
@@ -266,7 +266,7 @@ impl CpuBackend {
             .zip(slots.chunks_mut(ray_order::WINDOW * max_hits))
             .zip(states.chunks_mut(ray_order::WINDOW));
         for ((rays, slots), states) in windows {
-            self.install(|| match RayOrder::for_batch(rays, bounds, Incoherent::Sorted) {
+            self.install(|| match RayOrder::for_batch(rays, bounds, Incoherent::AsGiven) {
                 None => collect(rays, slots, states),
                 Some(order) => {
                     let (slots, states) = (

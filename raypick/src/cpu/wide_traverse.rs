@@ -489,8 +489,11 @@ fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
         }
         lone.push(start);
     }
-    let slots = lone.into_iter().flat_map(|start| start..(start + PACKET).min(rays.len()));
-    interleave::<L, WATERTIGHT, Closest>(wide, rays, slots, cull, &mut stack.0, |slot, closest| {
+    let walks = lone
+        .into_iter()
+        .flat_map(|start| start..(start + PACKET).min(rays.len()))
+        .map(|slot| (slot, Closest::default()));
+    interleave::<L, WATERTIGHT, Closest>(wide, rays, walks, cull, &mut stack.0, |slot, closest| {
         hits[slot] = closest.0;
     });
     stack.keep();
@@ -556,7 +559,8 @@ fn occluded_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     cull: Cull,
 ) {
     let mut stack = RayStack::take();
-    interleave::<L, WATERTIGHT, AnyHit>(wide, rays, 0..rays.len(), cull, &mut stack.0, |slot, any| {
+    let walks = (0..rays.len()).map(|slot| (slot, AnyHit::default()));
+    interleave::<L, WATERTIGHT, AnyHit>(wide, rays, walks, cull, &mut stack.0, |slot, any| {
         occluded[slot] = any.0;
     });
     stack.keep();
@@ -593,11 +597,10 @@ fn collect_rays_with<L: Lanes8, const WATERTIGHT: bool>(
 ) {
     let k = (slots.len() / rays.len().max(1)).max(1);
     let mut stack = RayStack::take();
-    for ((ray, slots), state) in rays.iter().zip(slots.chunks_exact_mut(k)).zip(states) {
-        let mut list = HitList::new(slots, 0);
-        traverse::<L, WATERTIGHT>(wide, ray, cull, &mut list, stack.lone(), &mut ());
-        *state = list.state();
-    }
+    let walks = slots.chunks_exact_mut(k).map(|slots| HitList::new(slots, 0)).enumerate();
+    interleave::<L, WATERTIGHT, HitList>(wide, rays, walks, cull, &mut stack.0, |slot, list| {
+        states[slot] = list.state();
+    });
     stack.keep();
 }
 
@@ -788,7 +791,7 @@ mod tests {
     }
 
     /// Interleaved walks (batches) answer as lone walks, ray by ray, bit for bit:
-    /// nearest hits and occlusion, both tests and culls, on camera, random and
+    /// nearest hits, occlusion and hit lists, both tests and culls, on camera, random and
     /// adversarial rays (every eighth invalid), in batches that fill the lanes many
     /// times over and in batches that fill only some of them.
     #[test]
@@ -806,8 +809,27 @@ mod tests {
                     .map(|ray| occluded_one::<Portable>(&wide, ray, cull, mode, &mut stack))
                     .collect();
                 assert!(lone.iter().any(Hit::is_hit) && lone_occluded.contains(&false));
+                // Hit lists of three, walked alone with the lone walk's stack.
+                let k = 3;
+                let mut lone_lists = vec![Hit::MISS; rays.len() * k];
+                let mut lone_states = vec![0; rays.len()];
+                for ((ray, slots), state) in rays.iter().zip(lone_lists.chunks_exact_mut(k)).zip(&mut lone_states) {
+                    let mut list = HitList::new(slots, 0);
+                    if mode == Mode::Watertight {
+                        traverse::<Portable, true>(&wide, ray, cull, &mut list, stack.lone(), &mut ());
+                    } else {
+                        traverse::<Portable, false>(&wide, ray, cull, &mut list, stack.lone(), &mut ());
+                    }
+                    *state = list.state();
+                }
+                assert!(lone_states.iter().any(|&state| state > 1));
                 for size in [rays.len(), PACKET + 3, INTERLEAVED - 3] {
                     for (at, rays) in (0..).step_by(size).zip(rays.chunks(size)) {
+                        let mut lists = vec![Hit::MISS; rays.len() * k];
+                        let mut states = vec![0; rays.len()];
+                        collect_rays_by::<Portable>(&wide, rays, &mut lists, &mut states, cull, mode);
+                        assert_eq!(lists, lone_lists[at * k..(at + rays.len()) * k], "cull {cull}, mode {mode}");
+                        assert_eq!(states, lone_states[at..at + rays.len()]);
                         let mut hits = vec![Hit::MISS; rays.len()];
                         trace_rays_by::<Portable>(&wide, rays, &mut hits, cull, mode);
                         assert_eq!(hits, lone[at..at + rays.len()], "cull {cull}, mode {mode}");
