@@ -5,8 +5,13 @@
 //! each step's node or leaf is known only at the end of the step before, and
 //! the next one cannot start before it arrives. Interleaved, a walk asks for its
 //! next node or leaf at the end of its step (a prefetch) and the other walks take
-//! their steps while it comes. Each walk takes the steps it would take alone, on a
-//! stack of its own, so each ray gets the same answer as alone, bit for bit.
+//! their steps while it comes. Mixed up this way, the order of a node's children
+//! defeats the branch predictor, so interleaved walks order them without branches
+//! ([`Walk::step`]'s `SORTED`). Each walk runs on a stack of its own; its visits
+//! can differ from a lone walk's only in the order of children entered at nearly
+//! the same distance, and the nearest hit with its tie rule (and any hit, and the
+//! sorted list) does not depend on the order: each ray gets the same answer as
+//! alone, bit for bit.
 
 use super::query::Collect;
 use super::vector::Lanes8;
