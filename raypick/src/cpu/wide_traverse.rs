@@ -176,9 +176,9 @@ pub(super) struct Walk<L: Lanes8> {
     ray: Ray,
     boxes: BoxFrame,
     slabs: Slabs<L>,
-    /// The triangle tests' part of the frame, made at the first leaf, so that a
-    /// ray that reaches none (a pick past the mesh, a ray through a gap) never
-    /// works it out.
+    /// The triangle tests' part of the frame: for a new walk made at the first
+    /// leaf, so that a pick that reaches none (past the mesh, through a gap) never
+    /// works it out; a restarted one ([`Walk::restart`]) makes it at once.
     frame: Option<RayFrame>,
     /// The child visited next: its node or first leaf block, and its block count
     /// (0 for a node).
@@ -212,13 +212,16 @@ impl<L: Lanes8> Walk<L> {
     /// Makes this the walk of `ray` from the root of `wide` (which it
     /// [`walks`](Walk::walks)), field by field: a new walk moved in whole is
     /// copied through memory in pieces of other sizes than it was written in, and
-    /// the reads then wait for the writes to reach the cache.
+    /// the reads then wait for the writes to reach the cache. For the lanes of
+    /// interleaved walks, whose batches of incoherent rays mostly reach a leaf:
+    /// the triangle frame is made at once, which saves the first leaf a branch
+    /// that no predictor gets right when the walks take turns.
     #[inline(always)]
     pub(super) fn restart(&mut self, wide: &WideBvh, ray: &Ray) {
         self.ray = *ray;
         self.boxes = BoxFrame::new(ray);
         self.slabs = Slabs::<L>::new(wide, ray, &self.boxes);
-        self.frame = None;
+        self.frame = Some(RayFrame::with_boxes(ray, self.boxes));
         self.top = (0, 0);
         self.depth = 0;
     }
