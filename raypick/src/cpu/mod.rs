@@ -255,9 +255,10 @@ impl CpuBackend {
             return Ok(all);
         }
         let collect = |rays: &[Ray], slots: &mut [Hit], states: &mut [u32]| {
-            rays.par_chunks(RAYS_PER_TASK)
-                .zip(slots.par_chunks_mut(RAYS_PER_TASK * max_hits))
-                .zip(states.par_chunks_mut(RAYS_PER_TASK))
+            let per_task = rays_per_task(rays.len());
+            rays.par_chunks(per_task)
+                .zip(slots.par_chunks_mut(per_task * max_hits))
+                .zip(states.par_chunks_mut(per_task))
                 .for_each(|((rays, slots), states)| task(rays, slots, states))
         };
         let bounds = mesh.ray_order_bounds();
@@ -273,7 +274,7 @@ impl CpuBackend {
                         Scatter::new(slots, max_hits, &order),
                         Scatter::new(states, 1, &order),
                     );
-                    order.for_each_task(rays, RAYS_PER_TASK, |rays, places| {
+                    order.for_each_task(rays, rays_per_task(rays.len()), |rays, places| {
                         // Lists start as `AllHits::new` leaves them: empty.
                         let mut traced_slots = vec![Hit::MISS; rays.len() * max_hits];
                         let mut traced_states = vec![0; rays.len()];

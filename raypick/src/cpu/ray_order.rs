@@ -535,10 +535,10 @@ mod tests {
     #[test]
     fn reordered_batches_answer_like_brute_force() {
         // Two windows' worth of rays would take too long here; one batch of
-        // incoherent rays, which the BVH lists hits for in entry order (and traces
-        // as given, interleaved), and one camera image, which it traces in tiles,
-        // must get brute force's answers (traced as given) in the caller's slots
-        // for every query.
+        // incoherent rays, which the BVH traces as given (interleaved; the entry
+        // order they would take sorted is checked above), and one camera image,
+        // which it traces in tiles, must get brute force's answers (traced as
+        // given) in the caller's slots for every query.
         use crate::cpu::{CpuBackend, CpuMesh};
         use crate::{Accel, TraceOptions};
         let mut rng = Rng::new(6);

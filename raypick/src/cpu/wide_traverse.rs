@@ -17,9 +17,10 @@
 
 use super::brute_force::offer_accepted;
 use super::bvh_traverse::Tally;
+use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
 use super::interleaved_walks::{INTERLEAVED, interleave};
-use super::intersect::{BoxFrame, RayFrame, beyond, is_valid_ray_on, lanes};
+use super::intersect::{BoxFrame, RayFrame, is_valid_ray_on, lanes};
 use super::moller_trumbore::moller_trumbore_block;
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
@@ -135,14 +136,9 @@ impl Stack {
     /// its block count; `None` once none is left.
     #[inline(always)]
     fn pop(&self, depth: &mut usize, bound: f32) -> Option<(u32, u32)> {
-        while *depth > 0 {
-            *depth -= 1;
-            let top = *depth;
-            if !beyond(self.entry[top], bound) {
-                return Some((self.child[top], self.blocks[top]));
-            }
-        }
-        None
+        // The walk leaves `depth` at the entry it takes.
+        pop_pending(&self.entry, depth, bound, |&entry| entry)?;
+        Some((self.child[*depth], self.blocks[*depth]))
     }
 }
 
@@ -286,12 +282,11 @@ impl<L: Lanes8> Walk<L> {
 /// touched yet are where it waits most on large meshes.
 #[inline(always)]
 pub(super) fn prefetch(wide: &WideBvh, child: u32, blocks: u32) {
+    let (node, block) = child_addresses(wide, child);
     if blocks == 0 {
-        let node = wide.nodes.as_ptr().wrapping_add(child as usize);
-        prefetch_lines::<{ size_of::<ExactNode>().div_ceil(64) }>(node.cast());
+        prefetch_lines::<NODE_LINES>(node);
     } else {
-        let block = wide.blocks.as_ptr().wrapping_add(child as usize);
-        prefetch_lines::<{ size_of::<LeafBlock>().div_ceil(64) }>(block.cast());
+        prefetch_lines::<BLOCK_LINES>(block);
     }
 }
 
@@ -299,12 +294,23 @@ pub(super) fn prefetch(wide: &WideBvh, child: u32, blocks: u32) {
 /// walk is a leaf or a node with no pattern a branch predictor could learn.
 #[inline(always)]
 fn prefetch_either(wide: &WideBvh, child: u32, blocks: u32) {
+    let (node, block) = child_addresses(wide, child);
+    const LINES: usize = if NODE_LINES > BLOCK_LINES { NODE_LINES } else { BLOCK_LINES };
+    prefetch_lines::<LINES>(std::hint::select_unpredictable(blocks == 0, node, block));
+}
+
+/// Cache lines of a node and of a leaf block.
+const NODE_LINES: usize = size_of::<ExactNode>().div_ceil(64);
+const BLOCK_LINES: usize = size_of::<LeafBlock>().div_ceil(64);
+
+/// Where a pending child starts if it is a node (`child` a node index) and if it
+/// is a leaf (`child` its first block), for a prefetch (never read through:
+/// the one that does not apply may lie outside both arrays).
+#[inline(always)]
+fn child_addresses(wide: &WideBvh, child: u32) -> (*const i8, *const i8) {
     let node = wide.nodes.as_ptr().wrapping_add(child as usize).cast::<i8>();
     let block = wide.blocks.as_ptr().wrapping_add(child as usize).cast::<i8>();
-    const NODE: usize = size_of::<ExactNode>().div_ceil(64);
-    const BLOCK: usize = size_of::<LeafBlock>().div_ceil(64);
-    const LINES: usize = if NODE > BLOCK { NODE } else { BLOCK };
-    prefetch_lines::<LINES>(std::hint::select_unpredictable(blocks == 0, node, block));
+    (node, block)
 }
 
 /// Asks the memory system for the ids of a leaf's first block as its test begins:
