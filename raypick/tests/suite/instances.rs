@@ -353,6 +353,32 @@ fn two_level_traversal_equals_a_naive_loop() {
     assert!(tied > 0, "no ray hit the duplicated instance");
 }
 
+/// A batch of incoherent rays large enough that the CPU backend traces it in an
+/// order of its own (sorted by where the rays enter the scene's box, more than
+/// 16,384 rays) answers as the mirror's walk of the rays in the caller's order,
+/// each hit in its ray's slot: nearest and any hit.
+#[test]
+fn reordered_instance_batches_answer_in_the_callers_slots() {
+    let mut rng = Rng::new(0x1257_0009);
+    let (_, scene) = random_scene(&mut rng, 40);
+    let bounds = (Vec3::splat(-4.0), Vec3::splat(4.0));
+    let rays = fixtures::incoherent_rays(20_000, &mut rng, bounds);
+    let cpu = CpuBackend::with_threads(2).expect("a 2-thread pool");
+    let options = options(Cull::None, Mode::Watertight);
+    let traced = cpu.trace_instances(&scene, &rays, &options);
+    let mirror = scene.trace_mirror(&rays, &options);
+    assert_eq!(traced, mirror);
+    let hits = traced.iter().filter(|hit| hit.is_hit()).count();
+    assert!(hits > rays.len() / 10, "only {hits} hits");
+    let occluded = cpu.occluded_instances(&scene, &rays, &options);
+    assert!(
+        occluded
+            .iter()
+            .zip(&mirror)
+            .all(|(&any, hit)| any == hit.is_hit())
+    );
+}
+
 #[test]
 fn any_hit_is_a_hit_of_the_trace() {
     let mut rng = Rng::new(0x1257_000a);
