@@ -63,11 +63,11 @@ pub(super) fn interleave<L: Lanes8, const WATERTIGHT: bool, C: Collect>(
                 // A lane that has walked keeps its place, taken again in place.
                 match &mut lanes[i] {
                     Some(lane) => {
-                        lane.walk.restart(wide, ray);
+                        lane.walk.restart(wide, ray, collect.bound());
                         lane.on = Some((slot, collect));
                     }
                     None => {
-                        let walk = Walk::<L>::new(wide, ray);
+                        let walk = Walk::<L>::new(wide, ray, collect.bound());
                         lanes[i] = Some(Lane { walk, on: Some((slot, collect)) });
                     }
                 }

@@ -127,6 +127,14 @@ pub(super) struct RayTerms<L: Lanes8> {
     far: [L::V; 3],
 }
 
+/// How far a ray's box tests reach ([`Slabs::limit`]): in frame units, and
+/// padded as the folded test takes it, in every lane.
+#[derive(Clone, Copy)]
+pub(super) struct Limit<L: Lanes8> {
+    plain: f32,
+    padded: L::V,
+}
+
 /// One ray, ready for slab tests against wide nodes.
 #[derive(Clone, Copy)]
 pub(super) struct Slabs<L: Lanes8> {
@@ -203,8 +211,20 @@ impl<L: Lanes8> Slabs<L> {
         }
     }
 
+    /// The limit of the box tests for a collector whose bound is `bound` (in the
+    /// caller's units): the smaller of it and `tmax`, in frame units. A walk makes
+    /// it when the bound changes, not at every node.
+    #[inline(always)]
+    pub(super) fn limit(&self, bound: f32) -> Limit<L> {
+        let limit = if bound < self.tmax { bound } else { self.tmax } * self.to_frame;
+        Limit {
+            plain: limit,
+            padded: L::splat(padded_above(limit)),
+        }
+    }
+
     /// The children among `occupied` (bit per lane) whose `planes` the ray enters
-    /// before `bound` (in the caller's units), as a lane mask, and every lane's entry
+    /// within `limit` ([`Slabs::limit`]), as a lane mask, and every lane's entry
     /// distance (in the caller's units); `terms` are this ray's
     /// ([`Slabs::terms`]).
     ///
@@ -216,15 +236,14 @@ impl<L: Lanes8> Slabs<L> {
     pub(super) fn enter(
         &self,
         planes: &Planes<L>,
-        bound: f32,
+        limit: &Limit<L>,
         occupied: u32,
         terms: &RayTerms<L>,
     ) -> (u32, L::V) {
-        let limit = if bound < self.tmax { bound } else { self.tmax } * self.to_frame;
         let (entered, near) = if self.folded {
-            self.enter_folded(planes, limit, terms)
+            self.enter_folded(planes, limit.padded, terms)
         } else {
-            self.enter_plain(planes, limit)
+            self.enter_plain(planes, limit.plain)
         };
         (entered & occupied, L::mul(near, L::splat(self.t_scale)))
     }
@@ -264,7 +283,7 @@ impl<L: Lanes8> Slabs<L> {
         (overlaps_lanes::<L>(near, far), near)
     }
 
-    /// The folded slab test up to `limit` (frame units): the distance in one
+    /// The folded slab test up to `padded_limit` (frame units, padded): the distance in one
     /// multiply-add per plane, `plane · (1 / dir) + (-origin / dir ∓ slack)`,
     /// already padded. Entered lanes and their (padded) entries.
     ///
@@ -282,13 +301,12 @@ impl<L: Lanes8> Slabs<L> {
     /// test's padded one. The padded `tmin` and limit are padded as the plain test
     /// pads them.
     #[inline(always)]
-    fn enter_folded(&self, planes: &Planes<L>, limit: f32, terms: &RayTerms<L>) -> (u32, L::V) {
+    fn enter_folded(&self, planes: &Planes<L>, padded_limit: L::V, terms: &RayTerms<L>) -> (u32, L::V) {
         let (nx, fx) = self.folded_slab(planes, 0, terms);
         let (ny, fy) = self.folded_slab(planes, 1, terms);
         let (nz, fz) = self.folded_slab(planes, 2, terms);
-        let padded_limit = padded_above(limit);
         let near = L::max(L::max(nx, ny), L::max(nz, self.padded_tmin));
-        let far = L::min(L::min(fx, fy), L::min(fz, L::splat(padded_limit)));
+        let far = L::min(L::min(fx, fy), L::min(fz, padded_limit));
         (L::le(near, far), near)
     }
 }
@@ -540,7 +558,7 @@ mod tests {
                 for limit in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
                     let limit = limit * slabs.to_frame;
                     let (plain, plain_near) = slabs.enter_plain(&planes, limit);
-                    let (folded, folded_near) = slabs.enter_folded(&planes, limit, &terms);
+                    let (folded, folded_near) = slabs.enter_folded(&planes, L::splat(padded_above(limit)), &terms);
                     let plain = plain & node.occupied as u32;
                     assert_eq!(plain & !folded, 0, "{ray:?} limit {limit} node {node:?}");
                     let (plain_near, folded_near) = (L::store(plain_near), L::store(folded_near));
@@ -606,7 +624,7 @@ mod tests {
                 let alone: Vec<(u32, [f32; WIDTH])> = (0..PACKET_RAYS)
                     .map(|r| {
                         let planes = Planes::<L>::of(node, slabs[r].rows());
-                        let (entered, near) = slabs[r].enter(&planes, bounds[r], used, &slabs[r].terms());
+                        let (entered, near) = slabs[r].enter(&planes, &slabs[r].limit(bounds[r]), used, &slabs[r].terms());
                         (entered, L::store(near))
                     })
                     .collect();

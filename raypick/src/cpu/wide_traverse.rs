@@ -27,7 +27,7 @@ use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::vector::Lanes8;
 use super::watertight::watertight_block;
-use super::wide_boxes::{Planes, Slabs};
+use super::wide_boxes::{Limit, Planes, Slabs};
 use super::wide_bvh::{ExactNode, LeafBlock, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
 use crate::options::{Cull, Mode};
@@ -154,7 +154,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     tally: &mut impl Tally,
 ) {
     if Walk::<L>::walks(wide, ray) {
-        let mut walk = Walk::<L>::new(wide, ray);
+        let mut walk = Walk::<L>::new(wide, ray, collect.bound());
         while walk.step::<WATERTIGHT, false>(wide, cull, collect, stack, tally) {}
     }
 }
@@ -176,6 +176,9 @@ pub(super) struct Walk<L: Lanes8> {
     /// leaf, so that a pick that reaches none (past the mesh, through a gap) never
     /// works it out; a restarted one ([`Walk::restart`]) makes it at once.
     frame: Option<RayFrame>,
+    /// The box tests' limit for the collector's bound, made again after each leaf
+    /// (the one place the bound changes) rather than at every node.
+    limit: Limit<L>,
     /// The child visited next: its node or first leaf block, and its block count
     /// (0 for a node).
     top: (u32, u32),
@@ -191,14 +194,17 @@ impl<L: Lanes8> Walk<L> {
         !wide.nodes.is_empty() && is_valid_ray_on::<L>(ray)
     }
 
-    /// The walk of `ray` from the root of `wide`, which it [`walks`](Walk::walks).
+    /// The walk of `ray` from the root of `wide`, which it [`walks`](Walk::walks),
+    /// for a collector whose bound is `bound`.
     #[inline(always)]
-    pub(super) fn new(wide: &WideBvh, ray: &Ray) -> Self {
+    pub(super) fn new(wide: &WideBvh, ray: &Ray, bound: f32) -> Self {
         let boxes = BoxFrame::new(ray);
+        let slabs = Slabs::<L>::new(wide, ray, &boxes);
         Self {
             ray: *ray,
             boxes,
-            slabs: Slabs::<L>::new(wide, ray, &boxes),
+            limit: slabs.limit(bound),
+            slabs,
             frame: None,
             top: (0, 0),
             depth: 0,
@@ -206,17 +212,19 @@ impl<L: Lanes8> Walk<L> {
     }
 
     /// Makes this the walk of `ray` from the root of `wide` (which it
-    /// [`walks`](Walk::walks)), field by field: a new walk moved in whole is
+    /// [`walks`](Walk::walks)) for a collector whose bound is `bound`, field by
+    /// field: a new walk moved in whole is
     /// copied through memory in pieces of other sizes than it was written in, and
     /// the reads then wait for the writes to reach the cache. For the lanes of
     /// interleaved walks, whose batches of incoherent rays mostly reach a leaf:
     /// the triangle frame is made at once, which saves the first leaf a branch
     /// that no predictor gets right when the walks take turns.
     #[inline(always)]
-    pub(super) fn restart(&mut self, wide: &WideBvh, ray: &Ray) {
+    pub(super) fn restart(&mut self, wide: &WideBvh, ray: &Ray, bound: f32) {
         self.ray = *ray;
         self.boxes = BoxFrame::new(ray);
         self.slabs = Slabs::<L>::new(wide, ray, &self.boxes);
+        self.limit = self.slabs.limit(bound);
         self.frame = Some(RayFrame::with_boxes(ray, self.boxes));
         self.top = (0, 0);
         self.depth = 0;
@@ -252,11 +260,12 @@ impl<L: Lanes8> Walk<L> {
             if offer_leaf::<L, WATERTIGHT>(wide, child, blocks, ray, frame, cull, collect) {
                 return false;
             }
+            self.limit = self.slabs.limit(collect.bound());
         } else {
             let node = &wide.nodes[child as usize];
             let planes = Planes::<L>::of(node, self.slabs.rows());
             let terms = self.slabs.terms();
-            let (entered, near) = self.slabs.enter(&planes, collect.bound(), node.occupied as u32, &terms);
+            let (entered, near) = self.slabs.enter(&planes, &self.limit, node.occupied as u32, &terms);
             tally.wide_node(node.occupied.count_ones(), entered.count_ones());
             if SORTED {
                 stack.push::<L>(&mut self.depth, node, entered, near);
