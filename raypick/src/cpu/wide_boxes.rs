@@ -283,9 +283,10 @@ impl<L: Lanes8> Slabs<L> {
         (overlaps_lanes::<L>(near, far), near)
     }
 
-    /// The folded slab test up to `padded_limit` (frame units, padded): the distance in one
-    /// multiply-add per plane, `plane · (1 / dir) + (-origin / dir ∓ slack)`,
-    /// already padded. Entered lanes and their (padded) entries.
+    /// The folded slab test up to `padded_limit` (the limit in frame units,
+    /// padded, in every lane): the distance in one multiply-add per plane,
+    /// `plane · (1 / dir) + (-origin / dir ∓ slack)`, already padded. Entered
+    /// lanes and their (padded) entries.
     ///
     /// Why it enters whatever [`Slabs::enter_plain`] enters: the plain test pads
     /// its largest entry `n` to `n - |n|·m` and its smallest exit `f` to `f + |f|·m`

@@ -213,9 +213,9 @@ impl<L: Lanes8> Walk<L> {
 
     /// Makes this the walk of `ray` from the root of `wide` (which it
     /// [`walks`](Walk::walks)) for a collector whose bound is `bound`, field by
-    /// field: a new walk moved in whole is
-    /// copied through memory in pieces of other sizes than it was written in, and
-    /// the reads then wait for the writes to reach the cache. For the lanes of
+    /// field: a new walk moved in whole is copied through memory in pieces of
+    /// other sizes than it was written in, and the reads then wait for the writes
+    /// to reach the cache. For the lanes of
     /// interleaved walks, whose batches of incoherent rays mostly reach a leaf:
     /// the triangle frame is made at once, which saves the first leaf a branch
     /// that no predictor gets right when the walks take turns.
