@@ -18,7 +18,7 @@ use super::intersect::{
     padded_below_lanes, ray_scale, reciprocal_scale,
 };
 use super::vector::Lanes8;
-use super::wide_bvh::{ExactNode, WIDTH, WideBvh};
+use super::wide_bvh::{self, ExactNode, WIDTH, WideBvh};
 use crate::types::Ray;
 
 /// A node's eight boxes, ready for slab tests: per axis, each child's near and far
@@ -37,8 +37,8 @@ impl<L: Lanes8> Planes<L> {
     pub(super) fn of(node: &ExactNode, rows: &PlaneRows) -> Self {
         let planes = node.boxes.rows();
         Self {
-            near: each_axis(|axis| L::load(&planes[rows.near[axis] as usize])),
-            far: each_axis(|axis| L::load(&planes[rows.far[axis] as usize])),
+            near: each_axis(|axis| L::load(rows.near[axis].of_planes(planes))),
+            far: each_axis(|axis| L::load(rows.far[axis].of_planes(planes))),
         }
     }
 }
@@ -67,6 +67,12 @@ enum Row {
 }
 
 impl Row {
+    /// This row of a node's `planes`.
+    #[inline(always)]
+    fn of_planes(self, planes: &wide_bvh::Rows) -> &[f32; WIDTH] {
+        &planes[self as usize]
+    }
+
     /// The row of the minima (`max` false) or maxima on `axis`.
     #[inline(always)]
     fn of(axis: usize, max: bool) -> Self {
@@ -456,8 +462,8 @@ impl<L: Lanes8> PacketSlabs<L> {
     pub(super) fn planes<'a>(&self, node: &'a ExactNode) -> PacketPlanes<'a> {
         let planes = node.boxes.rows();
         PacketPlanes {
-            near: each_axis(|axis| &planes[self.rows.near[axis] as usize]),
-            far: each_axis(|axis| &planes[self.rows.far[axis] as usize]),
+            near: each_axis(|axis| self.rows.near[axis].of_planes(planes)),
+            far: each_axis(|axis| self.rows.far[axis].of_planes(planes)),
         }
     }
 
@@ -556,12 +562,12 @@ mod tests {
             let terms = slabs.terms();
             for node in &wide.nodes {
                 let planes = Planes::<L>::of(node, slabs.rows());
-                for limit in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
-                    let limit = limit * slabs.to_frame;
-                    let (plain, plain_near) = slabs.enter_plain(&planes, limit);
-                    let (folded, folded_near) = slabs.enter_folded(&planes, L::splat(padded_above(limit)), &terms);
+                for bound in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
+                    let limit = slabs.limit(bound);
+                    let (plain, plain_near) = slabs.enter_plain(&planes, limit.plain);
+                    let (folded, folded_near) = slabs.enter_folded(&planes, limit.padded, &terms);
                     let plain = plain & node.occupied as u32;
-                    assert_eq!(plain & !folded, 0, "{ray:?} limit {limit} node {node:?}");
+                    assert_eq!(plain & !folded, 0, "{ray:?} bound {bound} node {node:?}");
                     let (plain_near, folded_near) = (L::store(plain_near), L::store(folded_near));
                     for lane in lanes(plain) {
                         assert!(folded_near[lane] <= plain_near[lane], "{ray:?} node {node:?}");

@@ -215,10 +215,10 @@ impl<L: Lanes8> Walk<L> {
     /// [`walks`](Walk::walks)) for a collector whose bound is `bound`, field by
     /// field: a new walk moved in whole is copied through memory in pieces of
     /// other sizes than it was written in, and the reads then wait for the writes
-    /// to reach the cache. For the lanes of
-    /// interleaved walks, whose batches of incoherent rays mostly reach a leaf:
-    /// the triangle frame is made at once, which saves the first leaf a branch
-    /// that no predictor gets right when the walks take turns.
+    /// to reach the cache. For the lanes of interleaved walks, whose batches of
+    /// incoherent rays mostly reach a leaf: the triangle frame is made at once,
+    /// which saves the first leaf a branch that no predictor gets right when the
+    /// walks take turns.
     #[inline(always)]
     pub(super) fn restart(&mut self, wide: &WideBvh, ray: &Ray, bound: f32) {
         self.ray = *ray;
@@ -833,11 +833,7 @@ mod tests {
                 let mut lone_states = vec![0; rays.len()];
                 for ((ray, slots), state) in rays.iter().zip(lone_lists.chunks_exact_mut(k)).zip(&mut lone_states) {
                     let mut list = HitList::new(slots, 0);
-                    if mode == Mode::Watertight {
-                        traverse::<Portable, true>(&wide, ray, cull, &mut list, stack.lone(), &mut ());
-                    } else {
-                        traverse::<Portable, false>(&wide, ray, cull, &mut list, stack.lone(), &mut ());
-                    }
+                    traverse_in::<Portable>(&wide, ray, cull, mode, &mut list, &mut stack, &mut ());
                     *state = list.state();
                 }
                 assert!(lone_states.iter().any(|&state| state > 1));
