@@ -87,7 +87,13 @@ fn finite_lanes<L: Lanes8>(x: L::V) -> u32 {
 /// skip it.
 #[inline(always)]
 pub fn beyond(entry: f32, bound: f32) -> bool {
-    padded_below(entry) > bound
+    padded_beyond(padded_below(entry), bound)
+}
+
+/// [`beyond`] of an entry already padded down ([`padded_below`]).
+#[inline(always)]
+pub fn padded_beyond(padded_entry: f32, bound: f32) -> bool {
+    padded_entry > bound
 }
 
 /// [`beyond`] lane by lane, as a lane mask.
@@ -216,10 +222,14 @@ impl BoxFrame {
 }
 
 /// The scale of `ray`'s direction: [`direction_scale`] of its largest component.
+/// The largest is found on the bits of the magnitudes, whose order is theirs
+/// (NaN above every number): integer steps, shorter than float `max`'s NaN
+/// handling on the way from the ray to its first box test.
 #[inline(always)]
 pub fn ray_scale(ray: &Ray) -> f32 {
-    let raw = ray.dir.abs();
-    direction_scale(raw.x.max(raw.y).max(raw.z))
+    let magnitude = |x: f32| x.to_bits() & !SIGN_BIT;
+    let largest = magnitude(ray.dir.x).max(magnitude(ray.dir.y)).max(magnitude(ray.dir.z));
+    direction_scale(f32::from_bits(largest))
 }
 
 /// `1 / scale` for a [`direction_scale`] (a power of two from `2^-126` to

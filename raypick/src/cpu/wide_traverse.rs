@@ -17,10 +17,11 @@
 
 use super::brute_force::offer_accepted;
 use super::bvh_traverse::Tally;
-use super::bvh_walk::pop_pending;
 use super::hit_list::HitList;
 use super::interleaved_walks::{INTERLEAVED, interleave};
-use super::intersect::{BoxFrame, RayFrame, is_valid_ray_on, lanes};
+use super::intersect::{
+    BoxFrame, RayFrame, is_valid_ray_on, lanes, padded_below, padded_below_lanes, padded_beyond,
+};
 use super::moller_trumbore::moller_trumbore_block;
 use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
@@ -40,7 +41,8 @@ const STACK: usize = MAX_DEPTH * (WIDTH - 1) + WIDTH;
 
 /// The pending children of one walk, the top at `depth - 1` (the walk keeps the
 /// depth): each one's wide node index or first leaf block, its leaf block count
-/// (0 for a node) and its entry distance. A row per field, so that a node's visit
+/// (0 for a node) and its entry distance, padded down as [`beyond`](super::intersect::beyond) pads it (so
+/// a pop compares it with the bound as it is). A row per field, so that a node's visit
 /// writes all its children with one vector store per field. One per walk of a
 /// batch of rays, so that it is not initialised again for every ray (its entries
 /// are written before they are read).
@@ -79,7 +81,7 @@ impl Stack {
         };
         *child = L::store_u32(L::permute_u32(L::load_u32(&node.child), order));
         *blocks = L::store_u32(L::permute_u32(L::load_u8(&node.blocks), order));
-        *entry = L::store(L::permute(near, order));
+        *entry = L::store(L::permute(padded_below_lanes::<L>(near), order));
         *depth = at + entered.count_ones() as usize;
     }
 
@@ -101,44 +103,63 @@ impl Stack {
         if entered == 0 {
             return None;
         }
-        let near = L::store(near);
-        let pending = |lane: usize| (node.child[lane], u32::from(node.blocks[lane]), near[lane]);
-        let first = pending(entered.trailing_zeros() as usize);
+        let pending = |lane: usize| (node.child[lane], u32::from(node.blocks[lane]));
+        let nearest = entered.trailing_zeros() as usize;
         let rest = entered & (entered - 1);
         if rest == 0 {
-            return Some((first.0, first.1));
+            return Some(pending(nearest));
         }
-        // The nearest so far is kept aside, and each child pushed moves only past
-        // the children already pushed that are no farther.
+        let near = L::store(near);
+        // The node's pushes land in the row of lanes above the depth, where an
+        // index needs no check against the stack's end.
         let base = *depth;
-        let mut nearest = first;
+        let (Some(child), Some(blocks), Some(entry)) = (
+            self.child[base..].first_chunk_mut::<WIDTH>(),
+            self.blocks[base..].first_chunk_mut::<WIDTH>(),
+            self.entry[base..].first_chunk_mut::<WIDTH>(),
+        ) else {
+            unreachable!("a walk's stack holds a row of lanes above its deepest node's pending children")
+        };
+        // The nearest so far (lane, distance) is kept aside, and each child pushed
+        // moves only past the children already pushed that are no farther.
+        let mut kept = (nearest, near[nearest]);
+        let mut pushed = 0;
         for lane in lanes(rest) {
-            let mut child = pending(lane);
-            if child.2 < nearest.2 {
-                std::mem::swap(&mut child, &mut nearest);
+            let mut farther = (lane, near[lane]);
+            if farther.1 < kept.1 {
+                std::mem::swap(&mut farther, &mut kept);
             }
-            prefetch(wide, child.0, child.1);
-            let mut slot = *depth;
-            while slot > base && self.entry[slot - 1] <= child.2 {
-                self.child[slot] = self.child[slot - 1];
-                self.blocks[slot] = self.blocks[slot - 1];
-                self.entry[slot] = self.entry[slot - 1];
+            let (farther, distance) = (farther.0, padded_below(farther.1));
+            let pushed_child = pending(farther);
+            prefetch(wide, pushed_child.0, pushed_child.1);
+            let mut slot = pushed;
+            while slot > 0 && entry[(slot - 1) % WIDTH] <= distance {
+                child[slot % WIDTH] = child[(slot - 1) % WIDTH];
+                blocks[slot % WIDTH] = blocks[(slot - 1) % WIDTH];
+                entry[slot % WIDTH] = entry[(slot - 1) % WIDTH];
                 slot -= 1;
             }
-            (self.child[slot], self.blocks[slot], self.entry[slot]) = child;
-            *depth += 1;
+            (child[slot % WIDTH], blocks[slot % WIDTH]) = pushed_child;
+            entry[slot % WIDTH] = distance;
+            pushed += 1;
         }
-        Some((nearest.0, nearest.1))
+        *depth = base + pushed;
+        Some(pending(kept.0))
     }
 
     /// Pops the nearest pending child that a hit at `bound` leaves worth visiting
-    /// (dropping the others on the way, [`beyond`] it): its node or first block and
+    /// (dropping the others on the way, [`beyond`](super::intersect::beyond) it): its node or first block and
     /// its block count; `None` once none is left.
     #[inline(always)]
     fn pop(&self, depth: &mut usize, bound: f32) -> Option<(u32, u32)> {
         // The walk leaves `depth` at the entry it takes.
-        pop_pending(&self.entry, depth, bound, |&entry| entry)?;
-        Some((self.child[*depth], self.blocks[*depth]))
+        while *depth > 0 {
+            *depth -= 1;
+            if !padded_beyond(self.entry[*depth], bound) {
+                return Some((self.child[*depth], self.blocks[*depth]));
+            }
+        }
+        None
     }
 }
 
