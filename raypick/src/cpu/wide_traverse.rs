@@ -63,6 +63,20 @@ impl Default for Stack {
 }
 
 impl Stack {
+    /// The row of lanes from `at` (a walk's depth) of each field, where a node's
+    /// visit writes its children.
+    #[inline(always)]
+    fn row_from(&mut self, at: usize) -> (&mut [u32; WIDTH], &mut [u32; WIDTH], &mut [f32; WIDTH]) {
+        let (Some(child), Some(blocks), Some(entry)) = (
+            self.child[at..].first_chunk_mut::<WIDTH>(),
+            self.blocks[at..].first_chunk_mut::<WIDTH>(),
+            self.entry[at..].first_chunk_mut::<WIDTH>(),
+        ) else {
+            unreachable!("a walk's stack holds a row of lanes above its deepest node's pending children")
+        };
+        (child, blocks, entry)
+    }
+
     /// Pushes the children of `node` that the ray enters (`entered`, bit per lane)
     /// at their entry distances `near`, the farthest at the bottom and the nearest
     /// on top ([`Lanes8::push_order`]): a node's lanes are written whole, in that
@@ -72,13 +86,7 @@ impl Stack {
     fn push<L: Lanes8>(&mut self, depth: &mut usize, node: &ExactNode, entered: u32, near: L::V) {
         let order = L::push_order(near, entered);
         let at = *depth;
-        let (Some(child), Some(blocks), Some(entry)) = (
-            self.child[at..].first_chunk_mut::<WIDTH>(),
-            self.blocks[at..].first_chunk_mut::<WIDTH>(),
-            self.entry[at..].first_chunk_mut::<WIDTH>(),
-        ) else {
-            unreachable!("a walk's stack holds a row of lanes above its deepest node's pending children")
-        };
+        let (child, blocks, entry) = self.row_from(at);
         *child = L::store_u32(L::permute_u32(L::load_u32(&node.child), order));
         *blocks = L::store_u32(L::permute_u32(L::load_u8(&node.blocks), order));
         *entry = L::store(L::permute(padded_below_lanes::<L>(near), order));
@@ -90,7 +98,8 @@ impl Stack {
     /// equals), which it returns, farthest at the bottom; `None` when the ray
     /// enters none. Branches on the count and order of the entered children,
     /// which a lone walk waits on less than on the sort of [`Stack::push`]: one
-    /// child, the most common case, goes straight to the next visit.
+    /// child, the most common case, goes straight to the next visit. The children
+    /// pushed are asked of the memory system ([`prefetch`]).
     #[inline(always)]
     fn push_but_nearest<L: Lanes8>(
         &mut self,
@@ -113,13 +122,7 @@ impl Stack {
         // The node's pushes land in the row of lanes above the depth, where an
         // index needs no check against the stack's end.
         let base = *depth;
-        let (Some(child), Some(blocks), Some(entry)) = (
-            self.child[base..].first_chunk_mut::<WIDTH>(),
-            self.blocks[base..].first_chunk_mut::<WIDTH>(),
-            self.entry[base..].first_chunk_mut::<WIDTH>(),
-        ) else {
-            unreachable!("a walk's stack holds a row of lanes above its deepest node's pending children")
-        };
+        let (child, blocks, entry) = self.row_from(base);
         // The nearest so far (lane, distance) is kept aside, and each child pushed
         // moves only past the children already pushed that are no farther.
         let mut kept = (nearest, near[nearest]);
