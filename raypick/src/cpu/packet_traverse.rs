@@ -80,8 +80,8 @@ pub(super) fn coherent<L: Lanes8>(rays: &[Ray; PACKET]) -> bool {
 
 /// The nearest hits of a [`coherent`] packet of rays, written to `closest`; `false`
 /// (and nothing written) when the rays cannot share their box tests
-/// ([`PacketSlabs::for_rays`]: a direction component scaled to -0.0 in some rays, or
-/// distances too large for the folded test), to be traced alone instead.
+/// ([`PacketSlabs::for_rays`]: a direction component of different signs, or some
+/// ray outside the folded test's range), to be traced alone instead.
 #[inline(always)]
 pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,

@@ -8,8 +8,9 @@
 //! by lane (plane minus origin times `1 / dir`, the largest entry and smallest exit
 //! with `tmin` and the bound, and the margin of
 //! [`overlaps`](super::intersect::overlaps)); the folded one, used for every ray
-//! whose distances are far from overflow, is one multiply-add per plane with a
-//! slack that makes it enter every box the plain one enters. So a box that holds a
+//! whose distances are far from overflow, is one multiply-add per plane, in the
+//! caller's units, with a slack that makes it enter every box the plain one
+//! enters. So a box that holds a
 //! triangle's padded box is entered no later and left no earlier than that box, on
 //! every vector unit ([`Lanes8`]).
 
@@ -118,9 +119,27 @@ fn each_axis<T>(f: impl Fn(usize) -> T) -> [T; 3] {
 /// [`BOX_MARGIN`](super::intersect::BOX_MARGIN) plus the rounding of both tests (eleven units of 2^-24 at most).
 const FOLDED_SLACK: f32 = 1.25e-5;
 
-/// Largest distance bound for which the folded test is used: far from overflow,
-/// so that every distance and slack it computes is finite.
+/// Largest distance bound, in frame units, for which the folded test is used:
+/// far from overflow, so that every distance and slack either test computes is
+/// finite.
 const FOLDED_LIMIT: f32 = 1e30;
+
+/// Largest direction scale ([`BoxFrame::t_scale`], `2^16`) for which the folded
+/// test is used: the plain test's rounding below f32's normal range, a few
+/// `2^-149` in frame units, is then a few `2^-133` in the caller's, far under the
+/// folded slack's `MIN_POSITIVE` (`2^-126`).
+const FOLDED_MAX_SCALE: f32 = 65_536.0;
+
+/// Whether a ray takes the folded test: its distances are far from overflow in
+/// both units (`bounds`, in the caller's, times `to_frame` bound them in the
+/// frame's), its scale is at most [`FOLDED_MAX_SCALE`], and no component of its
+/// direction (`dir`) became zero when scaled (`scaled`), so that both tests
+/// treat the same components as parallel.
+#[inline(always)]
+fn folds(bounds: [f32; 3], to_frame: f32, t_scale: f32, dir: [f32; 3], scaled: [f32; 3]) -> bool {
+    let axis = |a: usize| (bounds[a] * to_frame <= FOLDED_LIMIT) & ((dir[a] == 0.0) == (scaled[a] == 0.0));
+    axis(0) & axis(1) & axis(2) & (t_scale <= FOLDED_MAX_SCALE)
+}
 
 /// One ray's folded-test factors (`1 / dir`) and terms (the offsets) in every
 /// lane, per axis: the same at every node, so a lone ray works them out once
@@ -133,8 +152,9 @@ pub(super) struct RayTerms<L: Lanes8> {
     far: [L::V; 3],
 }
 
-/// How far a ray's box tests reach ([`Slabs::limit`]): in frame units, and
-/// padded as the folded test takes it, in every lane.
+/// How far a ray's box tests reach ([`Slabs::limit`]): in frame units for the
+/// plain test, and padded in the caller's units, in every lane, for the folded
+/// one.
 #[derive(Clone, Copy)]
 pub(super) struct Limit<L: Lanes8> {
     plain: f32,
@@ -142,27 +162,35 @@ pub(super) struct Limit<L: Lanes8> {
 }
 
 /// One ray, ready for slab tests against wide nodes.
+///
+/// Two slab tests: the plain one in units of the scaled direction, as every
+/// other traversal ([`BoxFrame`]); the folded one in the caller's units, from
+/// the ray's own direction, so that a walk's first box test does not wait on
+/// the scale (the rays it takes have the same distances in both units, up to the
+/// rounding its slack covers).
 #[derive(Clone, Copy)]
 pub(super) struct Slabs<L: Lanes8> {
     /// The ray origin.
     origin: [f32; 3],
-    /// `1 / dir` of the scaled direction.
+    /// `1 / dir` of the scaled direction: the plain test's factors.
     inv_dir: [f32; 3],
-    /// `-origin / dir`, less the slack (for near planes) and plus it (for far ones):
-    /// the folded test's offsets.
+    /// `1 / dir` of the caller's direction ([`BIG`] for a zero component): the
+    /// folded test's factors.
+    folded_inv: [f32; 3],
+    /// `-origin / dir` (caller's units), less the slack (for near planes) and plus
+    /// it (for far ones): the folded test's offsets.
     near_offset: [f32; 3],
     far_offset: [f32; 3],
-    /// The plane rows the ray meets first and last: on the axes where the scaled
-    /// direction is negative it enters at the box maximum. From the scaled
-    /// direction, whose tiny components may have become -0.0 (whose `1 / dir` is the
-    /// positive `BIG`).
+    /// The plane rows the folded test meets first and last: on the axes where the
+    /// caller's direction is negative it enters at the box maximum (-0.0, whose
+    /// `1 / dir` is the positive `BIG`, counts as positive).
     rows: PlaneRows,
     /// `tmin` in units of the scaled direction.
     tmin: f32,
-    /// The same, less its margin: the folded test's earliest entry, in every lane.
+    /// `tmin` in the caller's units, less its margin: the folded test's earliest
+    /// entry, in every lane.
     padded_tmin: L::V,
-    /// Whether the folded test applies: every distance of the ray is finite and
-    /// far from overflow.
+    /// Whether the folded test applies ([`folds`]).
     folded: bool,
     /// Frame units to the caller's (`t_scale`) and back.
     t_scale: f32,
@@ -174,94 +202,89 @@ impl<L: Lanes8> Slabs<L> {
     /// The slabs of `ray`, whose frame is `frame`, for the nodes of `wide`.
     #[inline(always)]
     pub(super) fn new(wide: &WideBvh, ray: &Ray, frame: &BoxFrame) -> Self {
-        // Box distances in units of the scaled direction, as in `bvh_traverse`.
+        // The plain test's distances are in units of the scaled direction, as in
+        // `bvh_traverse`; the folded test's in the caller's.
         let to_frame = frame.inv_t_scale();
-        let tmin = ray.tmin * to_frame;
-        let reach = |axis: usize| {
-            (wide.reach[axis] + ray.origin[axis].abs()) * frame.inv_dir[axis].abs()
-        };
+        let dir = ray.dir.to_array();
+        let folded_inv = dir.map(|d| if d == 0.0 { BIG } else { 1.0 / d });
+        let reach = |axis: usize| (wide.reach[axis] + ray.origin[axis].abs()) * folded_inv[axis].abs();
         let bounds = each_axis(reach);
-        let folded = bounds.iter().all(|&b| b <= FOLDED_LIMIT);
         // Underflow loses at most a few 2^-149 per operation: MIN_POSITIVE covers
         // them.
         let slack = each_axis(|axis| FOLDED_SLACK * bounds[axis] + f32::MIN_POSITIVE);
-        let start = each_axis(|axis| -(ray.origin[axis] * frame.inv_dir[axis]));
+        let start = each_axis(|axis| -(ray.origin[axis] * folded_inv[axis]));
         Self {
             origin: ray.origin.into(),
             inv_dir: frame.inv_dir,
+            folded_inv,
             near_offset: each_axis(|axis| start[axis] - slack[axis]),
             far_offset: each_axis(|axis| start[axis] + slack[axis]),
-            rows: PlaneRows::for_signs(frame.dir.map(|d| d < 0.0)),
-            tmin,
-            padded_tmin: L::splat(padded_below(tmin)),
-            folded,
+            rows: PlaneRows::for_signs(dir.map(|d| d < 0.0)),
+            tmin: ray.tmin * to_frame,
+            padded_tmin: L::splat(padded_below(ray.tmin)),
+            folded: folds(bounds, to_frame, frame.t_scale, dir, frame.dir),
             t_scale: frame.t_scale,
             to_frame,
             tmax: ray.tmax,
         }
     }
 
-    /// The plane rows this ray meets first and last ([`Planes::of`]).
-    #[inline(always)]
-    pub(super) fn rows(&self) -> &PlaneRows {
-        &self.rows
-    }
-
     /// This ray's [`RayTerms`].
     #[inline(always)]
     pub(super) fn terms(&self) -> RayTerms<L> {
         RayTerms {
-            inv: splat3::<L>(self.inv_dir),
+            inv: splat3::<L>(self.folded_inv),
             near: splat3::<L>(self.near_offset),
             far: splat3::<L>(self.far_offset),
         }
     }
 
     /// The limit of the box tests for a collector whose bound is `bound` (in the
-    /// caller's units): the smaller of it and `tmax`, in frame units. A walk makes
-    /// it when the bound changes, not at every node.
+    /// caller's units): the smaller of it and `tmax`. A walk makes it when the
+    /// bound changes, not at every node.
     #[inline(always)]
     pub(super) fn limit(&self, bound: f32) -> Limit<L> {
-        let limit = if bound < self.tmax { bound } else { self.tmax } * self.to_frame;
+        let limit = if bound < self.tmax { bound } else { self.tmax };
         Limit {
-            plain: limit,
+            plain: limit * self.to_frame,
             padded: L::splat(padded_above(limit)),
         }
     }
 
-    /// The children among `occupied` (bit per lane) whose `planes` the ray enters
-    /// within `limit` ([`Slabs::limit`]), as a lane mask, and every lane's entry
-    /// distance (in the caller's units); `terms` are this ray's
-    /// ([`Slabs::terms`]).
+    /// The children among `node`'s occupied ones that the ray enters within
+    /// `limit` ([`Slabs::limit`]), as a lane mask, and every lane's entry distance
+    /// (in the caller's units); `terms` are this ray's ([`Slabs::terms`]).
     ///
     /// Every child that the plain test ([`Slabs::enter_plain`], the arithmetic of
     /// every other traversal) enters is entered, so the answers are the same; the
     /// folded test ([`Slabs::enter_folded`]) takes fewer, shorter dependent steps
-    /// and is used whenever the ray's distances are far from overflow.
+    /// and is used whenever the ray's distances are far from overflow ([`folds`]).
     #[inline(always)]
-    pub(super) fn enter(
-        &self,
-        planes: &Planes<L>,
-        limit: &Limit<L>,
-        occupied: u32,
-        terms: &RayTerms<L>,
-    ) -> (u32, L::V) {
+    pub(super) fn enter(&self, node: &ExactNode, limit: &Limit<L>, terms: &RayTerms<L>) -> (u32, L::V) {
+        let planes = Planes::of(node, &self.rows);
         let (entered, near) = if self.folded {
-            self.enter_folded(planes, limit.padded, terms)
+            self.enter_folded(&planes, limit.padded, terms)
         } else {
-            self.enter_plain(planes, limit.plain)
+            let (entered, near) = self.enter_plain(&planes, limit.plain);
+            (entered, L::mul(near, L::splat(self.t_scale)))
         };
-        (entered & occupied, L::mul(near, L::splat(self.t_scale)))
+        (entered & u32::from(node.occupied), near)
     }
 
-    /// The plain distances to the near and far planes of every lane on `axis`:
-    /// plane minus origin times `1 / dir`.
+    /// The plain distances to the planes of every lane on `axis`, nearer first:
+    /// plane minus origin times `1 / dir` of the scaled direction, for both
+    /// planes, the smaller and the larger. The planes come oriented for the
+    /// caller's direction, whose signs the scaled one keeps but where a component
+    /// became zero (then `1 / dir` is `BIG` and the order may be the other);
+    /// rounding is monotone, so either way these are the distances to the
+    /// planes the scaled direction meets first and last.
     #[inline(always)]
     fn plain_slab(&self, planes: &Planes<L>, axis: usize) -> (L::V, L::V) {
-        let (near, far) = (planes.near[axis], planes.far[axis]);
         let origin = L::splat(self.origin[axis]);
         let inv = L::splat(self.inv_dir[axis]);
-        (L::mul(L::sub(near, origin), inv), L::mul(L::sub(far, origin), inv))
+        let first = L::mul(L::sub(planes.near[axis], origin), inv);
+        let last = L::mul(L::sub(planes.far[axis], origin), inv);
+        (L::min(first, last), L::max(first, last))
     }
 
     /// The folded, padded distances to the near and far planes of every lane on
@@ -275,10 +298,11 @@ impl<L: Lanes8> Slabs<L> {
         )
     }
 
-    /// The plain slab test up to `limit` (frame units): plane minus origin
-    /// times `1 / dir`, the largest entry and the smallest exit, padded by the
-    /// relative margin of [`overlaps`](super::intersect::overlaps). Entered lanes
-    /// and their entries.
+    /// The plain slab test up to `limit` (frame units): plane minus origin times
+    /// `1 / dir` of the scaled direction, the largest entry and the smallest exit,
+    /// padded by the relative margin of [`overlaps`](super::intersect::overlaps).
+    /// Entered lanes (among the occupied ones: an unused slot's inverted box may
+    /// pass) and their entries (frame units).
     #[inline(always)]
     fn enter_plain(&self, planes: &Planes<L>, limit: f32) -> (u32, L::V) {
         let (nx, fx) = self.plain_slab(planes, 0);
@@ -289,24 +313,31 @@ impl<L: Lanes8> Slabs<L> {
         (overlaps_lanes::<L>(near, far), near)
     }
 
-    /// The folded slab test up to `padded_limit` (the limit in frame units,
+    /// The folded slab test up to `padded_limit` (the limit in the caller's units,
     /// padded, in every lane): the distance in one multiply-add per plane,
-    /// `plane · (1 / dir) + (-origin / dir ∓ slack)`, already padded. Entered
-    /// lanes and their (padded) entries.
+    /// `plane · (1 / dir) + (-origin / dir ∓ slack)`, already padded, from the
+    /// caller's direction. Entered lanes and their (padded) entries, in the
+    /// caller's units.
     ///
     /// Why it enters whatever [`Slabs::enter_plain`] enters: the plain test pads
     /// its largest entry `n` to `n - |n|·m` and its smallest exit `f` to `f + |f|·m`
-    /// (`m` = [`BOX_MARGIN`](super::intersect::BOX_MARGIN)). Both paddings are monotone, so padding each axis's
-    /// distance before the largest entry and smallest exit are taken gives the
-    /// same interval. Every distance of the ray, and each term of it, is at most
-    /// `B = (reach + |origin|) · |1 / dir|` in size ([`WideBvh::reach`] bounds
-    /// every plane). So the plain distance pads by at most `m·B` and rounds
-    /// (subtraction, product, padding) by at most `5·2^-24·B`, and the folded one
-    /// (the offset, the multiply-add, fused or not) by at most `5·2^-24·B` plus a
-    /// trace of the slack. The slack, [`FOLDED_SLACK`]`·B`, exceeds their sum, so every
-    /// folded entry is no later and every folded exit no earlier than the plain
-    /// test's padded one. The padded `tmin` and limit are padded as the plain test
-    /// pads them.
+    /// (`m` = [`BOX_MARGIN`](super::intersect::BOX_MARGIN)). Both paddings are
+    /// monotone, so padding each axis's distance before the largest entry and
+    /// smallest exit are taken gives the same interval. Scaled to the caller's
+    /// units by `t_scale`, a power of two, its values and their rounding scale
+    /// with it wherever they are normal numbers. Every distance of the ray, and
+    /// each term of it, is at most `B = (reach + |origin|) · |1 / dir|` in size in
+    /// the units it is computed in ([`WideBvh::reach`] bounds every plane). So the
+    /// plain distance pads by at most `m·B` and rounds (subtraction, product,
+    /// padding) by at most `5·2^-24·B`, and the folded one (the offset, the
+    /// multiply-add, fused or not) by at most `5·2^-24·B` plus a trace of the
+    /// slack; below the normal range each test rounds by a few `2^-149` more in
+    /// its own units, which for the plain test's is a few `2^-133` at most in the
+    /// caller's ([`FOLDED_MAX_SCALE`]). The slack, [`FOLDED_SLACK`]`·B +
+    /// MIN_POSITIVE`, exceeds their sum, so every folded entry is no later and
+    /// every folded exit no earlier than the plain test's padded one. Both tests
+    /// take the same components as parallel (with [`BIG`] for `1 / 0`; [`folds`]).
+    /// The padded `tmin` and limit are padded as the plain test pads them.
     #[inline(always)]
     fn enter_folded(&self, planes: &Planes<L>, padded_limit: L::V, terms: &RayTerms<L>) -> (u32, L::V) {
         let (nx, fx) = self.folded_slab(planes, 0, terms);
@@ -329,18 +360,15 @@ pub(super) type Rows<L> = [<L as Lanes8>::V; 2];
 /// against all of them at once ([`PacketSlabs::enter_child`]): each lane does the
 /// operations of [`Slabs::enter`]'s folded test for its ray, in the same order, so
 /// it enters the same boxes at the same distances, bit for bit. Only for rays that
-/// all take the folded test and whose scaled directions share the sign of every
+/// all take the folded test and whose directions share the sign of every
 /// component, so that one choice of near and far planes serves them all.
 pub(super) struct PacketSlabs<L: Lanes8> {
     /// `1 / dir` and the offsets: the folded test's terms.
     terms: SlabTerms<L>,
-    /// `tmin` in frame units, less its margin.
+    /// `tmin`, less its margin.
     padded_tmin: Rows<L>,
-    /// `tmax` in the caller's units.
+    /// `tmax`.
     tmax: Rows<L>,
-    /// The caller's units to the frame's (`1 / t_scale`) and back.
-    to_frame: Rows<L>,
-    t_scale: Rows<L>,
     /// The plane rows every ray meets first and last: the signs of their direction
     /// components are the same.
     rows: PlaneRows,
@@ -387,8 +415,8 @@ impl<L: Lanes8> SlabTerms<L> {
 impl<L: Lanes8> PacketSlabs<L> {
     /// The rows of `rays`' slabs, each lane the operations of [`Slabs::new`] for
     /// its ray (so the same bits), worked out eight rays at a time; `None` when some
-    /// ray does not take the folded test or the rays' scaled directions differ in
-    /// sign somewhere. The rays are valid ([`is_valid_ray`](crate::prepare::is_valid_ray)).
+    /// ray does not take the folded test or the rays' directions differ in sign
+    /// somewhere. The rays are valid ([`is_valid_ray`](crate::prepare::is_valid_ray)).
     #[inline(always)]
     pub(super) fn for_rays(wide: &WideBvh, rays: &[Ray; PACKET_RAYS]) -> Option<Self> {
         // The scales take a few integer steps per ray; the rest runs on the lanes.
@@ -411,7 +439,8 @@ impl<L: Lanes8> PacketSlabs<L> {
         let dir = [row(|r| r.dir.x), row(|r| r.dir.y), row(|r| r.dir.z)];
         let (tmin, tmax) = (row(|r| r.tmin), row(|r| r.tmax));
         let zero = L::splat(0.0);
-        let mut folded = true;
+        // As `folds`.
+        let mut folded = (0..2).all(|h| L::le(t_scale[h], L::splat(FOLDED_MAX_SCALE)) == 0xff);
         let mut negative = [false; 3];
         let mut terms = SlabTerms {
             inv: [[zero; 2]; 3],
@@ -421,14 +450,16 @@ impl<L: Lanes8> PacketSlabs<L> {
         for axis in 0..3 {
             let mut signs = 0;
             for h in 0..2 {
-                // As `BoxFrame::new`: the scaled direction and its reciprocal.
-                let d = L::mul(dir[axis][h], t_scale[h]);
-                let nonzero = !L::eq(d, zero) & 0xff;
-                let inv = L::fill_outside(L::div(L::splat(1.0), d), nonzero, BIG);
+                // As `Slabs::new`: the caller's direction and its reciprocal.
+                let d = dir[axis][h];
+                let zeros = L::eq(d, zero);
+                let inv = L::fill_outside(L::div(L::splat(1.0), d), !zeros & 0xff, BIG);
                 signs |= L::lt(d, zero) << (WIDTH * h);
-                // As `Slabs::new`: the distance bound, the slack and the offsets.
+                // The distance bound, the slack and the offsets.
                 let bound = L::mul(L::add(L::splat(wide.reach[axis]), L::abs(origin[axis][h])), L::abs(inv));
-                folded &= L::le(bound, L::splat(FOLDED_LIMIT)) == 0xff;
+                let scaled_zeros = L::eq(L::mul(d, t_scale[h]), zero);
+                folded &= L::le(L::mul(bound, to_frame[h]), L::splat(FOLDED_LIMIT)) == 0xff;
+                folded &= zeros == scaled_zeros;
                 let slack = L::add(L::mul(L::splat(FOLDED_SLACK), bound), L::splat(f32::MIN_POSITIVE));
                 // `-(origin · inv) ∓ slack`, as `Slabs::new` (a negation by -1 is
                 // exact).
@@ -445,13 +476,10 @@ impl<L: Lanes8> PacketSlabs<L> {
         if !folded {
             return None;
         }
-        let padded_tmin = |h: usize| padded_below_lanes::<L>(L::mul(tmin[h], to_frame[h]));
         Some(Self {
             terms,
-            padded_tmin: [padded_tmin(0), padded_tmin(1)],
+            padded_tmin: [padded_below_lanes::<L>(tmin[0]), padded_below_lanes::<L>(tmin[1])],
             tmax,
-            to_frame,
-            t_scale,
             rows: PlaneRows::for_signs(negative),
         })
     }
@@ -472,9 +500,7 @@ impl<L: Lanes8> PacketSlabs<L> {
     #[inline(always)]
     pub(super) fn limits(&self, bounds: &[f32; PACKET_RAYS]) -> Rows<L> {
         let bound = load_rows::<L>(bounds);
-        let limit = |h: usize| {
-            padded_above_lanes::<L>(L::mul(L::min(bound[h], self.tmax[h]), self.to_frame[h]))
-        };
+        let limit = |h: usize| padded_above_lanes::<L>(L::min(bound[h], self.tmax[h]));
         [limit(0), limit(1)]
     }
 
@@ -501,9 +527,8 @@ impl<L: Lanes8> PacketSlabs<L> {
             let far = L::min(L::min(fx, fy), L::min(fz, limits[h]));
             let these = L::le(near, far) & (rays >> (WIDTH * h));
             entered |= these << (WIDTH * h);
-            let caller = L::mul(near, self.t_scale[h]);
-            nearest[h] = L::fill_outside(caller, these, f32::INFINITY);
-            entry[WIDTH * h..WIDTH * (h + 1)].copy_from_slice(&L::store(caller));
+            nearest[h] = L::fill_outside(near, these, f32::INFINITY);
+            entry[WIDTH * h..WIDTH * (h + 1)].copy_from_slice(&L::store(near));
         }
         (entered, entry, L::min_lane(L::min(nearest[0], nearest[1])))
     }
@@ -561,13 +586,15 @@ mod tests {
             folded_rays += 1;
             let terms = slabs.terms();
             for node in &wide.nodes {
-                let planes = Planes::<L>::of(node, slabs.rows());
+                let planes = Planes::<L>::of(node, &slabs.rows);
                 for bound in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
                     let limit = slabs.limit(bound);
                     let (plain, plain_near) = slabs.enter_plain(&planes, limit.plain);
                     let (folded, folded_near) = slabs.enter_folded(&planes, limit.padded, &terms);
                     let plain = plain & node.occupied as u32;
                     assert_eq!(plain & !folded, 0, "{ray:?} bound {bound} node {node:?}");
+                    // The plain entries in the caller's units, as `Slabs::enter` gives them.
+                    let plain_near = L::mul(plain_near, L::splat(slabs.t_scale));
                     let (plain_near, folded_near) = (L::store(plain_near), L::store(folded_near));
                     for lane in lanes(plain) {
                         assert!(folded_near[lane] <= plain_near[lane], "{ray:?} node {node:?}");
@@ -630,8 +657,7 @@ mod tests {
                 let used = node.occupied as u32;
                 let alone: Vec<(u32, [f32; WIDTH])> = (0..PACKET_RAYS)
                     .map(|r| {
-                        let planes = Planes::<L>::of(node, slabs[r].rows());
-                        let (entered, near) = slabs[r].enter(&planes, &slabs[r].limit(bounds[r]), used, &slabs[r].terms());
+                        let (entered, near) = slabs[r].enter(node, &slabs[r].limit(bounds[r]), &slabs[r].terms());
                         (entered, L::store(near))
                     })
                     .collect();
@@ -665,15 +691,13 @@ mod tests {
             slabs.iter().map(|s| value(s).to_bits()).collect()
         };
         for axis in 0..3 {
-            let scale = of_rays(&|s| s.inv_dir[axis]);
+            let scale = of_rays(&|s| s.folded_inv[axis]);
             assert_eq!(bits(&packet.terms.inv[axis]), scale, "axis {axis}");
             assert_eq!(bits(&packet.terms.near[axis]), of_rays(&|s| s.near_offset[axis]), "axis {axis}");
             assert_eq!(bits(&packet.terms.far[axis]), of_rays(&|s| s.far_offset[axis]), "axis {axis}");
         }
         assert_eq!(bits(&packet.padded_tmin), of_rays(&|s| L::store(s.padded_tmin)[0]));
         assert_eq!(bits(&packet.tmax), of_rays(&|s| s.tmax));
-        assert_eq!(bits(&packet.to_frame), of_rays(&|s| s.to_frame));
-        assert_eq!(bits(&packet.t_scale), of_rays(&|s| s.t_scale));
         assert_eq!(packet.rows, slabs[0].rows);
     }
 
@@ -714,8 +738,9 @@ mod tests {
     }
 
     /// Rays whose distances could overflow (a zero direction component against a
-    /// mesh away from the origin), and meshes with infinite planes, take the plain
-    /// test.
+    /// mesh away from the origin), meshes with infinite planes, rays whose scale
+    /// is above `2^16` and rays with a component that scaling takes to zero take
+    /// the plain test.
     #[test]
     fn overflowing_distances_take_the_plain_test() {
         let mut rng = Rng::new(30);
@@ -729,5 +754,19 @@ mod tests {
         unbounded.reach[1] = f32::INFINITY;
         let ray = Ray::new(Vec3::ZERO, Vec3::new(1.0, 0.5, 0.25));
         assert!(!Slabs::<Portable>::new(&unbounded, &ray, &BoxFrame::new(&ray)).folded);
+        // Scales 2^14 and 2^20.
+        assert!(slabs(Ray::new(Vec3::ZERO, Vec3::new(1e-4, 0.5e-4, 0.25e-4))));
+        assert!(!slabs(Ray::new(Vec3::ZERO, Vec3::new(1e-6, 0.5e-6, 0.25e-6))));
+        // Scaled by 2^-25, a component of 2^-126 becomes zero (the plain test's
+        // parallel) and one of 2^-100 does not; so near the origin, the distances
+        // stay far from overflow either way.
+        let near_origin = kit::mesh(fixtures::soup(100, &mut rng, (Vec3::splat(1e-16), Vec3::splat(2e-16))));
+        let near_origin = WideBvh::from_bvh(&Bvh::build(&near_origin));
+        let folds = |dir: Vec3| {
+            let ray = Ray::new(Vec3::ZERO, dir);
+            Slabs::<Portable>::new(&near_origin, &ray, &BoxFrame::new(&ray)).folded
+        };
+        assert!(folds(Vec3::new(2f32.powi(25), 2f32.powi(-100), 1.0)));
+        assert!(!folds(Vec3::new(2f32.powi(25), -f32::MIN_POSITIVE, 1.0)));
     }
 }

@@ -28,7 +28,7 @@ use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::vector::Lanes8;
 use super::watertight::watertight_block;
-use super::wide_boxes::{Limit, Planes, Slabs};
+use super::wide_boxes::{Limit, Slabs};
 use super::wide_bvh::{ExactNode, LeafBlock, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
 use crate::options::{Cull, Mode};
@@ -207,7 +207,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
 /// A step pops the nearest pending child that can still change the answer and
 /// visits it: a leaf is tested, a node's boxes are tested and the children
 /// entered pushed, the nearest on top. The planes a ray meets first and last on
-/// each axis are picked by index, chosen once per ray ([`Slabs::rows`]), so a
+/// each axis are picked by index, chosen once per ray ([`Slabs::new`]), so a
 /// visit makes no choice on the ray's signs.
 pub(super) struct Walk<L: Lanes8> {
     ray: Ray,
@@ -306,9 +306,8 @@ impl<L: Lanes8> Walk<L> {
             self.limit = self.slabs.limit(collect.bound());
         } else {
             let node = &wide.nodes[child as usize];
-            let planes = Planes::<L>::of(node, self.slabs.rows());
             let terms = self.slabs.terms();
-            let (entered, near) = self.slabs.enter(&planes, &self.limit, node.occupied as u32, &terms);
+            let (entered, near) = self.slabs.enter(node, &self.limit, &terms);
             tally.wide_node(node.occupied.count_ones(), entered.count_ones());
             if SORTED {
                 stack.push::<L>(&mut self.depth, node, entered, near);
