@@ -322,9 +322,12 @@ fn compare_on(spec: &SceneSpec, args: &Args) {
 /// Rays of the cold picks ([`cold_picks`]): an 8 × 8 grid over the image.
 const COLD_PICKS: usize = 64;
 
-/// Bytes written before each cold pick: more than the last-level cache of the
+/// Bytes swept before each cold pick: more than the last-level cache of the
 /// machines the bench runs on, so that the pick finds none of its tree there.
 const SWEEP_BYTES: usize = 64 << 20;
+
+/// A cache line, the sweep's step.
+const LINE: usize = 64;
 
 /// Times single picks as an application makes them, once a frame between other
 /// work: before each call, a sweep over [`SWEEP_BYTES`] of other memory leaves
@@ -335,8 +338,13 @@ fn cold_picks(cpu_mesh: &CpuMesh, embree: &Embree, camera: &[Ray], rounds: usize
     let options = TraceOptions::default();
     let mut sweep = vec![0u8; SWEEP_BYTES];
     let mut evict = |pass: usize| {
-        // A value unlike the last sweep's, so that no write can be skipped.
-        sweep.fill(pass as u8);
+        // Each line read and written: a fill of this size may be done with stores
+        // that bypass the caches (glibc's memset uses them), which would leave both
+        // trees cached. A value unlike the last sweep's, so that no write can be
+        // skipped.
+        for line in sweep.chunks_exact_mut(LINE) {
+            line[0] = std::hint::black_box(line[0]) ^ (pass as u8 | 1);
+        }
         std::hint::black_box(&sweep);
     };
     let calls = COLD_PICKS * rounds;
