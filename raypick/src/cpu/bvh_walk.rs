@@ -62,10 +62,18 @@ pub fn pop_pending<T: Copy>(
     bound: f32,
     entry: impl Fn(&T) -> f32,
 ) -> Option<T> {
+    pop_until(stack, depth, |top| !beyond(entry(top), bound))
+}
+
+/// Pops entries of `stack[..*depth]` until one that is `worth` visiting, which it
+/// returns (`depth` left at it); `None` once the stack is empty. [`pop_pending`]'s
+/// loop, for stacks that keep their entries' distances in their own form.
+#[inline(always)]
+pub fn pop_until<T: Copy>(stack: &[T], depth: &mut usize, worth: impl Fn(&T) -> bool) -> Option<T> {
     while *depth > 0 {
         *depth -= 1;
         let top = stack[*depth];
-        if !beyond(entry(&top), bound) {
+        if worth(&top) {
             return Some(top);
         }
     }

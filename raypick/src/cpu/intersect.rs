@@ -32,6 +32,12 @@ pub struct Candidate {
 /// Stands in for `1 / 0` in box tests so that they never compute `0 * inf`.
 pub const BIG: f32 = 1e38;
 
+/// `1 / d` for a box test's direction component `d`, [`BIG`] for zero.
+#[inline(always)]
+pub fn slab_reciprocal(d: f32) -> f32 {
+    if d == 0.0 { BIG } else { 1.0 / d }
+}
+
 /// Relative margin on slab distances: far above the few ulps of rounding in a box
 /// test and in Möller–Trumbore's `t` for non-grazing rays.
 pub const BOX_MARGIN: f32 = 1e-5;
@@ -209,7 +215,7 @@ impl BoxFrame {
     pub fn new(ray: &Ray) -> Self {
         let t_scale = ray_scale(ray);
         let dir: [f32; 3] = (ray.dir * t_scale).into();
-        let inv_dir = dir.map(|d| if d == 0.0 { BIG } else { 1.0 / d });
+        let inv_dir = dir.map(slab_reciprocal);
         Self { dir, t_scale, inv_dir }
     }
 

@@ -16,7 +16,7 @@
 
 use super::intersect::{
     BIG, BoxFrame, overlaps_lanes, padded_above, padded_above_lanes, padded_below,
-    padded_below_lanes, ray_scale, reciprocal_scale,
+    padded_below_lanes, ray_scale, reciprocal_scale, slab_reciprocal,
 };
 use super::vector::Lanes8;
 use super::wide_bvh::{self, ExactNode, WIDTH, WideBvh};
@@ -206,7 +206,7 @@ impl<L: Lanes8> Slabs<L> {
         // `bvh_traverse`; the folded test's in the caller's.
         let to_frame = frame.inv_t_scale();
         let dir = ray.dir.to_array();
-        let folded_inv = dir.map(|d| if d == 0.0 { BIG } else { 1.0 / d });
+        let folded_inv = dir.map(slab_reciprocal);
         let reach = |axis: usize| (wide.reach[axis] + ray.origin[axis].abs()) * folded_inv[axis].abs();
         let bounds = each_axis(reach);
         // Underflow loses at most a few 2^-149 per operation: MIN_POSITIVE covers

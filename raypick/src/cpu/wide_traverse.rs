@@ -17,6 +17,7 @@
 
 use super::brute_force::offer_accepted;
 use super::bvh_traverse::Tally;
+use super::bvh_walk::pop_until;
 use super::hit_list::HitList;
 use super::interleaved_walks::{INTERLEAVED, interleave};
 use super::intersect::{
@@ -151,15 +152,16 @@ impl Stack {
             if lookahead == Lookahead::Prefetch {
                 prefetch(wide, pushed_child.0, pushed_child.1);
             }
-            let mut slot = pushed;
+            // Indices taken modulo the row's width, which they never reach (at most
+            // `WIDTH - 1` children are pushed), so that none is checked.
+            let mut slot = pushed % WIDTH;
             while slot > 0 && entry[(slot - 1) % WIDTH] <= distance {
-                child[slot % WIDTH] = child[(slot - 1) % WIDTH];
-                blocks[slot % WIDTH] = blocks[(slot - 1) % WIDTH];
-                entry[slot % WIDTH] = entry[(slot - 1) % WIDTH];
-                slot -= 1;
+                let below = (slot - 1) % WIDTH;
+                (child[slot], blocks[slot], entry[slot]) = (child[below], blocks[below], entry[below]);
+                slot = below;
             }
-            (child[slot % WIDTH], blocks[slot % WIDTH]) = pushed_child;
-            entry[slot % WIDTH] = distance;
+            (child[slot], blocks[slot]) = pushed_child;
+            entry[slot] = distance;
             pushed += 1;
         }
         *depth = base + pushed;
@@ -172,13 +174,8 @@ impl Stack {
     #[inline(always)]
     fn pop(&self, depth: &mut usize, bound: f32) -> Option<(u32, u32)> {
         // The walk leaves `depth` at the entry it takes.
-        while *depth > 0 {
-            *depth -= 1;
-            if !padded_beyond(self.entry[*depth], bound) {
-                return Some((self.child[*depth], self.blocks[*depth]));
-            }
-        }
-        None
+        pop_until(&self.entry, depth, |&entry| !padded_beyond(entry, bound))?;
+        Some((self.child[*depth], self.blocks[*depth]))
     }
 }
 
