@@ -53,25 +53,35 @@ pub(super) struct PlaneRows {
     far: [Row; 3],
 }
 
-/// One of a node's six plane rows. An enum rather than an index, so that a row
-/// kept in memory (an interleaved walk's) is known to be in range when loaded,
-/// with no check at every visit.
+/// Bytes of one plane row.
+const ROW_BYTES: u8 = size_of::<[f32; WIDTH]>() as u8;
+
+/// One of a node's six plane rows, whose value is its offset in bytes in the
+/// rows ([`wide_bvh::Rows`]). An enum rather than an index, so that a row kept
+/// in memory is known to be in range when loaded, with no check at every visit;
+/// and an offset rather than an index, so that a visit adds it to the node's
+/// address as it is, with no multiply on the way to the loads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 enum Row {
-    MinX,
-    MinY,
-    MinZ,
-    MaxX,
-    MaxY,
-    MaxZ,
+    MinX = 0,
+    MinY = ROW_BYTES,
+    MinZ = 2 * ROW_BYTES,
+    MaxX = 3 * ROW_BYTES,
+    MaxY = 4 * ROW_BYTES,
+    MaxZ = 5 * ROW_BYTES,
 }
 
 impl Row {
     /// This row of a node's `planes`.
     #[inline(always)]
     fn of_planes(self, planes: &wide_bvh::Rows) -> &[f32; WIDTH] {
-        &planes[self as usize]
+        const _: () = assert!(Row::MaxZ as usize + size_of::<[f32; WIDTH]>() == size_of::<wide_bvh::Rows>());
+        // SAFETY: every row's value is the offset of a whole row of `Rows` (the
+        // last one ends where `Rows` ends, checked above), and `Rows` is an array
+        // of rows with no padding, so the pointer is in bounds and aligned for
+        // `[f32; WIDTH]`.
+        unsafe { &*std::ptr::from_ref(planes).cast::<u8>().add(self as usize).cast::<[f32; WIDTH]>() }
     }
 
     /// The row of the minima (`max` false) or maxima on `axis`.
