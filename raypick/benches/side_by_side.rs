@@ -25,7 +25,8 @@
 //!   beside raypick's, and batches of 1 and 64 picks at the image centre are timed
 //!   on the calling thread for both, as are single picks over the image with the
 //!   caches swept before each (an application's pick, once a frame between other
-//!   work).
+//!   work), and rays of each set cast one per call (an application that casts its
+//!   rays one at a time).
 //! * raypick's work per ray (nodes visited, boxes tested and entered, leaves and
 //!   leaf blocks tested) is counted on each ray set, each ray traced alone.
 //! * `--skip parry3d,obvhs` leaves libraries out (their builds are single-threaded
@@ -312,11 +313,55 @@ fn compare_on(spec: &SceneSpec, args: &Args) {
         if let CpuMesh::Bvh(wide) = &cpu_mesh {
             print_counts(wide, rays);
         }
+        if let Some(embree) = &embree {
+            single_rays(&cpu_mesh, embree, set, rays, args.rounds);
+        }
     }
     if let Some(embree) = &embree {
         picks(&cpu_mesh, embree, &camera, args.rounds);
         cold_picks(&cpu_mesh, embree, &camera, args.rounds);
     }
+}
+
+/// Rays of each set traced one per call ([`single_rays`]).
+const SINGLE_RAYS: usize = 1 << 16;
+
+/// Times rays cast one per call, as an application that casts its rays one at a
+/// time makes them: each ray walks the tree alone, with no other ray's walk to
+/// overlap its waits with. [`SINGLE_RAYS`] rays spread evenly over `rays` (the
+/// `set`), on the calling thread, raypick and Embree taking turns each round;
+/// prints the best round's time per ray.
+fn single_rays(cpu_mesh: &CpuMesh, embree: &Embree, set: &str, rays: &[Ray], rounds: usize) {
+    let options = TraceOptions::default();
+    let rays: Vec<Ray> = rays
+        .iter()
+        .step_by(rays.len().div_ceil(SINGLE_RAYS))
+        .copied()
+        .collect();
+    let mut hit = [Hit::MISS];
+    let (mut ours, mut theirs) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for ray in &rays {
+            support::cpu().trace_into(cpu_mesh, std::slice::from_ref(ray), &options, &mut hit);
+            std::hint::black_box(&hit);
+        }
+        ours = ours.min(start.elapsed().as_secs_f64());
+        let start = Instant::now();
+        for ray in &rays {
+            embree.trace_serial_into(std::slice::from_ref(ray), &mut hit);
+            std::hint::black_box(&hit);
+        }
+        theirs = theirs.min(start.elapsed().as_secs_f64());
+    }
+    let per_ray = |seconds: f64| seconds * 1e9 / rays.len() as f64;
+    println!(
+        "    {} {set} rays one per call: raypick {:.1} ns/ray, Embree {:.1} ns/ray, raypick/Embree time {:.2}x",
+        rays.len(),
+        per_ray(ours),
+        per_ray(theirs),
+        ours / theirs
+    );
 }
 
 /// Rays of the cold picks ([`cold_picks`]): an 8 × 8 grid over the image.
