@@ -94,87 +94,9 @@ fn slivered(prims: &[PrimRef], bounds: &Aabb) -> bool {
 const PARALLEL_THRESHOLD: usize = 16 * 1024;
 
 /// Nodes of at most this many triangles sweep every split of their centroids
-/// sorted along each axis ([`swept_split`]) instead of binning them: an
+/// sorted along each axis ([`Builder::swept_split`]) instead of binning them: an
 /// exact SAH split, for less work than filling and merging bins for so few.
-pub(super) const SWEEP_MAX: usize = 32;
-
-/// The axes a swept split ([`swept_split`]) sorts the centroids along.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum SweptAxes {
-    /// All three.
-    All,
-    /// All but the one along which the centroids spread least: its splits are
-    /// seldom the best, and it saves a third of the work.
-    Widest,
-}
-
-/// The SAH-cheapest split of a node of at most [`SWEEP_MAX`] triangles (whose
-/// box is `bounds` and whose centroids' box is `centroids`) among every split of
-/// its centroids sorted along `axes`: `prims` left sorted along the chosen
-/// axis, the size of the left side and the cost; `None` when every cost
-/// overflows.
-pub(super) fn swept_split(
-    prims: &mut [PrimRef],
-    bounds: Aabb,
-    centroids: Aabb,
-    traversal_cost: f32,
-    axes: SweptAxes,
-) -> Option<(usize, f32)> {
-    let n = prims.len();
-    let parent_area = bounds.half_area().max(f32::MIN_POSITIVE);
-    let skipped = (axes == SweptAxes::Widest).then(|| least_spread_axis(centroids));
-    let swept = |axis: usize| skipped != Some(axis);
-    // Per axis, the order of the centroids: sorted keys of centroid and index.
-    let mut order = [[0u64; SWEEP_MAX]; 3];
-    for (axis, order) in order.iter_mut().enumerate().filter(|(axis, _)| swept(*axis)) {
-        for ((i, p), key) in prims.iter().enumerate().zip(order.iter_mut()) {
-            *key = u64::from(ordered(p.centroid2()[axis])) << 32 | i as u64;
-        }
-        order[..n].sort_unstable();
-    }
-    let at = |key: u64| &prims[key as u32 as usize];
-    // Area of the boxes from each split on.
-    let mut right_area = [0.0f32; SWEEP_MAX];
-    let (mut best_axis, mut best_split, mut best_cost) = (0, 0, f32::INFINITY);
-    for (axis, order) in order.iter().enumerate().filter(|(axis, _)| swept(*axis)) {
-        let mut right = Aabb::EMPTY;
-        for i in (1..n).rev() {
-            right = right.union(at(order[i]).aabb());
-            right_area[i] = right.half_area();
-        }
-        let mut left = Aabb::EMPTY;
-        for i in 1..n {
-            left = left.union(at(order[i - 1]).aabb());
-            let cost = traversal_cost
-                + (left.half_area() * i as f32 + right_area[i] * (n - i) as f32) / parent_area;
-            if cost < best_cost {
-                (best_axis, best_split, best_cost) = (axis, i, cost);
-            }
-        }
-    }
-    if !best_cost.is_finite() {
-        return None;
-    }
-    let mut unsorted = [bytemuck::Zeroable::zeroed(); SWEEP_MAX];
-    unsorted[..n].copy_from_slice(prims);
-    for (p, &key) in prims.iter_mut().zip(&order[best_axis]) {
-        *p = unsorted[key as u32 as usize];
-    }
-    Some((best_split, best_cost))
-}
-
-/// The axis along which `centroids` (a box of centroids) spreads least (the
-/// last of equals).
-fn least_spread_axis(centroids: Aabb) -> usize {
-    let spread = (centroids.hi - centroids.lo).truncate();
-    if spread.x < spread.y && spread.x < spread.z {
-        0
-    } else if spread.y < spread.z {
-        1
-    } else {
-        2
-    }
-}
+const SWEEP_MAX: usize = 32;
 
 /// Nodes with more triangles than this choose their split from an evenly strided
 /// sample of about this many (some 64 per bin): as good a split (on the built-in
@@ -423,7 +345,7 @@ fn pack_chunk(mesh: &Mesh, first: usize, packed: &mut [PackedTriangle], prims: &
 }
 
 /// Bounds of the boxes and of the centroids.
-pub(super) fn bounds_and_centroids(prims: &[PrimRef]) -> (Aabb, Aabb) {
+fn bounds_and_centroids(prims: &[PrimRef]) -> (Aabb, Aabb) {
     let fold = |mut bounds: (Aabb, Aabb), p: &PrimRef| {
         p.add_to(&mut bounds);
         bounds
@@ -625,7 +547,7 @@ impl Builder<'_> {
         // SAH costs overflow for coordinates near f32's limits: split at the median then.
         let sah = depth < SAH_DEPTH && spread;
         let swept = (sah && count <= SWEEP_MAX)
-            .then(|| swept_split(prims, bounds, centroids, self.options.traversal_cost, SweptAxes::All))
+            .then(|| self.swept_split(prims, bounds))
             .flatten();
         let binned = (sah && count > SWEEP_MAX)
             .then(|| self.best_split(prims, centroids, bounds))
@@ -688,6 +610,52 @@ impl Builder<'_> {
             count: 0,
         };
         (child, left_depth.max(right_depth))
+    }
+
+    /// The SAH-cheapest split of a node of at most [`SWEEP_MAX`] triangles among
+    /// every split of its centroids sorted along each axis: `prims` left sorted
+    /// along the chosen axis, the size of the left side and the cost; `None` when
+    /// every cost overflows.
+    fn swept_split(&self, prims: &mut [PrimRef], bounds: Aabb) -> Option<(usize, f32)> {
+        let n = prims.len();
+        let parent_area = bounds.half_area().max(f32::MIN_POSITIVE);
+        // Per axis, the order of the centroids: sorted keys of centroid and index.
+        let mut order = [[0u64; SWEEP_MAX]; 3];
+        for (axis, order) in order.iter_mut().enumerate() {
+            for ((i, p), key) in prims.iter().enumerate().zip(order.iter_mut()) {
+                *key = u64::from(ordered(p.centroid2()[axis])) << 32 | i as u64;
+            }
+            order[..n].sort_unstable();
+        }
+        let at = |key: u64| &prims[key as u32 as usize];
+        // Area of the boxes from each split on.
+        let mut right_area = [0.0f32; SWEEP_MAX];
+        let (mut best_axis, mut best_split, mut best_cost) = (0, 0, f32::INFINITY);
+        for (axis, order) in order.iter().enumerate() {
+            let mut right = Aabb::EMPTY;
+            for i in (1..n).rev() {
+                right = right.union(at(order[i]).aabb());
+                right_area[i] = right.half_area();
+            }
+            let mut left = Aabb::EMPTY;
+            for i in 1..n {
+                left = left.union(at(order[i - 1]).aabb());
+                let cost = self.options.traversal_cost
+                    + (left.half_area() * i as f32 + right_area[i] * (n - i) as f32) / parent_area;
+                if cost < best_cost {
+                    (best_axis, best_split, best_cost) = (axis, i, cost);
+                }
+            }
+        }
+        if !best_cost.is_finite() {
+            return None;
+        }
+        let mut unsorted = [bytemuck::Zeroable::zeroed(); SWEEP_MAX];
+        unsorted[..n].copy_from_slice(prims);
+        for (p, &key) in prims.iter_mut().zip(&order[best_axis]) {
+            *p = unsorted[key as u32 as usize];
+        }
+        Some((best_split, best_cost))
     }
 
     /// Bins for a node of `count` triangles: fewer for small nodes, where evaluating
@@ -890,7 +858,7 @@ mod tests {
                 .collect();
             let (bounds, centroids) = bounds_and_centroids(&prims);
             let binned = builder.best_split(&prims, centroids, bounds);
-            let (split, cost) = swept_split(&mut prims, bounds, centroids, options.traversal_cost, SweptAxes::All).expect("finite costs");
+            let (split, cost) = builder.swept_split(&mut prims, bounds).expect("finite costs");
             assert!(cost <= binned.cost, "{n} boxes: swept {cost}, binned {}", binned.cost);
             cheaper += usize::from(cost < binned.cost);
             assert!((1..n).contains(&split));

@@ -12,23 +12,12 @@
 //! bottom-up, and a node small enough to be a leaf becomes one when the SAH cost of
 //! its whole subtree is not lower.
 //!
-//! Runs of more than a leaf block's triangles (the CPU's eight) and at most
-//! [`SWEEP_MAX`] leave the curve: their splits decide which triangles share a CPU
-//! leaf block, and splits along the curve group them worse (fewer triangles per
-//! ray are tested in blocks grouped by the SAH), so they take the binned
-//! builder's exact sweep of every sorted split ([`swept_split`]), along the two
-//! axes their centroids spread most on; what is below such a split is split
-//! where the SAH is lowest in the order it left.
-//!
 //! From [`SAH_DEPTH`] on, nodes are split in the middle as in the binned builder,
 //! so the depth bound holds here too; equal codes (all centroids in one cell) are
 //! split in the middle as well.
 
 use super::SAH_DEPTH;
-use super::build::{
-    Aabb, BuildOptions, PrimRef, SWEEP_MAX, SweptAxes, bounds_and_centroids, swept_split,
-};
-use crate::cpu::wide_bvh::WIDTH;
+use super::build::{Aabb, BuildOptions, PrimRef};
 use super::nodes::NodeWindow;
 use crate::types::{BvhChild, BvhNode};
 
@@ -57,7 +46,7 @@ pub(super) fn build(
         nodes,
         scratch: Vec::new(),
     };
-    let built = builder.node(0, codes.len(), depth, true);
+    let built = builder.node(0, codes.len(), depth);
     (built.child, built.depth)
 }
 
@@ -109,7 +98,7 @@ struct Built {
 }
 
 struct Builder<'a, 'b> {
-    prims: &'a mut [PrimRef],
+    prims: &'a [PrimRef],
     codes: &'a [u32],
     first: usize,
     options: &'a BuildOptions,
@@ -119,20 +108,19 @@ struct Builder<'a, 'b> {
 }
 
 impl Builder<'_, '_> {
-    /// The subtree of `prims[start..end]` (at least one) at depth `depth`; `curve`
-    /// tells whether they are still in the curve's order (their codes hold).
-    fn node(&mut self, start: usize, end: usize, depth: usize, curve: bool) -> Built {
+    /// The subtree of `prims[start..end]` (at least one) at depth `depth`.
+    fn node(&mut self, start: usize, end: usize, depth: usize) -> Built {
         let count = end - start;
         if count == 1 {
             let p = &self.prims[start];
             return self.leaf(start, count, p.aabb(), depth);
         }
-        let (mid, curve) = self.split(start, end, depth, curve);
+        let mid = self.split(start, end, depth);
         let index = self.nodes.push(BvhNode {
             children: [BvhChild::EMPTY; 2],
         });
-        let left = self.node(start, mid, depth + 1, curve);
-        let right = self.node(mid, end, depth + 1, curve);
+        let left = self.node(start, mid, depth + 1);
+        let right = self.node(mid, end, depth + 1);
         let bounds = left.bounds.union(right.bounds);
         let area = bounds.half_area();
         let cost = self.options.traversal_cost * area + left.cost + right.cost;
@@ -175,34 +163,14 @@ impl Builder<'_, '_> {
         }
     }
 
-    /// Where `prims[start..end]` (in the curve's order if `curve`) splits, and
-    /// whether both sides are then in the curve's order: in the middle from
-    /// [`SAH_DEPTH`] on; a run of more than a leaf block's triangles (the CPU's
-    /// [`WIDTH`]) and at most [`SWEEP_MAX`] where the SAH is lowest along the
-    /// two axes its centroids spread most on ([`swept_split`], which sorts the
-    /// run along the better one); a run taken off the curve so, where the SAH is
-    /// lowest in its order (along that axis); in the middle when all its codes
-    /// are equal (the first and last are: they are sorted); else where the SAH
-    /// is lowest along the curve.
-    fn split(&mut self, start: usize, end: usize, depth: usize, curve: bool) -> (usize, bool) {
-        let middle = start + (end - start) / 2;
-        if depth >= SAH_DEPTH {
-            return (middle, curve);
+    /// Where `prims[start..end]` splits: in the middle when all its codes are equal
+    /// (the first and last are: they are sorted) or from [`SAH_DEPTH`] on, else
+    /// where the SAH is lowest.
+    fn split(&mut self, start: usize, end: usize, depth: usize) -> usize {
+        if self.codes[start] == self.codes[end - 1] || depth >= SAH_DEPTH {
+            return start + (end - start) / 2;
         }
-        if (WIDTH + 1..=SWEEP_MAX).contains(&(end - start)) {
-            let run = &mut self.prims[start..end];
-            let (bounds, centroids) = bounds_and_centroids(run);
-            // As the binned builder: centroids that do not spread are halved.
-            let spread = centroids.hi.truncate().cmpgt(centroids.lo.truncate()).any();
-            let swept = spread
-                .then(|| swept_split(run, bounds, centroids, self.options.traversal_cost, SweptAxes::Widest))
-                .flatten();
-            return swept.map_or((middle, curve), |(left, _)| (start + left, false));
-        }
-        if curve && self.codes[start] == self.codes[end - 1] {
-            return (middle, curve);
-        }
-        (self.sweep(start, end), curve)
+        self.sweep(start, end)
     }
 
     /// The SAH-cheapest split of `prims[start..end]` (at least two) along the
@@ -214,7 +182,7 @@ impl Builder<'_, '_> {
         let prims = &self.prims[start..end];
         let n = prims.len();
         if n < CHUNKED_SWEEP {
-            return start + Self::sweep_window(&mut self.scratch, prims, 0, n, Side::EMPTY, Side::EMPTY, n / 2);
+            return start + self.sweep_window(prims, 0, n, Side::EMPTY, Side::EMPTY, n / 2);
         }
         let size = n.div_ceil(CHUNKS);
         let mut chunks = [Aabb::EMPTY; CHUNKS];
@@ -251,14 +219,14 @@ impl Builder<'_, '_> {
             bounds: after[best + 1],
             count: n - b,
         };
-        start + Self::sweep_window(&mut self.scratch, prims, a, b, left, right, best * size)
+        start + self.sweep_window(prims, a, b, left, right, best * size)
     }
 
     /// The SAH-cheapest split `i` of `prims` with `a < i < b`, where everything
     /// before `a` is `left` and everything from `b` on is `right`; `fallback` if
     /// every cost overflows.
     fn sweep_window(
-        scratch: &mut Vec<f32>,
+        &mut self,
         prims: &[PrimRef],
         a: usize,
         b: usize,
@@ -266,18 +234,19 @@ impl Builder<'_, '_> {
         right: Side,
         fallback: usize,
     ) -> usize {
-        scratch.clear();
+        self.scratch.clear();
         let mut bounds = left.bounds;
         for (i, p) in prims[a..b - 1].iter().enumerate() {
             bounds = bounds.union(p.aabb());
-            scratch.push(bounds.half_area() * (left.count + i + 1) as f32);
+            self.scratch
+                .push(bounds.half_area() * (left.count + i + 1) as f32);
         }
         let mut bounds = right.bounds;
         let (mut best, mut best_cost) = (fallback, f32::INFINITY);
         for i in (a + 1..b).rev() {
             bounds = bounds.union(prims[i].aabb());
             let count = right.count + b - i;
-            let cost = scratch[i - a - 1] + bounds.half_area() * count as f32;
+            let cost = self.scratch[i - a - 1] + bounds.half_area() * count as f32;
             if cost < best_cost {
                 best_cost = cost;
                 best = i;
@@ -390,47 +359,10 @@ mod tests {
         }
     }
 
-    /// Runs of more than a leaf block's triangles and at most `SWEEP_MAX` take
-    /// the swept split, which sorts them along one axis: each such node's sides
-    /// lie apart along an axis (their boxes' centres, up to rounding), which a
-    /// split along the curve does not give.
-    #[test]
-    fn short_runs_split_across_an_axis() {
-        let mut rng = Rng::new(7);
-        let bounds = (glam::Vec3::splat(-1.0), glam::Vec3::splat(1.0));
-        let mesh = kit::mesh(fixtures::soup(MORTON_MIN_TRIANGLES + 1000, &mut rng, bounds));
-        let bvh = build(&mesh, BuildOptions::default().morton_subtree);
-        let centre = |t: &crate::types::PackedTriangle| (t.v0.min(t.v1).min(t.v2) + t.v0.max(t.v1).max(t.v2)) * 0.5;
-        let triangles = bvh.triangles();
-        let ranges = bvh.subtree_ranges();
-        let range = |c: &BvhChild| match c.is_leaf() {
-            true => (c.index, c.index + c.count),
-            false => ranges[c.index as usize],
-        };
-        let mut short = 0;
-        for node in bvh.nodes() {
-            let [left, right] = node.children.map(|c| range(&c));
-            let n = (right.1 - left.0) as usize;
-            if !(WIDTH + 1..=SWEEP_MAX).contains(&n) {
-                continue;
-            }
-            short += 1;
-            let side = |(first, end): (u32, u32)| &triangles[first as usize..end as usize];
-            let apart = (0..3).any(|axis| {
-                let left = side(left).iter().map(|t| centre(t)[axis]).fold(f32::MIN, f32::max);
-                let right = side(right).iter().map(|t| centre(t)[axis]).fold(f32::MAX, f32::min);
-                left <= right + 1e-6
-            });
-            assert!(apart, "a node of {n} triangles splits across no axis");
-        }
-        assert!(short > 1000, "{short} short runs");
-    }
-
     #[test]
     fn one_cell_splits_in_the_middle() {
         // Every triangle in one Morton cell: the codes cannot order them, so every
-        // node of a run longer than `SWEEP_MAX` halves it (shorter runs are
-        // split along their centroids, which the codes do not resolve).
+        // node halves its run.
         let mut rng = Rng::new(6);
         // Centroids within 1e-4 of the origin, one near (1, 1, 1): cells are 1/1024
         // wide.
@@ -455,17 +387,12 @@ mod tests {
         for i in (0..nodes.len()).rev() {
             under[i] = nodes[i].children.iter().map(|c| size(&under, c)).sum();
         }
-        // The root splits off the far triangle; every long run below is halved.
+        // The root splits off the far triangle; every node below halves its run.
         let [a, b] = nodes[0].children.map(|c| size(&under, &c));
         assert_eq!(a.min(b), 1);
-        let mut halved = 0;
         for node in &nodes[1..] {
             let [a, b] = node.children.map(|c| size(&under, &c));
-            if (a + b) as usize > SWEEP_MAX {
-                assert!(a.abs_diff(b) <= 1, "a node splits {a} / {b}");
-                halved += 1;
-            }
+            assert!(a.abs_diff(b) <= 1, "a node splits {a} / {b}");
         }
-        assert!(halved > 1000, "{halved} long runs");
     }
 }
