@@ -338,22 +338,29 @@ fn single_rays(cpu_mesh: &CpuMesh, embree: &Embree, set: &str, rays: &[Ray], rou
         .step_by(rays.len().div_ceil(SINGLE_RAYS))
         .copied()
         .collect();
-    let mut hit = [Hit::MISS];
-    let (mut ours, mut theirs) = (f64::INFINITY, f64::INFINITY);
-    for _ in 0..rounds {
-        let start = Instant::now();
-        for ray in &rays {
-            support::cpu().trace_into(cpu_mesh, std::slice::from_ref(ray), &options, &mut hit);
-            std::hint::black_box(&hit);
-        }
-        ours = ours.min(start.elapsed().as_secs_f64());
-        let start = Instant::now();
-        for ray in &rays {
-            embree.trace_serial_into(std::slice::from_ref(ray), &mut hit);
-            std::hint::black_box(&hit);
-        }
-        theirs = theirs.min(start.elapsed().as_secs_f64());
-    }
+    let (mut our_hit, mut their_hit) = ([Hit::MISS], [Hit::MISS]);
+    let (ours, theirs) = take_turns(
+        rounds,
+        || {
+            for ray in &rays {
+                support::cpu().trace_into(
+                    cpu_mesh,
+                    std::slice::from_ref(ray),
+                    &options,
+                    &mut our_hit,
+                );
+                std::hint::black_box(&our_hit);
+            }
+        },
+        || {
+            for ray in &rays {
+                embree.trace_serial_into(std::slice::from_ref(ray), &mut their_hit);
+                std::hint::black_box(&their_hit);
+            }
+        },
+    );
+    let best = |seconds: &[f64]| seconds.iter().copied().fold(f64::INFINITY, f64::min);
+    let (ours, theirs) = (best(&ours), best(&theirs));
     let per_ray = |seconds: f64| seconds * 1e9 / rays.len() as f64;
     println!(
         "    {} {set} rays one per call: raypick {:.1} ns/ray, Embree {:.1} ns/ray, raypick/Embree time {:.2}x",
@@ -416,6 +423,24 @@ fn cold_picks(cpu_mesh: &CpuMesh, embree: &Embree, camera: &[Ray], rounds: usize
         "  1 cold pick (caches swept before each call): raypick {ours:.3} us, Embree {theirs:.3} us, raypick/Embree time {:.2}x",
         ours / theirs
     );
+}
+
+/// Times `ours` and then `theirs` once in each of `rounds` rounds, so that a
+/// change in the machine's load falls on both libraries; the seconds of every
+/// round, per library.
+fn take_turns(
+    rounds: usize,
+    mut ours: impl FnMut(),
+    mut theirs: impl FnMut(),
+) -> (Vec<f64>, Vec<f64>) {
+    let timed = |run: &mut dyn FnMut()| {
+        let start = Instant::now();
+        run();
+        start.elapsed().as_secs_f64()
+    };
+    (0..rounds)
+        .map(|_| (timed(&mut ours), timed(&mut theirs)))
+        .unzip()
 }
 
 /// The median of `seconds` (not empty) in microseconds.
@@ -506,24 +531,25 @@ fn picks(cpu_mesh: &CpuMesh, embree: &Embree, camera: &[Ray], rounds: usize) {
             .iter()
             .map(|&i| camera[i])
             .collect();
-        let mut hits = vec![Hit::MISS; rays.len()];
-        let mut ours = Vec::with_capacity(rounds);
-        let mut theirs = Vec::with_capacity(rounds);
-        for _ in 0..rounds.max(5) {
-            let start = Instant::now();
-            for _ in 0..PICK_CALLS {
-                support::cpu().trace_into(cpu_mesh, &rays, &options, &mut hits);
-                std::hint::black_box(&hits);
-            }
-            ours.push(start.elapsed().as_secs_f64() / PICK_CALLS as f64);
-            let start = Instant::now();
-            for _ in 0..PICK_CALLS {
-                embree.trace_serial_into(&rays, &mut hits);
-                std::hint::black_box(&hits);
-            }
-            theirs.push(start.elapsed().as_secs_f64() / PICK_CALLS as f64);
-        }
-        let (ours, theirs) = (median_us(&mut ours), median_us(&mut theirs));
+        let (mut our_hits, mut their_hits) =
+            (vec![Hit::MISS; rays.len()], vec![Hit::MISS; rays.len()]);
+        let (mut ours, mut theirs) = take_turns(
+            rounds.max(5),
+            || {
+                for _ in 0..PICK_CALLS {
+                    support::cpu().trace_into(cpu_mesh, &rays, &options, &mut our_hits);
+                    std::hint::black_box(&our_hits);
+                }
+            },
+            || {
+                for _ in 0..PICK_CALLS {
+                    embree.trace_serial_into(&rays, &mut their_hits);
+                    std::hint::black_box(&their_hits);
+                }
+            },
+        );
+        let per_call = |seconds: &mut [f64]| median_us(seconds) / PICK_CALLS as f64;
+        let (ours, theirs) = (per_call(&mut ours), per_call(&mut theirs));
         println!(
             "  {} pick(s) per batch: raypick {ours:.2} us, Embree {theirs:.2} us, raypick/Embree time {:.2}x",
             rays.len(),

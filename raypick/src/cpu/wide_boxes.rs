@@ -32,8 +32,8 @@ pub(super) struct Planes<L: Lanes8> {
 }
 
 impl<L: Lanes8> Planes<L> {
-    /// The boxes of `node`, oriented by `rows`. The rows are loaded by index, so a
-    /// visit makes no choice on the ray's signs.
+    /// The boxes of `node`, oriented by `rows`. The rows are loaded at their
+    /// offsets, so a visit makes no choice on the ray's signs.
     #[inline(always)]
     pub(super) fn of(node: &ExactNode, rows: &PlaneRows) -> Self {
         let planes = node.boxes.rows();

@@ -93,7 +93,7 @@ impl Default for ExactBoxes {
 }
 
 /// The six rows of a node's planes, minima then maxima per axis (`lo[0..3]`, then
-/// `hi[0..3]`): a ray takes its near and far row on each axis by index
+/// `hi[0..3]`): a ray takes its near and far row on each axis by its offset
 /// ([`PlaneRows`](super::wide_boxes::PlaneRows)), chosen once for its direction.
 pub(super) type Rows = [[f32; WIDTH]; 6];
 

@@ -204,7 +204,7 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
 /// A step pops the nearest pending child that can still change the answer and
 /// visits it: a leaf is tested, a node's boxes are tested and the children
 /// entered pushed, the nearest on top. The planes a ray meets first and last on
-/// each axis are picked by index, chosen once per ray ([`Slabs::new`]), so a
+/// each axis are picked by their offsets, chosen once per ray ([`Slabs::new`]), so a
 /// visit makes no choice on the ray's signs.
 pub(super) struct Walk<L: Lanes8> {
     ray: Ray,
