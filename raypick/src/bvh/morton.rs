@@ -8,7 +8,10 @@
 //! long axes rather than its thin one). Every node then splits its run of that
 //! order where the SAH is lowest: one sweep from each end gathers the boxes of
 //! every prefix and suffix (on long runs only around the best of 32 chunk
-//! boundaries), and the split is an index (nothing is moved). Boxes are gathered
+//! boundaries), and the split is an index (nothing is moved). A left child starts
+//! where its parent does and a right child ends where its parent does, so each
+//! takes one of its two sweeps' costs from its parent's ([`Sweeps`]) and makes
+//! only the other, with the same values bit for bit. Boxes are gathered
 //! bottom-up, and a node small enough to be a leaf becomes one when the SAH cost of
 //! its whole subtree is not lower.
 //!
@@ -45,8 +48,9 @@ pub(super) fn build(
         options,
         nodes,
         scratch: Vec::new(),
+        sweeps: Vec::new(),
     };
-    let built = builder.node(0, codes.len(), depth);
+    let built = builder.node(0, codes.len(), depth, Sweeps::NONE);
     (built.child, built.depth)
 }
 
@@ -103,24 +107,58 @@ struct Builder<'a, 'b> {
     first: usize,
     options: &'a BuildOptions,
     nodes: &'a mut NodeWindow<'b>,
-    /// Left-side costs of a sweep.
+    /// Left-side costs of a windowed sweep.
     scratch: Vec<f32>,
+    /// The sweep costs of the nodes on the path from the subtree's root to the
+    /// node being built ([`Sweeps`]), each node's after its parent's.
+    sweeps: Vec<f32>,
+}
+
+/// Where the costs of a node's full sweeps lie in [`Builder::sweeps`], when known:
+/// `prefix[k]` is the SAH area term of the `k + 1` triangles from the node's start
+/// (the left side of the split after them), `suffix[k]` that of the triangles
+/// from `k + 1` to the node's end (the right side of the same split). A prefix
+/// holds for every run that starts where it does, so a left child inherits its
+/// parent's; a suffix for every run that ends where it does, so a right child
+/// inherits its parent's from its own start on.
+#[derive(Clone, Copy)]
+struct Sweeps {
+    prefix: Option<usize>,
+    suffix: Option<usize>,
+}
+
+impl Sweeps {
+    const NONE: Sweeps = Sweeps {
+        prefix: None,
+        suffix: None,
+    };
 }
 
 impl Builder<'_, '_> {
-    /// The subtree of `prims[start..end]` (at least one) at depth `depth`.
-    fn node(&mut self, start: usize, end: usize, depth: usize) -> Built {
+    /// The subtree of `prims[start..end]` (at least one) at depth `depth`, whose
+    /// parent left it `known` sweep costs.
+    fn node(&mut self, start: usize, end: usize, depth: usize, known: Sweeps) -> Built {
         let count = end - start;
         if count == 1 {
             let p = &self.prims[start];
             return self.leaf(start, count, p.aabb(), depth);
         }
-        let mid = self.split(start, end, depth);
+        let mark = self.sweeps.len();
+        let (mid, swept) = self.split(start, end, depth, known);
         let index = self.nodes.push(BvhNode {
             children: [BvhChild::EMPTY; 2],
         });
-        let left = self.node(start, mid, depth + 1);
-        let right = self.node(mid, end, depth + 1);
+        let left = Sweeps {
+            prefix: swept.prefix,
+            suffix: None,
+        };
+        let right = Sweeps {
+            prefix: None,
+            suffix: swept.suffix.map(|at| at + (mid - start)),
+        };
+        let left = self.node(start, mid, depth + 1, left);
+        let right = self.node(mid, end, depth + 1, right);
+        self.sweeps.truncate(mark);
         let bounds = left.bounds.union(right.bounds);
         let area = bounds.half_area();
         let cost = self.options.traversal_cost * area + left.cost + right.cost;
@@ -163,27 +201,69 @@ impl Builder<'_, '_> {
         }
     }
 
-    /// Where `prims[start..end]` splits: in the middle when all its codes are equal
-    /// (the first and last are: they are sorted) or from [`SAH_DEPTH`] on, else
-    /// where the SAH is lowest.
-    fn split(&mut self, start: usize, end: usize, depth: usize) -> usize {
+    /// Where `prims[start..end]` splits, and the sweep costs its children may
+    /// take from it (`known`, those its parent left it, and any it made): in the
+    /// middle when all its codes are equal (the first and last are: they are
+    /// sorted) or from [`SAH_DEPTH`] on, else where the SAH is lowest.
+    fn split(&mut self, start: usize, end: usize, depth: usize, known: Sweeps) -> (usize, Sweeps) {
         if self.codes[start] == self.codes[end - 1] || depth >= SAH_DEPTH {
-            return start + (end - start) / 2;
+            return (start + (end - start) / 2, known);
         }
-        self.sweep(start, end)
+        if end - start < CHUNKED_SWEEP {
+            return self.full_sweep(start, end, known);
+        }
+        (self.sweep(start, end), known)
     }
 
-    /// The SAH-cheapest split of `prims[start..end]` (at least two) along the
-    /// curve; the middle if every cost overflows. Long runs are first cut into
-    /// [`CHUNKS`] chunks, whose boxes place the split to within a chunk (one pass,
-    /// no costs per triangle); only the two chunks around the best boundary are then
-    /// swept triangle by triangle.
+    /// The SAH-cheapest split of `prims[start..end]` (at least two, fewer than
+    /// [`CHUNKED_SWEEP`]) along the curve, the middle if every cost overflows,
+    /// and its sweep costs: those in `known`, the others made here.
+    fn full_sweep(&mut self, start: usize, end: usize, known: Sweeps) -> (usize, Sweeps) {
+        let prims = &self.prims[start..end];
+        let n = prims.len();
+        let prefix = known.prefix.unwrap_or_else(|| {
+            let at = self.sweeps.len();
+            let mut bounds = Aabb::EMPTY;
+            for (i, p) in prims[..n - 1].iter().enumerate() {
+                bounds = bounds.union(p.aabb());
+                self.sweeps.push(bounds.half_area() * (i + 1) as f32);
+            }
+            at
+        });
+        let suffix = known.suffix.unwrap_or_else(|| {
+            let at = self.sweeps.len();
+            self.sweeps.resize(at + n - 1, 0.0);
+            let mut bounds = Aabb::EMPTY;
+            for (i, cost) in self.sweeps[at..].iter_mut().enumerate().rev() {
+                bounds = bounds.union(prims[i + 1].aabb());
+                *cost = bounds.half_area() * (n - 1 - i) as f32;
+            }
+            at
+        });
+        let costs = self.sweeps[prefix..prefix + n - 1].iter().zip(&self.sweeps[suffix..suffix + n - 1]);
+        // The last of equal costs, as a sweep from the end finds it first.
+        let (mut best, mut best_cost) = (n / 2, f32::INFINITY);
+        for (i, (left, right)) in costs.enumerate().rev() {
+            let cost = left + right;
+            if cost < best_cost {
+                (best, best_cost) = (i + 1, cost);
+            }
+        }
+        let swept = Sweeps {
+            prefix: Some(prefix),
+            suffix: Some(suffix),
+        };
+        (start + best, swept)
+    }
+
+    /// The SAH-cheapest split of `prims[start..end]` (at least [`CHUNKED_SWEEP`])
+    /// along the curve; the middle if every cost overflows. The run is first cut
+    /// into [`CHUNKS`] chunks, whose boxes place the split to within a chunk (one
+    /// pass, no costs per triangle); only the two chunks around the best boundary
+    /// are then swept triangle by triangle.
     fn sweep(&mut self, start: usize, end: usize) -> usize {
         let prims = &self.prims[start..end];
         let n = prims.len();
-        if n < CHUNKED_SWEEP {
-            return start + self.sweep_window(prims, 0, n, Side::EMPTY, Side::EMPTY, n / 2);
-        }
         let size = n.div_ceil(CHUNKS);
         let mut chunks = [Aabb::EMPTY; CHUNKS];
         for (chunk, run) in chunks.iter_mut().zip(prims.chunks(size)) {
@@ -267,13 +347,6 @@ const CHUNKS: usize = 32;
 struct Side {
     bounds: Aabb,
     count: usize,
-}
-
-impl Side {
-    const EMPTY: Side = Side {
-        bounds: Aabb::EMPTY,
-        count: 0,
-    };
 }
 
 #[cfg(test)]
