@@ -116,7 +116,7 @@ pub(super) struct PrimRef {
 
 impl PrimRef {
     /// The box `lo..hi` of triangle `id`.
-    fn new(lo: Vec3, hi: Vec3, id: u32) -> Self {
+    pub(super) fn new(lo: Vec3, hi: Vec3, id: u32) -> Self {
         Self {
             lo: lo.extend(f32::from_bits(id)),
             hi: hi.extend(0.0),

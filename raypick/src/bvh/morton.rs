@@ -432,6 +432,78 @@ mod tests {
         }
     }
 
+    /// The split of a node, of every part of a run, is the one a sweep of its
+    /// whole run from both ends finds, whether it makes both sweeps' costs or
+    /// takes one from its parent as a left or a right child (boxes repeated, so
+    /// that costs tie).
+    #[test]
+    fn inherited_sweep_costs_split_as_whole_sweeps() {
+        let mut rng = Rng::new(9);
+        let n = 120;
+        let mut prims: Vec<PrimRef> = Vec::with_capacity(n);
+        for id in 0..n as u32 {
+            let lo = rng.point_in_box(glam::Vec3::ZERO, glam::Vec3::splat(10.0));
+            let hi = lo + rng.point_in_box(glam::Vec3::ZERO, glam::Vec3::ONE);
+            let prim = match prims.last() {
+                Some(last) if id % 3 == 0 => *last,
+                _ => PrimRef::new(lo, hi, id),
+            };
+            prims.push(prim);
+        }
+        let codes: Vec<u32> = (0..n as u32).collect();
+        let options = BuildOptions::default();
+        let mut slots = vec![
+            BvhNode {
+                children: [BvhChild::EMPTY; 2],
+            };
+            n
+        ];
+        let gaps = std::sync::Mutex::new(Vec::new());
+        let mut nodes = NodeWindow::new(&mut slots, &gaps);
+        let mut builder = Builder {
+            prims: &prims,
+            codes: &codes,
+            first: 0,
+            options: &options,
+            nodes: &mut nodes,
+            scratch: Vec::new(),
+            sweeps: Vec::new(),
+        };
+        let whole = |builder: &mut Builder, start: usize, end: usize| {
+            let empty = Side {
+                bounds: Aabb::EMPTY,
+                count: 0,
+            };
+            let run = &prims[start..end];
+            start + builder.sweep_window(run, 0, run.len(), empty, empty, run.len() / 2)
+        };
+        for start in 0..n - 1 {
+            for end in start + 2..=n {
+                builder.sweeps.clear();
+                let (split, _) = builder.full_sweep(start, end, Sweeps::NONE);
+                assert_eq!(split, whole(&mut builder, start, end), "{start}..{end}");
+            }
+        }
+        for (start, end) in [(0, n), (7, 95), (40, 42)] {
+            for mid in start + 2..end - 1 {
+                builder.sweeps.clear();
+                let (_, parent) = builder.full_sweep(start, end, Sweeps::NONE);
+                let left = Sweeps {
+                    prefix: parent.prefix,
+                    suffix: None,
+                };
+                let (split, _) = builder.full_sweep(start, mid, left);
+                assert_eq!(split, whole(&mut builder, start, mid), "left {start}..{mid}");
+                let right = Sweeps {
+                    prefix: None,
+                    suffix: parent.suffix.map(|at| at + (mid - start)),
+                };
+                let (split, _) = builder.full_sweep(mid, end, right);
+                assert_eq!(split, whole(&mut builder, mid, end), "right {mid}..{end}");
+            }
+        }
+    }
+
     #[test]
     fn one_cell_splits_in_the_middle() {
         // Every triangle in one Morton cell: the codes cannot order them, so every
