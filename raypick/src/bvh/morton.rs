@@ -47,7 +47,6 @@ pub(super) fn build(
         first,
         options,
         nodes,
-        scratch: Vec::new(),
         sweeps: Vec::new(),
     };
     let built = builder.node(0, codes.len(), depth, Sweeps::NONE);
@@ -107,10 +106,9 @@ struct Builder<'a, 'b> {
     first: usize,
     options: &'a BuildOptions,
     nodes: &'a mut NodeWindow<'b>,
-    /// Left-side costs of a windowed sweep.
-    scratch: Vec<f32>,
     /// The sweep costs of the nodes on the path from the subtree's root to the
-    /// node being built ([`Sweeps`]), each node's after its parent's.
+    /// node being built ([`Sweeps`]), each node's after its parent's, and above
+    /// them those of the sweep under way.
     sweeps: Vec<f32>,
 }
 
@@ -221,39 +219,18 @@ impl Builder<'_, '_> {
     fn full_sweep(&mut self, start: usize, end: usize, known: Sweeps) -> (usize, Sweeps) {
         let prims = &self.prims[start..end];
         let n = prims.len();
-        let prefix = known.prefix.unwrap_or_else(|| {
-            let at = self.sweeps.len();
-            let mut bounds = Aabb::EMPTY;
-            for (i, p) in prims[..n - 1].iter().enumerate() {
-                bounds = bounds.union(p.aabb());
-                self.sweeps.push(bounds.half_area() * (i + 1) as f32);
-            }
-            at
-        });
-        let suffix = known.suffix.unwrap_or_else(|| {
-            let at = self.sweeps.len();
-            self.sweeps.resize(at + n - 1, 0.0);
-            let mut bounds = Aabb::EMPTY;
-            for (i, cost) in self.sweeps[at..].iter_mut().enumerate().rev() {
-                bounds = bounds.union(prims[i + 1].aabb());
-                *cost = bounds.half_area() * (n - 1 - i) as f32;
-            }
-            at
-        });
-        let costs = self.sweeps[prefix..prefix + n - 1].iter().zip(&self.sweeps[suffix..suffix + n - 1]);
-        // The last of equal costs, as a sweep from the end finds it first.
-        let (mut best, mut best_cost) = (n / 2, f32::INFINITY);
-        for (i, (left, right)) in costs.enumerate().rev() {
-            let cost = left + right;
-            if cost < best_cost {
-                (best, best_cost) = (i + 1, cost);
-            }
-        }
+        let prefix = known
+            .prefix
+            .unwrap_or_else(|| prefix_costs(&mut self.sweeps, prims, Side::EMPTY));
+        let suffix = known
+            .suffix
+            .unwrap_or_else(|| suffix_costs(&mut self.sweeps, prims, Side::EMPTY));
+        let best = cheapest(&self.sweeps[prefix..prefix + n - 1], &self.sweeps[suffix..suffix + n - 1]);
         let swept = Sweeps {
             prefix: Some(prefix),
             suffix: Some(suffix),
         };
-        (start + best, swept)
+        (start + best.unwrap_or(n / 2), swept)
     }
 
     /// The SAH-cheapest split of `prims[start..end]` (at least [`CHUNKED_SWEEP`])
@@ -314,26 +291,57 @@ impl Builder<'_, '_> {
         right: Side,
         fallback: usize,
     ) -> usize {
-        self.scratch.clear();
-        let mut bounds = left.bounds;
-        for (i, p) in prims[a..b - 1].iter().enumerate() {
-            bounds = bounds.union(p.aabb());
-            self.scratch
-                .push(bounds.half_area() * (left.count + i + 1) as f32);
-        }
-        let mut bounds = right.bounds;
-        let (mut best, mut best_cost) = (fallback, f32::INFINITY);
-        for i in (a + 1..b).rev() {
-            bounds = bounds.union(prims[i].aabb());
-            let count = right.count + b - i;
-            let cost = self.scratch[i - a - 1] + bounds.half_area() * count as f32;
-            if cost < best_cost {
-                best_cost = cost;
-                best = i;
-            }
-        }
-        best
+        let mark = self.sweeps.len();
+        let window = &prims[a..b];
+        let prefix = prefix_costs(&mut self.sweeps, window, left);
+        let suffix = suffix_costs(&mut self.sweeps, window, right);
+        let best = cheapest(&self.sweeps[prefix..suffix], &self.sweeps[suffix..]);
+        self.sweeps.truncate(mark);
+        best.map_or(fallback, |i| a + i)
     }
+}
+
+/// Appends to `sweeps` the SAH area term of the left side of every split of
+/// `prims` (at least two) after `left`: for the split before `prims[i]`, the box
+/// and count of `left` and `prims[..i]`, at `i - 1`. Returns where they start.
+fn prefix_costs(sweeps: &mut Vec<f32>, prims: &[PrimRef], left: Side) -> usize {
+    let at = sweeps.len();
+    let mut bounds = left.bounds;
+    for (i, p) in prims[..prims.len() - 1].iter().enumerate() {
+        bounds = bounds.union(p.aabb());
+        sweeps.push(bounds.half_area() * (left.count + i + 1) as f32);
+    }
+    at
+}
+
+/// Appends to `sweeps` the SAH area term of the right side of every split of
+/// `prims` (at least two) before `right`: for the split before `prims[i]`, the
+/// box and count of `prims[i..]` and `right`, at `i - 1`. Returns where they
+/// start.
+fn suffix_costs(sweeps: &mut Vec<f32>, prims: &[PrimRef], right: Side) -> usize {
+    let at = sweeps.len();
+    let n = prims.len();
+    sweeps.resize(at + n - 1, 0.0);
+    let mut bounds = right.bounds;
+    for (i, cost) in sweeps[at..].iter_mut().enumerate().rev() {
+        bounds = bounds.union(prims[i + 1].aabb());
+        *cost = bounds.half_area() * (right.count + n - 1 - i) as f32;
+    }
+    at
+}
+
+/// The split `i` (before the `i`-th triangle) whose `prefix[i - 1] + suffix[i -
+/// 1]` is lowest, the last of equals (as a sweep from the end finds it first);
+/// `None` when every cost overflows.
+fn cheapest(prefix: &[f32], suffix: &[f32]) -> Option<usize> {
+    let (mut best, mut best_cost) = (None, f32::INFINITY);
+    for (i, (left, right)) in prefix.iter().zip(suffix).enumerate().rev() {
+        let cost = left + right;
+        if cost < best_cost {
+            (best, best_cost) = (Some(i + 1), cost);
+        }
+    }
+    best
 }
 
 /// Runs at least this long are swept chunk by chunk first.
@@ -347,6 +355,13 @@ const CHUNKS: usize = 32;
 struct Side {
     bounds: Aabb,
     count: usize,
+}
+
+impl Side {
+    const EMPTY: Side = Side {
+        bounds: Aabb::EMPTY,
+        count: 0,
+    };
 }
 
 #[cfg(test)]
@@ -466,7 +481,6 @@ mod tests {
             first: 0,
             options: &options,
             nodes: &mut nodes,
-            scratch: Vec::new(),
             sweeps: Vec::new(),
         };
         let whole = |builder: &mut Builder, start: usize, end: usize| {
