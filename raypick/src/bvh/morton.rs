@@ -55,7 +55,7 @@ pub(super) fn build(
 
 /// Sorts `prims` by the Morton code of their centroids; returns the sorted codes.
 fn sort_by_code(prims: &mut [PrimRef], centroids: Aabb) -> Vec<u32> {
-    let extent = centroids.hi - centroids.lo;
+    let extent = centroids.extent();
     let cells = (1u32 << BITS) as f32;
     let widest = extent.truncate().max_element();
     let scale = glam::Vec4::select(
