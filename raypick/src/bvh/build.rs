@@ -236,6 +236,65 @@ fn pad(lo: Vec3A, hi: Vec3A) -> (Vec3A, Vec3A) {
 
 /// Builds the BVH of a mesh.
 pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
+    build_tree(mesh, options).into_bvh()
+}
+
+/// A tree as the builder leaves it: the node array with the gaps that parallel
+/// builds leave between their windows, and the triangles where the first pass
+/// packed them, with their leaf order in their boxes. [`BuiltTree::into_bvh`]
+/// closes the gaps and gathers the triangles into leaf order; the CPU's collapse
+/// reads the tree as it is and needs neither.
+pub(crate) struct BuiltTree {
+    /// Interior nodes, node 0 the root; no child refers to a slot in a gap.
+    pub(crate) nodes: Vec<BvhNode>,
+    /// Each interior node's triangles `(first, end)` in leaf order, by node index.
+    pub(crate) ranges: Vec<(u32, u32)>,
+    /// The unused runs `(first, count)` of `nodes`.
+    gaps: Vec<(usize, usize)>,
+    /// The mesh's triangles packed, in the mesh's order.
+    packed: Vec<PackedTriangle>,
+    /// The hittable triangles' boxes in leaf order (each carries its triangle's id).
+    prims: Vec<PrimRef>,
+    depth: usize,
+    mesh_triangles: usize,
+}
+
+impl BuiltTree {
+    /// Hittable triangles in the leaves.
+    pub(crate) fn triangle_count(&self) -> usize {
+        self.prims.len()
+    }
+
+    /// Triangles of the mesh the tree was built from (degenerate ones included).
+    pub(crate) fn mesh_triangle_count(&self) -> usize {
+        self.mesh_triangles
+    }
+
+    /// The triangle at position `index` of the leaf order.
+    #[inline(always)]
+    pub(crate) fn leaf_triangle(&self, index: usize) -> &PackedTriangle {
+        &self.packed[self.prims[index].id() as usize]
+    }
+
+    /// The tree as a [`Bvh`]: its nodes without gaps, its triangles in leaf order.
+    pub(crate) fn into_bvh(self) -> Bvh {
+        let end = self.nodes.len();
+        let mut triangles = memory::with_capacity(self.prims.len());
+        self.prims
+            .par_iter()
+            .map(|p| self.packed[p.id() as usize])
+            .collect_into_vec(&mut triangles);
+        Bvh {
+            nodes: nodes::compact(self.nodes, end, self.gaps),
+            triangles,
+            depth: self.depth,
+            mesh_triangles: self.mesh_triangles,
+        }
+    }
+}
+
+/// Builds the tree of a mesh, leaving it as [`BuiltTree`] describes.
+pub(crate) fn build_tree(mesh: &Mesh, options: &BuildOptions) -> BuiltTree {
     let options = BuildOptions {
         max_leaf_size: options.max_leaf_size.clamp(1, 255),
         bins: options.bins.clamp(2, MAX_BINS),
@@ -257,50 +316,51 @@ pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
     if first_pass.unhittable {
         prims.retain(|p: &PrimRef| !p.lo.x.is_nan());
     }
-    let mut bvh = Bvh {
-        mesh_triangles: mesh.triangle_count(),
-        ..Bvh::default()
+    let mut tree = BuiltTree {
+        nodes: Vec::new(),
+        ranges: Vec::new(),
+        gaps: Vec::new(),
+        packed,
+        prims,
+        depth: 1, // the root
+        mesh_triangles: count,
     };
-    if prims.is_empty() {
-        bvh.nodes = vec![BvhNode {
+    if tree.prims.is_empty() {
+        tree.nodes.push(BvhNode {
             children: [BvhChild::EMPTY; 2],
-        }];
-        bvh.depth = 1; // the root
-        return bvh;
+        });
+        tree.ranges.push((0, 0));
+        return tree;
     }
     let (bounds, centroids) = first_pass.bounds;
     let builder = Builder {
         options: &options,
-        morton_subtree: if prims.len() >= MORTON_MIN_TRIANGLES {
+        morton_subtree: if tree.prims.len() >= MORTON_MIN_TRIANGLES {
             options.morton_subtree
         } else {
             0
         },
     };
     let gaps = Mutex::new(Vec::new());
-    let mut nodes = memory::zeroed(prims.len().max(2) - 1);
-    let mut window = NodeWindow::new(&mut nodes, &gaps);
-    let (root, depth) = builder.build_child(&mut prims, 0, bounds, centroids, 0, &mut window);
+    let slots = tree.prims.len().max(2) - 1;
+    let (mut nodes, mut ranges) = (memory::zeroed(slots), memory::zeroed(slots));
+    let mut window = NodeWindow::new(&mut nodes, &mut ranges, &gaps);
+    let (root, depth) = builder.build_child(&mut tree.prims, 0, bounds, centroids, 0, &mut window);
     let end = window.len();
-    let mut nodes = nodes::compact(
-        nodes,
-        end,
-        gaps.into_inner().unwrap_or_else(|e| e.into_inner()),
-    );
+    nodes.truncate(end);
+    ranges.truncate(end);
     if root.is_leaf() {
         // A single leaf: the root node holds it and an empty slot.
         nodes.push(BvhNode {
             children: [root, BvhChild::EMPTY],
         });
+        ranges.push((0, root.count));
     }
-    bvh.depth = depth.max(1);
-    bvh.nodes = nodes;
-    bvh.triangles = memory::with_capacity(prims.len());
-    prims
-        .par_iter()
-        .map(|p| packed[p.id() as usize])
-        .collect_into_vec(&mut bvh.triangles);
-    bvh
+    tree.nodes = nodes;
+    tree.ranges = ranges;
+    tree.gaps = gaps.into_inner().unwrap_or_else(|e| e.into_inner());
+    tree.depth = depth.max(1);
+    tree
 }
 
 /// Triangles per task of the first pass.
@@ -589,9 +649,13 @@ impl Builder<'_> {
 
         let (left, right) = prims.split_at_mut(split);
         let [(lb, lc), (rb, rc)] = sides;
-        let index = nodes.push(BvhNode {
-            children: [BvhChild::EMPTY; 2],
-        });
+        let range = (first as u32, (first + count) as u32);
+        let index = nodes.push(
+            BvhNode {
+                children: [BvhChild::EMPTY; 2],
+            },
+            range,
+        );
         let d = depth + 1;
         let ((left_child, left_depth), (right_child, right_depth)) = if count > PARALLEL_THRESHOLD {
             nodes.join(

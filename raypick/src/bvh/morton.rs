@@ -143,9 +143,13 @@ impl Builder<'_, '_> {
         }
         let mark = self.sweeps.len();
         let (mid, swept) = self.split(start, end, depth, known);
-        let index = self.nodes.push(BvhNode {
-            children: [BvhChild::EMPTY; 2],
-        });
+        let range = ((self.first + start) as u32, (self.first + end) as u32);
+        let index = self.nodes.push(
+            BvhNode {
+                children: [BvhChild::EMPTY; 2],
+            },
+            range,
+        );
         let left = Sweeps {
             prefix: swept.prefix,
             suffix: None,
@@ -473,8 +477,9 @@ mod tests {
             };
             n
         ];
+        let mut ranges = vec![(0, 0); n];
         let gaps = std::sync::Mutex::new(Vec::new());
-        let mut nodes = NodeWindow::new(&mut slots, &gaps);
+        let mut nodes = NodeWindow::new(&mut slots, &mut ranges, &gaps);
         let mut builder = Builder {
             prims: &prims,
             codes: &codes,

@@ -6,7 +6,10 @@
 //! subtree gets a window of that size for its nodes, which it fills from the front
 //! in depth-first order. When two subtrees are built in parallel, the left one's
 //! unused slots leave a gap before the right one's window; [`compact`] closes the
-//! gaps at the end and renumbers the children.
+//! gaps at the end and renumbers the children. Beside each node goes its subtree's
+//! triangle range, in an array of the same windows: the CPU's collapse reads the
+//! array as it is, gaps and all (no child refers to them), and takes each node's
+//! range from there.
 
 use std::sync::Mutex;
 
@@ -15,9 +18,11 @@ use rayon::prelude::*;
 use super::memory;
 use crate::types::{BvhChild, BvhNode};
 
-/// A window of the node array that a subtree fills from the front.
+/// A window of the node array that a subtree fills from the front, and of the
+/// array of each node's triangle range beside it.
 pub(super) struct NodeWindow<'a> {
     slots: &'a mut [BvhNode],
+    ranges: &'a mut [(u32, u32)],
     /// Index of `slots[0]` in the whole array.
     base: usize,
     /// Slots used so far.
@@ -28,18 +33,24 @@ pub(super) struct NodeWindow<'a> {
 
 impl<'a> NodeWindow<'a> {
     /// A window over the whole array.
-    pub(super) fn new(slots: &'a mut [BvhNode], gaps: &'a Mutex<Vec<(usize, usize)>>) -> Self {
+    pub(super) fn new(
+        slots: &'a mut [BvhNode],
+        ranges: &'a mut [(u32, u32)],
+        gaps: &'a Mutex<Vec<(usize, usize)>>,
+    ) -> Self {
         Self {
             slots,
+            ranges,
             base: 0,
             len: 0,
             gaps,
         }
     }
 
-    /// Appends a node; returns its index.
-    pub(super) fn push(&mut self, node: BvhNode) -> usize {
+    /// Appends a node over the triangles `range` (first, end); returns its index.
+    pub(super) fn push(&mut self, node: BvhNode, range: (u32, u32)) -> usize {
         self.slots[self.len] = node;
+        self.ranges[self.len] = range;
         self.len += 1;
         self.base + self.len - 1
     }
@@ -68,16 +79,18 @@ impl<'a> NodeWindow<'a> {
         left: impl FnOnce(&mut NodeWindow) -> A + Send,
         right: impl FnOnce(&mut NodeWindow) -> B + Send,
     ) -> (A, B) {
-        let free = &mut self.slots[self.len..];
-        let (left_free, right_free) = free.split_at_mut(left_slots);
+        let (left_free, right_free) = self.slots[self.len..].split_at_mut(left_slots);
+        let (left_ranges, right_ranges) = self.ranges[self.len..].split_at_mut(left_slots);
         let mut lw = NodeWindow {
             slots: left_free,
+            ranges: left_ranges,
             base: self.base + self.len,
             len: 0,
             gaps: self.gaps,
         };
         let mut rw = NodeWindow {
             slots: right_free,
+            ranges: right_ranges,
             base: self.base + self.len + left_slots,
             len: 0,
             gaps: self.gaps,

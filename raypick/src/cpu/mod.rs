@@ -50,7 +50,6 @@ use rayon::prelude::*;
 
 use crate::Mesh;
 use crate::all_hits::AllHits;
-use crate::bvh::Bvh;
 use crate::error::{Error, Result};
 use crate::options::{Accel, TraceOptions};
 use crate::prepare::pack_mesh;
@@ -99,7 +98,7 @@ impl CpuMesh {
     pub fn with_accel(mesh: &Mesh, accel: Accel) -> Self {
         match accel {
             Accel::Brute => CpuMesh::Brute(TriangleBlocks::new(&pack_mesh(mesh))),
-            Accel::Bvh | Accel::RayQuery => CpuMesh::Bvh(WideBvh::from_bvh(&Bvh::build(mesh))),
+            Accel::Bvh | Accel::RayQuery => CpuMesh::Bvh(WideBvh::build(mesh)),
         }
     }
 

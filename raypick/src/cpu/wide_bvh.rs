@@ -3,13 +3,18 @@
 //! triangles in blocks of eight, so one pass of the brute-force arithmetic tests a
 //! whole leaf. Collapsed from the binary [`Bvh`] both backends share: its triangles
 //! and its boxes bit for bit ([`ExactNode`]), so the answers do not change.
+//! [`WideBvh::build`] collapses the same binary tree as the builder leaves it,
+//! before the finishing copies that a [`Bvh`] needs and the collapse does not.
 //!
 //! The same collapse makes the GPU's eight-wide nodes ([`WideNode`], in
 //! [`WideNodes`](super::wide_nodes::WideNodes)), whose boxes it quantizes outward
 //! to 8 bits per plane, so every box still holds what the binary one holds.
 
+use std::borrow::Cow;
+
 use super::intersect::SoaTriangles;
 use crate::bvh::Bvh;
+use crate::bvh::build::BuiltTree;
 use crate::types::{BvhChild, BvhNode, PackedTriangle};
 use rayon::prelude::*;
 
@@ -248,6 +253,21 @@ impl WideBvh {
     /// contiguous), so blocks are full and nodes few.
     pub fn from_bvh(bvh: &Bvh) -> Self {
         let tree = Collapse::into_blocks(bvh).tree(bvh.triangles().len());
+        Self::from_tree(tree, bvh.mesh_triangle_count())
+    }
+
+    /// Builds the BVH of `mesh` (default options) in this layout: the tree of
+    /// `from_bvh(&Bvh::build(mesh))`, collapsed from the binary tree as the builder
+    /// leaves it, without the copy that closes the gaps in its node array or the
+    /// one that gathers its triangles into leaf order.
+    pub fn build(mesh: &crate::Mesh) -> Self {
+        let built = crate::bvh::build::build_tree(mesh, &Default::default());
+        let tree = Collapse::into_blocks_of(&built).tree(built.triangle_count());
+        Self::from_tree(tree, built.mesh_triangle_count())
+    }
+
+    /// The nodes with exact boxes of a collapsed tree.
+    fn from_tree(tree: Tree, mesh_triangles: usize) -> Self {
         let mut nodes: Vec<ExactNode> = crate::bvh::memory::with_capacity(tree.nodes.len());
         nodes.par_extend(tree.nodes.par_iter().map(|node| ExactNode::new(node, &tree.exact)));
         WideBvh {
@@ -255,7 +275,7 @@ impl WideBvh {
             nodes,
             blocks: tree.blocks,
             block_ids: tree.block_ids,
-            mesh_triangles: bvh.mesh_triangle_count(),
+            mesh_triangles,
             binary: None,
         }
     }
@@ -359,12 +379,43 @@ pub(super) enum Leaves<'a> {
     /// Into leaf blocks of `triangles`: a subtree of at most [`WIDTH`] triangles
     /// (`ranges`: each binary node's triangle range) becomes one leaf.
     Blocks {
-        triangles: &'a [PackedTriangle],
-        ranges: Vec<(u32, u32)>,
+        triangles: LeafTriangles<'a>,
+        ranges: Cow<'a, [(u32, u32)]>,
     },
     /// Nowhere: the binary tree's own leaves stay leaves, as their first triangle
     /// and triangle count in the binary tree's order.
     Ranges,
+}
+
+/// The triangles of a binary tree's leaves.
+pub(super) enum LeafTriangles<'a> {
+    /// In leaf order (a [`Bvh`]'s).
+    Ordered(&'a [PackedTriangle]),
+    /// Where the builder packed them, their leaf order in the tree.
+    Built(&'a BuiltTree),
+}
+
+impl LeafTriangles<'_> {
+    /// The leaf block of the `count` triangles from leaf position `first` on, and
+    /// their ids.
+    fn block(&self, first: u32, count: u32) -> (LeafBlock, [u32; WIDTH]) {
+        let (first, count) = (first as usize, count as usize);
+        let mut gathered = [bytemuck::Zeroable::zeroed(); WIDTH];
+        let triangles: &[PackedTriangle] = match self {
+            LeafTriangles::Ordered(triangles) => &triangles[first..][..count],
+            LeafTriangles::Built(tree) => {
+                for (k, triangle) in gathered[..count].iter_mut().enumerate() {
+                    *triangle = *tree.leaf_triangle(first + k);
+                }
+                &gathered[..count]
+            }
+        };
+        let mut ids = [0; WIDTH];
+        for (id, triangle) in ids.iter_mut().zip(triangles) {
+            *id = triangle.id;
+        }
+        (SoaTriangles::new(triangles), ids)
+    }
 }
 
 /// A binary BVH's nodes being collapsed eight-wide.
@@ -388,8 +439,22 @@ impl<'a> Collapse<'a> {
         Collapse {
             nodes: bvh.nodes(),
             leaves: Leaves::Blocks {
-                triangles: bvh.triangles(),
-                ranges: bvh.subtree_ranges(),
+                triangles: LeafTriangles::Ordered(bvh.triangles()),
+                ranges: Cow::Owned(bvh.subtree_ranges()),
+            },
+            parallel_above: PARALLEL_COLLAPSE,
+            exact: true,
+        }
+    }
+
+    /// The collapse of `tree` (as the builder left it) into leaf blocks, like
+    /// [`Collapse::into_blocks`].
+    pub(super) fn into_blocks_of(tree: &'a BuiltTree) -> Self {
+        Collapse {
+            nodes: &tree.nodes,
+            leaves: Leaves::Blocks {
+                triangles: LeafTriangles::Built(tree),
+                ranges: Cow::Borrowed(&tree.ranges),
             },
             parallel_above: PARALLEL_COLLAPSE,
             exact: true,
@@ -412,14 +477,7 @@ impl<'a> Collapse<'a> {
             tree.block_triangles
                 .par_iter()
                 .with_min_len(BLOCKS_PER_TASK)
-                .map(|&(first, count)| {
-                    let triangles = &triangles[first as usize..][..count as usize];
-                    let mut ids = [0; WIDTH];
-                    for (id, tri) in ids.iter_mut().zip(triangles) {
-                        *id = tri.id;
-                    }
-                    (SoaTriangles::new(triangles), ids)
-                })
+                .map(|&(first, count)| triangles.block(first, count))
                 .unzip_into_vecs(&mut tree.blocks, &mut tree.block_ids);
         }
         tree
@@ -776,6 +834,49 @@ mod tests {
             assert!(!serial.exact.is_empty());
             assert_eq!(planes(&parallel), planes(&serial));
             assert_eq!(parallel.block_triangles, serial.block_triangles);
+        }
+    }
+
+    /// Building straight into the wide layout gives the tree collapsed from the
+    /// finished binary BVH, node for node and block for block: for no triangle,
+    /// one, degenerate ones among others, a mesh built serially and ones large
+    /// enough for parallel builds (gaps in the node array) and Morton subtrees.
+    #[test]
+    fn direct_build_is_the_collapsed_bvh() {
+        let mut rng = Rng::new(14);
+        let unit = (Vec3::splat(-1.0), Vec3::splat(1.0));
+        let one = [[Vec3::ZERO, Vec3::X, Vec3::Y]];
+        let degenerate: Vec<[Vec3; 3]> = (0..50)
+            .map(|i| {
+                let p = Vec3::splat(i as f32 * 0.01);
+                [p, p, Vec3::ONE]
+            })
+            .collect();
+        let with_degenerate = fixtures::concat(&[
+            fixtures::soup(500, &mut rng, unit),
+            raypick_testkit::raypick::Mesh::from_triangles(&degenerate),
+        ]);
+        for mesh in [
+            raypick_testkit::raypick::Mesh::default(),
+            raypick_testkit::raypick::Mesh::from_triangles(&one),
+            with_degenerate,
+            fixtures::soup(3000, &mut rng, unit),
+            fixtures::builtin_scene(60_000),
+            fixtures::builtin_scene(crate::bvh::build::MORTON_MIN_TRIANGLES + 5_000),
+        ] {
+            let mesh = kit::mesh(mesh);
+            let direct = WideBvh::build(&mesh);
+            let collapsed = WideBvh::from_bvh(&Bvh::build(&mesh));
+            let nodes = |w: &WideBvh| {
+                w.nodes.iter().map(|n| (n.boxes.lo, n.boxes.hi, n.child, n.blocks, n.occupied)).collect::<Vec<_>>()
+            };
+            let blocks = |w: &WideBvh| w.blocks.iter().map(|b| (b.vertices, b.edge_norm)).collect::<Vec<_>>();
+            let triangles = mesh.triangle_count();
+            assert_eq!(nodes(&direct), nodes(&collapsed), "{triangles} triangles");
+            assert_eq!(blocks(&direct), blocks(&collapsed), "{triangles} triangles");
+            assert_eq!(direct.block_ids, collapsed.block_ids);
+            assert_eq!(direct.mesh_triangles, collapsed.mesh_triangles);
+            assert_eq!(direct.reach.map(f32::to_bits), collapsed.reach.map(f32::to_bits));
         }
     }
 
