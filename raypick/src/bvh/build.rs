@@ -273,7 +273,13 @@ impl BuiltTree {
     /// The triangle at position `index` of the leaf order.
     #[inline(always)]
     pub(crate) fn leaf_triangle(&self, index: usize) -> &PackedTriangle {
-        &self.packed[self.prims[index].id() as usize]
+        self.triangle_of(&self.prims[index])
+    }
+
+    /// The packed triangle whose box is `prim`.
+    #[inline(always)]
+    fn triangle_of(&self, prim: &PrimRef) -> &PackedTriangle {
+        &self.packed[prim.id() as usize]
     }
 
     /// The tree as a [`Bvh`]: its nodes without gaps, its triangles in leaf order.
@@ -282,7 +288,7 @@ impl BuiltTree {
         let mut triangles = memory::with_capacity(self.prims.len());
         self.prims
             .par_iter()
-            .map(|p| self.packed[p.id() as usize])
+            .map(|p| *self.triangle_of(p))
             .collect_into_vec(&mut triangles);
         Bvh {
             nodes: nodes::compact(self.nodes, end, self.gaps),

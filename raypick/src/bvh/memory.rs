@@ -1,8 +1,10 @@
 //! Large build buffers backed by huge pages where the system offers them.
 //!
-//! A 1M-triangle build writes some 240 MB of fresh memory (packed triangles, boxes,
-//! the node array under construction and its compacted copy, the reordered
-//! triangles), and the CPU's collapse some 70 MB more (its leaf blocks). Fresh
+//! A 1M-triangle build writes some 150 MB of fresh memory (packed triangles, boxes,
+//! the node array under construction and each node's triangle range), a [`Bvh`](super::Bvh)
+//! some 90 MB more (the compacted node array, the triangles in leaf order), and
+//! the CPU's collapse, which reads the tree without those, some 70 MB (its leaf
+//! blocks). Fresh
 //! pages are zeroed by the system as they are first touched, several times faster
 //! with 2 MiB pages than with 4 KiB ones. On Linux every such buffer is therefore
 //! marked for transparent huge pages (`madvise(MADV_HUGEPAGE)`, which systems set
