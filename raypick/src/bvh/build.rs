@@ -234,11 +234,6 @@ fn pad(lo: Vec3A, hi: Vec3A) -> (Vec3A, Vec3A) {
     (lo - margin, hi + margin)
 }
 
-/// Builds the BVH of a mesh.
-pub(crate) fn build(mesh: &Mesh, options: &BuildOptions) -> Bvh {
-    build_tree(mesh, options).into_bvh()
-}
-
 /// A tree as the builder leaves it: the node array with the gaps that parallel
 /// builds leave between their windows, and the triangles where the first pass
 /// packed them, with their leaf order in their boxes. [`BuiltTree::into_bvh`]

@@ -489,12 +489,8 @@ mod tests {
             sweeps: Vec::new(),
         };
         let whole = |builder: &mut Builder, start: usize, end: usize| {
-            let empty = Side {
-                bounds: Aabb::EMPTY,
-                count: 0,
-            };
             let run = &prims[start..end];
-            start + builder.sweep_window(run, 0, run.len(), empty, empty, run.len() / 2)
+            start + builder.sweep_window(run, 0, run.len(), Side::EMPTY, Side::EMPTY, run.len() / 2)
         };
         for start in 0..n - 1 {
             for end in start + 2..=n {
