@@ -141,6 +141,17 @@ impl Builder<'_, '_> {
             let p = &self.prims[start];
             return self.leaf(start, count, p.aabb(), depth);
         }
+        if count == 2 {
+            return self.pair(start, depth);
+        }
+        self.split_node(start, end, depth, known)
+    }
+
+    /// [`Builder::node`] of a run of at least two: split where [`Builder::split`]
+    /// says, both sides built, and the run made a leaf instead when that is no
+    /// costlier.
+    fn split_node(&mut self, start: usize, end: usize, depth: usize, known: Sweeps) -> Built {
+        let count = end - start;
         let mark = self.sweeps.len();
         let (mid, swept) = self.split(start, end, depth, known);
         let range = ((self.first + start) as u32, (self.first + end) as u32);
@@ -185,6 +196,39 @@ impl Builder<'_, '_> {
             bounds,
             cost,
             depth: left.depth.max(right.depth),
+        }
+    }
+
+    /// The subtree of the two triangles from `start` at depth `depth`: what
+    /// [`Builder::split_node`] makes of them (every split of a pair is between its
+    /// two triangles), without sweeping their one split or pushing a node that the
+    /// leaf then replaces. A subtree splits down to single triangles, a good
+    /// part of the runs on the way being pairs.
+    fn pair(&mut self, start: usize, depth: usize) -> Built {
+        let [left, right] = [start, start + 1].map(|i| self.leaf(i, 1, self.prims[i].aabb(), depth + 1));
+        let bounds = left.bounds.union(right.bounds);
+        let area = bounds.half_area();
+        let cost = self.options.traversal_cost * area + left.cost + right.cost;
+        if 2 <= self.options.max_leaf_size && 2.0 * area <= cost {
+            return self.leaf(start, 2, bounds, depth);
+        }
+        let range = ((self.first + start) as u32, (self.first + start + 2) as u32);
+        let index = self.nodes.push(
+            BvhNode {
+                children: [left.child, right.child],
+            },
+            range,
+        );
+        Built {
+            child: BvhChild {
+                lo: bounds.lo3(),
+                index: index as u32,
+                hi: bounds.hi3(),
+                count: 0,
+            },
+            bounds,
+            cost,
+            depth: depth + 1,
         }
     }
 
@@ -310,10 +354,12 @@ impl Builder<'_, '_> {
 /// and count of `left` and `prims[..i]`, at `i - 1`. Returns where they start.
 fn prefix_costs(sweeps: &mut Vec<f32>, prims: &[PrimRef], left: Side) -> usize {
     let at = sweeps.len();
-    let mut bounds = left.bounds;
-    for (i, p) in prims[..prims.len() - 1].iter().enumerate() {
+    sweeps.resize(at + prims.len() - 1, 0.0);
+    let (mut bounds, mut count) = (left.bounds, left.count as u32);
+    for (cost, p) in sweeps[at..].iter_mut().zip(prims) {
         bounds = bounds.union(p.aabb());
-        sweeps.push(bounds.half_area() * (left.count + i + 1) as f32);
+        count += 1;
+        *cost = bounds.half_area() * count as f32;
     }
     at
 }
@@ -324,12 +370,12 @@ fn prefix_costs(sweeps: &mut Vec<f32>, prims: &[PrimRef], left: Side) -> usize {
 /// start.
 fn suffix_costs(sweeps: &mut Vec<f32>, prims: &[PrimRef], right: Side) -> usize {
     let at = sweeps.len();
-    let n = prims.len();
-    sweeps.resize(at + n - 1, 0.0);
-    let mut bounds = right.bounds;
-    for (i, cost) in sweeps[at..].iter_mut().enumerate().rev() {
-        bounds = bounds.union(prims[i + 1].aabb());
-        *cost = bounds.half_area() * (right.count + n - 1 - i) as f32;
+    sweeps.resize(at + prims.len() - 1, 0.0);
+    let (mut bounds, mut count) = (right.bounds, right.count as u32);
+    for (cost, p) in sweeps[at..].iter_mut().rev().zip(prims[1..].iter().rev()) {
+        bounds = bounds.union(p.aabb());
+        count += 1;
+        *cost = bounds.half_area() * count as f32;
     }
     at
 }
@@ -374,6 +420,8 @@ mod tests {
     use crate::bvh::Bvh;
     use crate::bvh::build::MORTON_MIN_TRIANGLES;
     use crate::kit::{self, Rng, fixtures};
+    use bytemuck::Zeroable;
+    use glam::Vec3;
 
     /// SAH cost of a tree relative to its root's box (1 per node visit and per
     /// triangle test, weighted by the probability of hitting the box).
@@ -554,5 +602,66 @@ mod tests {
             let [a, b] = node.children.map(|c| size(&under, &c));
             assert!(a.abs_diff(b) <= 1, "a node splits {a} / {b}");
         }
+    }
+
+    /// A pair's shortcut ([`Builder::pair`]) makes what the general path makes of
+    /// it: the same child slot, bounds, cost (bit for bit) and depth, and the same
+    /// node pushed, or none, for boxes that overlap, touch, lie apart, coincide or
+    /// have no area, above and from [`SAH_DEPTH`], with leaves of one triangle
+    /// and of eight.
+    #[test]
+    fn pairs_are_built_as_any_run_is() {
+        let mut rng = Rng::new(17);
+        let mut checked = [0usize; 2];
+        for case in 0..400 {
+            let corner = |rng: &mut Rng| Vec3::new(rng.range(-4.0, 4.0), rng.range(-4.0, 4.0), rng.range(-4.0, 4.0));
+            let (lo, hi) = (corner(&mut rng), corner(&mut rng));
+            let mut first = (lo.min(hi), lo.max(hi));
+            let second = match case % 4 {
+                0 => first,
+                1 => (first.1, first.1 + (first.1 - first.0)),
+                2 => {
+                    // Segments along x, one after the other: no area at all.
+                    first.1 = first.0 + Vec3::X * (first.1.x - first.0.x);
+                    (first.1, first.1 + Vec3::X)
+                }
+                _ => {
+                    let (lo, hi) = (corner(&mut rng), corner(&mut rng));
+                    (lo.min(hi), lo.max(hi))
+                }
+            };
+            let prims = [PrimRef::new(first.0, first.1, 0), PrimRef::new(second.0, second.1, 1)];
+            let codes = if case % 3 == 0 { [7, 7] } else { [3, 9] };
+            let options = BuildOptions {
+                max_leaf_size: if case % 2 == 0 { 8 } else { 1 },
+                ..BuildOptions::default()
+            };
+            let depth = if case % 5 == 0 { SAH_DEPTH } else { 3 };
+            let build = |general: bool| {
+                let gaps = std::sync::Mutex::new(Vec::new());
+                let (mut nodes, mut ranges) = (vec![BvhNode::zeroed(); 4], vec![(0, 0); 4]);
+                let mut window = NodeWindow::new(&mut nodes, &mut ranges, &gaps);
+                let mut builder = Builder {
+                    prims: &prims,
+                    codes: &codes,
+                    first: 40,
+                    options: &options,
+                    nodes: &mut window,
+                    sweeps: Vec::new(),
+                };
+                let built = if general {
+                    builder.split_node(0, 2, depth, Sweeps::NONE)
+                } else {
+                    builder.node(0, 2, depth, Sweeps::NONE)
+                };
+                let used = window.len();
+                let summary = (built.child, built.bounds.lo3(), built.bounds.hi3(), built.cost.to_bits(), built.depth);
+                (summary, nodes[..used].to_vec(), ranges[..used].to_vec())
+            };
+            let (pair, general) = (build(false), build(true));
+            assert_eq!(pair, general, "case {case}");
+            checked[usize::from(pair.1.is_empty())] += 1;
+        }
+        assert!(checked.iter().all(|&n| n > 50), "both leaves and nodes: {checked:?}");
     }
 }
