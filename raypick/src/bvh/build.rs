@@ -556,11 +556,14 @@ fn from_ordered(key: u32) -> f32 {
     f32::from_bits(if key >> 31 == 1 { key & !(1 << 31) } else { !key })
 }
 
-/// Whether centroid coordinate `c` lies left of a split at `threshold`
-/// ([`Binner::threshold`]). NaN, whose bin is 0, lies left.
+/// Whether the centroid coordinate on `axis` of `centroid2` (twice the centroid,
+/// as [`PrimRef::centroid2`] gives it) lies left of a split at `threshold`
+/// ([`Binner::threshold`]): below it, or NaN (whose bin is 0). One comparison of
+/// the whole vector, which fails for NaN, and the axis's bit of its mask: no
+/// choice of a lane per triangle.
 #[inline(always)]
-fn left_of(c: f32, threshold: f32) -> bool {
-    c < threshold || c.is_nan()
+fn left_of(centroid2: Vec4, axis: usize, threshold: f32) -> bool {
+    centroid2.cmpge(Vec4::splat(threshold)).bitmask() & 1 << axis == 0
 }
 
 /// A bin position, already clamped to `0..=last`, as an index. NaN, which a
@@ -633,7 +636,7 @@ impl Builder<'_> {
             }
             let binner = Binner::new(centroids, self.bins_for(count));
             let threshold = binner.threshold(best.axis, best.bin);
-            partition(prims, |p| left_of(p.centroid2()[best.axis], threshold))
+            partition(prims, |p| left_of(p.centroid2(), best.axis, threshold))
         } else {
             if count <= max_leaf {
                 return (leaf, depth);
@@ -854,8 +857,11 @@ mod tests {
                 let extremes = [f32::NEG_INFINITY, f32::INFINITY, f32::NAN, f32::MAX, f32::MIN];
                 let random = (0..20).map(|_| rng.range(lo.x - size, hi.x + size));
                 for c in near.into_iter().chain(extremes).chain(random) {
+                    // The other lanes hold what would fall on either side.
+                    let mut centroid2 = Vec4::new(f32::NAN, f32::INFINITY, f32::NEG_INFINITY, threshold);
+                    centroid2[axis] = c;
                     assert_eq!(
-                        left_of(c, threshold),
+                        left_of(centroid2, axis, threshold),
                         binner.bin_of(c, axis) < bin,
                         "centroid {c} bin {bin} of {bins} threshold {threshold} origin {} scale {} bin_of {}", binner.origin[axis], binner.scale[axis], binner.bin_of(c, axis)
                     );
