@@ -363,9 +363,15 @@ const BLOCKS_PER_TASK: usize = 1024;
 const PREFETCH_AHEAD: usize = 4;
 
 /// Subtrees of more triangles than this are collapsed in parallel with their
-/// siblings, each into a tree of its own that is then appended to its parent's:
-/// enough work to outweigh a task and the append.
+/// siblings, each into a tree of its own that its parent's splices in: enough
+/// work to outweigh a task.
 const PARALLEL_COLLAPSE: u32 = 1 << 15;
+
+/// Marks a child index that stands for a spliced subtree ([`Tree::splice`]):
+/// the rest of the bits are the splice's place in its tree's list. Far above any
+/// node index (a tree has fewer nodes than triangles), and [`EMPTY`] is checked
+/// first.
+const SPLICED: u32 = 1 << 31;
 
 /// The wide nodes, exact boxes and leaf blocks of a collapsed tree: a node before
 /// its subtrees, subtrees and leaf blocks in lane order.
@@ -377,6 +383,37 @@ pub(super) struct Tree {
     /// While the nodes are collapsed, each leaf block's triangles (first, count) in
     /// the binary tree's order: the blocks are packed afterwards, in parallel.
     block_triangles: Vec<(u32, u32)>,
+    /// Subtrees collapsed apart, in lane order, each to go where this tree's
+    /// arrays ended when it was spliced in ([`Tree::flattened`]).
+    splices: Vec<Splice>,
+}
+
+/// A subtree spliced into a tree: where it goes among the tree's own nodes,
+/// exact boxes and leaf blocks (before the one at each of these indices), and
+/// the subtree.
+struct Splice {
+    at: Lengths,
+    tree: Tree,
+}
+
+/// Counts of nodes, exact boxes and leaf blocks.
+#[derive(Clone, Copy, Default)]
+struct Lengths {
+    nodes: usize,
+    exact: usize,
+    blocks: usize,
+}
+
+impl std::ops::Add for Lengths {
+    type Output = Lengths;
+
+    fn add(self, other: Lengths) -> Lengths {
+        Lengths {
+            nodes: self.nodes + other.nodes,
+            exact: self.exact + other.exact,
+            blocks: self.blocks + other.blocks,
+        }
+    }
 }
 
 /// Where the leaves of a collapsed tree go.
@@ -492,6 +529,7 @@ impl<'a> Collapse<'a> {
         if !self.nodes.is_empty() {
             self.collapse(&mut tree, self.children(0));
         }
+        let mut tree = tree.flattened();
         if let Leaves::Blocks { triangles, .. } = &self.leaves {
             // Packing reads every triangle and writes every block: memory-bound
             // work that two threads share well, unlike the walk over the nodes.
@@ -567,7 +605,7 @@ impl<'a> Collapse<'a> {
     /// Collapses the subtree of these binary children into `tree`; returns the
     /// index of its wide node. Interior children of more than
     /// [`Collapse::parallel_above`] triangles are collapsed in parallel, each into a
-    /// tree of its own, then appended in lane order: the same tree as a serial
+    /// tree of its own, then spliced in in lane order: the same tree as a serial
     /// collapse.
     fn collapse(&self, tree: &mut Tree, slots: Slots) -> u32 {
         let slots = self.open(slots);
@@ -579,7 +617,7 @@ impl<'a> Collapse<'a> {
             if slot.is_leaf() {
                 self.leaf(tree, slot, &mut node, lane);
             } else if let Some(subtree) = subtrees.get_mut(lane).and_then(Option::take) {
-                node.child[lane] = tree.append(subtree);
+                node.child[lane] = tree.splice(subtree);
             } else {
                 node.child[lane] = self.collapse(tree, self.children(slot.index));
             }
@@ -688,28 +726,119 @@ impl Tree {
             blocks: Vec::new(),
             block_ids: Vec::new(),
             block_triangles: Vec::with_capacity(blocks),
+            splices: Vec::new(),
         }
     }
 
-    /// Appends `subtree` (collapsed apart, with leaf blocks), its indices moved past
-    /// this tree's nodes, exact boxes and leaf blocks; returns the index of its
-    /// root.
-    fn append(&mut self, subtree: Tree) -> u32 {
-        let (nodes, exact, blocks) = (self.nodes.len(), self.exact.len(), self.block_triangles.len());
-        self.nodes.extend(subtree.nodes.into_iter().map(|mut node| {
+    /// The counts of this tree's own nodes, exact boxes and leaf blocks.
+    fn own(&self) -> Lengths {
+        Lengths {
+            nodes: self.nodes.len(),
+            exact: self.exact.len(),
+            blocks: self.block_triangles.len(),
+        }
+    }
+
+    /// Splices in `subtree` (collapsed apart) after everything this tree holds so
+    /// far, as a serial collapse would have put it there; returns the index that
+    /// stands for its root until the tree is [`flattened`](Tree::flattened).
+    /// Nothing is copied until then, and then everything once, however deeply
+    /// subtrees were spliced into subtrees.
+    fn splice(&mut self, subtree: Tree) -> u32 {
+        let at = self.own();
+        self.splices.push(Splice { at, tree: subtree });
+        SPLICED | (self.splices.len() - 1) as u32
+    }
+
+    /// Nodes, exact boxes and leaf blocks, with those of every spliced subtree.
+    fn total(&self) -> Lengths {
+        self.splices.iter().fold(self.own(), |sum, splice| sum + splice.tree.total())
+    }
+
+    /// This tree with every spliced subtree in its place and every index final:
+    /// the tree a serial collapse makes.
+    fn flattened(self) -> Tree {
+        if self.splices.is_empty() {
+            return self;
+        }
+        let total = self.total();
+        let mut flat = Tree {
+            nodes: crate::bvh::memory::with_capacity(total.nodes),
+            exact: crate::bvh::memory::with_capacity(total.exact),
+            blocks: Vec::new(),
+            block_ids: Vec::new(),
+            block_triangles: crate::bvh::memory::with_capacity(total.blocks),
+            splices: Vec::new(),
+        };
+        self.flatten_into(&mut flat);
+        flat
+    }
+
+    /// Appends this tree, its spliced subtrees in their places, to `flat`, every
+    /// index moved to where it lands.
+    fn flatten_into(self, flat: &mut Tree) {
+        let base = flat.own();
+        let Tree {
+            nodes,
+            exact,
+            block_triangles,
+            splices,
+            ..
+        } = self;
+        let ats: Vec<Lengths> = splices.iter().map(|splice| splice.at).collect();
+        // What the splices up to each one (itself included) hold.
+        let through: Vec<Lengths> = splices
+            .iter()
+            .scan(Lengths::default(), |sum, splice| {
+                *sum = *sum + splice.tree.total();
+                Some(*sum)
+            })
+            .collect();
+        // What lies spliced in before the own item `index` of the array `field`
+        // picks: the splices made before that item was.
+        let shift = |index: usize, field: fn(&Lengths) -> usize| {
+            let k = ats.partition_point(|at| field(at) <= index);
+            k.checked_sub(1).map_or(0, |last| field(&through[last]))
+        };
+        let place = |index: u32, field: fn(&Lengths) -> usize| {
+            let index = index as usize;
+            (field(&base) + index + shift(index, field)) as u32
+        };
+        let moved = |node: &WideNode| {
+            let mut node = *node;
             for (child, &count) in node.child.iter_mut().zip(&node.blocks) {
-                if *child != EMPTY {
-                    *child += if count > 0 { blocks } else { nodes } as u32;
+                if *child == EMPTY {
+                    continue;
                 }
+                *child = if count > 0 {
+                    place(*child, |l| l.blocks)
+                } else if *child & SPLICED != 0 {
+                    // A spliced subtree's root is its first node: after this tree's
+                    // own nodes and the subtrees spliced in before it.
+                    let k = (*child & !SPLICED) as usize;
+                    let before = k.checked_sub(1).map_or(0, |last| through[last].nodes);
+                    (base.nodes + ats[k].nodes + before) as u32
+                } else {
+                    place(*child, |l| l.nodes)
+                };
             }
             if node.exact != EMPTY {
-                node.exact += exact as u32;
+                node.exact = place(node.exact, |l| l.exact);
             }
             node
-        }));
-        self.exact.extend(subtree.exact);
-        self.block_triangles.extend(subtree.block_triangles);
-        nodes as u32
+        };
+        let mut from = Lengths::default();
+        for splice in splices {
+            let at = splice.at;
+            flat.nodes.extend(nodes[from.nodes..at.nodes].iter().map(moved));
+            flat.exact.extend_from_slice(&exact[from.exact..at.exact]);
+            flat.block_triangles.extend_from_slice(&block_triangles[from.blocks..at.blocks]);
+            splice.tree.flatten_into(flat);
+            from = at;
+        }
+        flat.nodes.extend(nodes[from.nodes..].iter().map(moved));
+        flat.exact.extend_from_slice(&exact[from.exact..]);
+        flat.block_triangles.extend_from_slice(&block_triangles[from.blocks..]);
     }
 
     /// Quantizes `node`'s boxes (those of `slots`), or keeps them exactly when
@@ -847,7 +976,8 @@ mod tests {
         for exact in [false, true] {
             let collapse = Collapse {
                 // Every subtree of more than one leaf block in parallel: each node,
-                // exact box and block of a subtree is appended to its parent's tree.
+                // exact box and block of a subtree is spliced into its parent's tree,
+                // and subtrees into subtrees.
                 parallel_above: WIDTH as u32,
                 exact,
                 ..Collapse::into_blocks(&bvh)
