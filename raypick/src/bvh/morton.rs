@@ -109,6 +109,22 @@ fn cell_code(cell: glam::Vec4) -> u32 {
     }
 }
 
+/// The built subtree whose root is interior node `index`, over boxes whose union
+/// is `bounds`, with its SAH `cost` and the depth of its deepest leaf.
+fn interior(index: usize, bounds: Aabb, cost: f32, depth: usize) -> Built {
+    Built {
+        child: BvhChild {
+            lo: bounds.lo3(),
+            index: index as u32,
+            hi: bounds.hi3(),
+            count: 0,
+        },
+        bounds,
+        cost,
+        depth,
+    }
+}
+
 /// Spreads `x` (below 1024) to every third bit: one axis of a 30-bit Morton code.
 #[inline(always)]
 pub(crate) fn spread(x: u32) -> u32 {
@@ -201,11 +217,9 @@ impl Builder<'_, '_> {
         let left = self.node(start, mid, depth + 1, left);
         let right = self.node(mid, end, depth + 1, right);
         self.sweeps.truncate(mark);
-        let bounds = left.bounds.union(right.bounds);
-        let area = bounds.half_area();
-        let cost = self.options.traversal_cost * area + left.cost + right.cost;
-        if count <= self.options.max_leaf_size && count as f32 * area <= cost {
-            // The leaf is cheaper: drop the subtree (the last nodes pushed).
+        let (bounds, cost, leaf_cheaper) = self.joined(count, &left, &right);
+        if leaf_cheaper {
+            // Drop the subtree (the last nodes pushed).
             self.nodes.truncate(index);
             return self.leaf(start, count, bounds, depth);
         }
@@ -215,17 +229,18 @@ impl Builder<'_, '_> {
                 children: [left.child, right.child],
             },
         );
-        Built {
-            child: BvhChild {
-                lo: bounds.lo3(),
-                index: index as u32,
-                hi: bounds.hi3(),
-                count: 0,
-            },
-            bounds,
-            cost,
-            depth: left.depth.max(right.depth),
-        }
+        interior(index, bounds, cost, left.depth.max(right.depth))
+    }
+
+    /// The bounds and SAH cost of a subtree over `count` triangles whose root's
+    /// children are `left` and `right`, and whether one leaf of them all would cost
+    /// no more.
+    fn joined(&self, count: usize, left: &Built, right: &Built) -> (Aabb, f32, bool) {
+        let bounds = left.bounds.union(right.bounds);
+        let area = bounds.half_area();
+        let cost = self.options.traversal_cost * area + left.cost + right.cost;
+        let leaf_cheaper = count <= self.options.max_leaf_size && count as f32 * area <= cost;
+        (bounds, cost, leaf_cheaper)
     }
 
     /// The subtree of the two triangles from `start` at depth `depth`: what
@@ -235,10 +250,8 @@ impl Builder<'_, '_> {
     /// part of the runs on the way being pairs.
     fn pair(&mut self, start: usize, depth: usize) -> Built {
         let [left, right] = [start, start + 1].map(|i| self.leaf(i, 1, self.prims[i].aabb(), depth + 1));
-        let bounds = left.bounds.union(right.bounds);
-        let area = bounds.half_area();
-        let cost = self.options.traversal_cost * area + left.cost + right.cost;
-        if 2 <= self.options.max_leaf_size && 2.0 * area <= cost {
+        let (bounds, cost, leaf_cheaper) = self.joined(2, &left, &right);
+        if leaf_cheaper {
             return self.leaf(start, 2, bounds, depth);
         }
         let range = ((self.first + start) as u32, (self.first + start + 2) as u32);
@@ -248,17 +261,7 @@ impl Builder<'_, '_> {
             },
             range,
         );
-        Built {
-            child: BvhChild {
-                lo: bounds.lo3(),
-                index: index as u32,
-                hi: bounds.hi3(),
-                count: 0,
-            },
-            bounds,
-            cost,
-            depth: depth + 1,
-        }
+        interior(index, bounds, cost, depth + 1)
     }
 
     /// A leaf of `prims[start..start + count]`, whose boxes' union is `bounds`.
