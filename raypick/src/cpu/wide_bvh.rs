@@ -334,23 +334,32 @@ pub(super) fn decoded_boxes(node: &WideNode, exact: &[ExactBoxes]) -> ExactBoxes
 /// largest magnitude of a used slot's planes. A NaN makes the axis's reach NaN for
 /// good, so that it never claims a finite bound it does not have.
 pub(super) fn plane_reach(nodes: &[ExactNode]) -> [f32; 3] {
-    let mut reach = [0.0f32; 3];
-    let mut widen = |axis: usize, size: f32| {
-        let current = &mut reach[axis];
-        if !current.is_nan() && (size.is_nan() || size > *current) {
-            *current = size;
-        }
-    };
-    for node in nodes {
-        for axis in 0..3 {
-            let boxes = &node.boxes;
-            for lane in (0..WIDTH).filter(|&lane| node.occupied & (1u8 << lane) != 0) {
-                widen(axis, boxes.lo[axis][lane].abs());
-                widen(axis, boxes.hi[axis][lane].abs());
+    let wider_each = |a: [f32; 3], b: [f32; 3]| std::array::from_fn(|axis| wider(a[axis], b[axis]));
+    nodes
+        .par_chunks(REACH_CHUNK)
+        .map(|chunk| {
+            let mut reach = [0.0f32; 3];
+            for node in chunk {
+                for (axis, reach) in reach.iter_mut().enumerate() {
+                    let boxes = &node.boxes;
+                    for lane in (0..WIDTH).filter(|&lane| node.occupied & (1u8 << lane) != 0) {
+                        *reach = wider(*reach, boxes.lo[axis][lane].abs());
+                        *reach = wider(*reach, boxes.hi[axis][lane].abs());
+                    }
+                }
             }
-        }
-    }
-    reach
+            reach
+        })
+        .reduce(|| [0.0; 3], wider_each)
+}
+
+/// Nodes per task of [`plane_reach`].
+const REACH_CHUNK: usize = 8 * 1024;
+
+/// The larger of a reach so far and a size, a NaN in either for good (the first
+/// one met): so the reach of a whole is that of its parts, in order.
+fn wider(reach: f32, size: f32) -> f32 {
+    if !reach.is_nan() && (size.is_nan() || size > reach) { size } else { reach }
 }
 
 /// Leaf blocks packed per parallel task, at the least: enough to outweigh a task's
@@ -1073,5 +1082,63 @@ mod tests {
         let hits = expected.iter().filter(|h| h.is_hit()).count();
         assert!(hits > 150, "{hits} hits");
         assert_eq!(cpu.trace(&bvh, &rays, &options), expected);
+    }
+
+    /// The reach of many nodes, gathered in parallel chunks, is a serial sweep's,
+    /// bit for bit: the largest magnitude of each axis's used planes, unused lanes
+    /// ignored, infinity kept, and the first NaN met kept for good.
+    #[test]
+    fn plane_reach_is_the_largest_used_plane() {
+        let mut rng = Rng::new(23);
+        let serial = |nodes: &[ExactNode]| {
+            let mut reach = [0.0f32; 3];
+            for node in nodes {
+                for (axis, reach) in reach.iter_mut().enumerate() {
+                    for lane in (0..WIDTH).filter(|&lane| node.occupied & (1u8 << lane) != 0) {
+                        for plane in [node.boxes.lo[axis][lane], node.boxes.hi[axis][lane]] {
+                            if !reach.is_nan() && (plane.abs().is_nan() || plane.abs() > *reach) {
+                                *reach = plane.abs();
+                            }
+                        }
+                    }
+                }
+            }
+            reach
+        };
+        for case in 0..4 {
+            let mut nodes: Vec<ExactNode> = (0..3 * REACH_CHUNK + 17)
+                .map(|_| {
+                    let mut boxes = ExactBoxes::default();
+                    for axis in 0..3 {
+                        for lane in 0..WIDTH {
+                            boxes.lo[axis][lane] = rng.range(-100.0, 100.0);
+                            boxes.hi[axis][lane] = rng.range(-100.0, 100.0);
+                        }
+                    }
+                    let occupied = rng.next_u32() as u8 | 1;
+                    ExactNode { boxes, child: [EMPTY; WIDTH], blocks: [0; WIDTH], occupied }
+                })
+                .collect();
+            match case {
+                1 => {
+                    nodes[5].occupied &= !2;
+                    nodes[5].boxes.hi[0][1] = 1e30;
+                }
+                2 => {
+                    nodes[REACH_CHUNK + 3].boxes.lo[1][0] = f32::from_bits(0xffc0_0001);
+                    nodes[2 * REACH_CHUNK + 5].boxes.hi[1][0] = f32::from_bits(0x7fc0_0002);
+                }
+                3 => nodes[2 * REACH_CHUNK].boxes.lo[2][0] = f32::NEG_INFINITY,
+                _ => {}
+            }
+            let reach = plane_reach(&nodes);
+            assert_eq!(reach.map(f32::to_bits), serial(&nodes).map(f32::to_bits), "case {case}");
+            match case {
+                1 => assert!(reach[0] <= 100.0),
+                2 => assert_eq!(reach[1].to_bits(), 0x7fc0_0001),
+                3 => assert_eq!(reach[2], f32::INFINITY),
+                _ => {}
+            }
+        }
     }
 }
