@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 
 use super::intersect::SoaTriangles;
+use super::wide_traverse::prefetch_lines;
 use crate::bvh::Bvh;
 use crate::bvh::build::BuiltTree;
 use crate::types::{BvhChild, BvhNode, PackedTriangle};
@@ -402,6 +403,8 @@ pub(super) struct Tree {
 /// the subtree.
 struct Splice {
     at: Lengths,
+    /// What the subtree holds, its own splices included ([`Tree::total`]).
+    size: Lengths,
     tree: Tree,
 }
 
@@ -452,19 +455,14 @@ impl LeafTriangles<'_> {
     /// hardware's prefetcher cannot guess); a hint only, and none off x86-64.
     #[inline(always)]
     fn prefetch(&self, first: u32, count: u32) {
-        #[cfg(target_arch = "x86_64")]
         if let LeafTriangles::Built(tree) = self {
-            use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
             for k in 0..count as usize {
                 let at: *const PackedTriangle = tree.leaf_triangle(first as usize + k);
-                // SAFETY: SSE is part of every x86-64 target, and a prefetch
-                // reads nothing: any address is allowed.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast()) };
+                prefetch_lines::<1>(at.cast());
             }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (first, count);
     }
+
 
     /// The leaf block of the `count` triangles from leaf position `first` on, and
     /// their ids.
@@ -754,14 +752,14 @@ impl Tree {
     /// Nothing is copied until then, and then everything once, however deeply
     /// subtrees were spliced into subtrees.
     fn splice(&mut self, subtree: Tree) -> u32 {
-        let at = self.own();
-        self.splices.push(Splice { at, tree: subtree });
+        let (at, size) = (self.own(), subtree.total());
+        self.splices.push(Splice { at, size, tree: subtree });
         SPLICED | (self.splices.len() - 1) as u32
     }
 
     /// Nodes, exact boxes and leaf blocks, with those of every spliced subtree.
     fn total(&self) -> Lengths {
-        self.splices.iter().fold(self.own(), |sum, splice| sum + splice.tree.total())
+        self.splices.iter().fold(self.own(), |sum, splice| sum + splice.size)
     }
 
     /// This tree with every spliced subtree in its place and every index final:
@@ -799,7 +797,7 @@ impl Tree {
         let through: Vec<Lengths> = splices
             .iter()
             .scan(Lengths::default(), |sum, splice| {
-                *sum = *sum + splice.tree.total();
+                *sum = *sum + splice.size;
                 Some(*sum)
             })
             .collect();

@@ -372,7 +372,7 @@ fn prefetch_ids(wide: &WideBvh, first: u32) {
 /// Asks for the `N` lines from `start`: a fixed count, so the loop unrolls (a count
 /// in bytes, stepped through, costs a loop at every push).
 #[inline(always)]
-fn prefetch_lines<const N: usize>(start: *const i8) {
+pub(super) fn prefetch_lines<const N: usize>(start: *const i8) {
     #[cfg(target_arch = "x86_64")]
     for line in 0..N {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
