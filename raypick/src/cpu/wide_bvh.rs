@@ -253,8 +253,7 @@ impl WideBvh {
     /// at most [`WIDTH`] triangles becomes one leaf block (its triangles are
     /// contiguous), so blocks are full and nodes few.
     pub fn from_bvh(bvh: &Bvh) -> Self {
-        let tree = Collapse::into_blocks(bvh).tree(bvh.triangles().len());
-        Self::from_tree(tree, bvh.mesh_triangle_count())
+        Self::from_collapse(&Collapse::into_blocks(bvh), bvh.triangles().len(), bvh.mesh_triangle_count())
     }
 
     /// Builds the BVH of `mesh` (default options) in this layout: the tree of
@@ -263,19 +262,20 @@ impl WideBvh {
     /// one that gathers its triangles into leaf order.
     pub fn build(mesh: &crate::Mesh) -> Self {
         let built = crate::bvh::build::build_tree(mesh, &Default::default());
-        let tree = Collapse::into_blocks_of(&built).tree(built.triangle_count());
-        Self::from_tree(tree, built.mesh_triangle_count())
+        Self::from_collapse(&Collapse::into_blocks_of(&built), built.triangle_count(), built.mesh_triangle_count())
     }
 
-    /// The nodes with exact boxes of a collapsed tree.
-    fn from_tree(tree: Tree, mesh_triangles: usize) -> Self {
-        let mut nodes: Vec<ExactNode> = crate::bvh::memory::with_capacity(tree.nodes.len());
-        nodes.par_extend(tree.nodes.par_iter().map(|node| ExactNode::new(node, &tree.exact)));
+    /// The tree `collapse` makes of `triangles` triangles, with exact boxes: its
+    /// nodes laid out straight from the collapsed subtrees ([`Tree::exact_nodes`]),
+    /// then its leaf blocks packed.
+    fn from_collapse(collapse: &Collapse, triangles: usize, mesh_triangles: usize) -> Self {
+        let (nodes, block_triangles) = collapse.collapsed(triangles).exact_nodes();
+        let (blocks, block_ids) = collapse.packed_blocks(&block_triangles);
         WideBvh {
             reach: plane_reach(&nodes),
             nodes,
-            blocks: tree.blocks,
-            block_ids: tree.block_ids,
+            blocks,
+            block_ids,
             mesh_triangles,
             binary: None,
         }
@@ -428,6 +428,146 @@ impl std::ops::Add for Lengths {
     }
 }
 
+/// Where every item of a tree with spliced subtrees lands once it is flattened:
+/// a [`Placement`] for the tree and each subtree spliced into it however deep,
+/// and the runs of each one's own items, in the order they land.
+struct Layout<'t> {
+    plans: Vec<Placement<'t>>,
+    runs: Vec<Run>,
+    total: Lengths,
+}
+
+/// Where the own items of one tree of a [`Layout`] land.
+struct Placement<'t> {
+    tree: &'t Tree,
+    /// Where the tree's first item of each array lands.
+    base: Lengths,
+    /// Where each splice goes among the tree's own items.
+    ats: Vec<Lengths>,
+    /// What the splices up to each one (itself included) hold.
+    through: Vec<Lengths>,
+}
+
+/// A run of a tree's own items that land together: from its own item `from` on,
+/// in `plans[plan]`, at `at` of the flattened arrays (per array).
+#[derive(Clone, Copy)]
+struct Run {
+    plan: usize,
+    from: Lengths,
+    at: Lengths,
+}
+
+/// Items per task when a [`Layout`] gathers an array.
+const GATHER_CHUNK: usize = 1024;
+
+impl<'t> Layout<'t> {
+    /// The layout of `tree` and everything spliced into it.
+    fn of(tree: &'t Tree) -> Self {
+        let mut layout = Layout {
+            plans: Vec::new(),
+            runs: Vec::new(),
+            total: tree.total(),
+        };
+        layout.place(tree, Lengths::default());
+        layout
+    }
+
+    /// Lays out `tree`, whose first items land at `base`, and its splices: the
+    /// own items between two splices land after `base` and everything spliced
+    /// in before them (`before`), and so does the next splice.
+    fn place(&mut self, tree: &'t Tree, base: Lengths) {
+        let plan = self.plans.len();
+        self.plans.push(Placement::new(tree, base));
+        let (mut from, mut before) = (Lengths::default(), Lengths::default());
+        for splice in &tree.splices {
+            self.runs.push(Run {
+                plan,
+                from,
+                at: base + from + before,
+            });
+            self.place(&splice.tree, base + splice.at + before);
+            (from, before) = (splice.at, before + splice.size);
+        }
+        self.runs.push(Run {
+            plan,
+            from,
+            at: base + from + before,
+        });
+    }
+
+    /// The flattened array that `field` picks, each item made by `item` from its
+    /// tree's placement and its index among that tree's own items, in parallel.
+    fn gather<T: Send>(
+        &self,
+        field: fn(&Lengths) -> usize,
+        item: impl Fn(&Placement<'t>, usize) -> T + Sync + Send,
+    ) -> Vec<T> {
+        let total = field(&self.total);
+        let mut out = crate::bvh::memory::with_capacity(total);
+        (0..total)
+            .into_par_iter()
+            .with_min_len(GATHER_CHUNK)
+            .map(|i| {
+                // The last run that starts at or before `i` holds it: runs before
+                // it that start there too are empty.
+                let run = &self.runs[self.runs.partition_point(|run| field(&run.at) <= i) - 1];
+                item(&self.plans[run.plan], field(&run.from) + i - field(&run.at))
+            })
+            .collect_into_vec(&mut out);
+        out
+    }
+}
+
+impl<'t> Placement<'t> {
+    /// The placement of `tree`'s own items, its first ones landing at `base`.
+    fn new(tree: &'t Tree, base: Lengths) -> Self {
+        let ats = tree.splices.iter().map(|splice| splice.at).collect();
+        let through = tree
+            .splices
+            .iter()
+            .scan(Lengths::default(), |sum, splice| {
+                *sum = *sum + splice.size;
+                Some(*sum)
+            })
+            .collect();
+        Placement { tree, base, ats, through }
+    }
+
+    /// Where the tree's own item `index` of the array `field` picks lands: after
+    /// the splices made before that item was.
+    fn place(&self, index: u32, field: fn(&Lengths) -> usize) -> u32 {
+        let index = index as usize;
+        let k = self.ats.partition_point(|at| field(at) <= index);
+        let shift = k.checked_sub(1).map_or(0, |last| field(&self.through[last]));
+        (field(&self.base) + index + shift) as u32
+    }
+
+    /// One of the tree's own nodes with every index moved to where it lands.
+    fn moved(&self, node: &WideNode) -> WideNode {
+        let mut node = *node;
+        for (child, &count) in node.child.iter_mut().zip(&node.blocks) {
+            if *child == EMPTY {
+                continue;
+            }
+            *child = if count > 0 {
+                self.place(*child, |l| l.blocks)
+            } else if *child & SPLICED != 0 {
+                // A spliced subtree's root is its first node: after this tree's own
+                // nodes and the subtrees spliced in before it.
+                let k = (*child & !SPLICED) as usize;
+                let before = k.checked_sub(1).map_or(0, |last| self.through[last].nodes);
+                (self.base.nodes + self.ats[k].nodes + before) as u32
+            } else {
+                self.place(*child, |l| l.nodes)
+            };
+        }
+        if node.exact != EMPTY {
+            node.exact = self.place(node.exact, |l| l.exact);
+        }
+        node
+    }
+}
+
 /// Where the leaves of a collapsed tree go.
 pub(super) enum Leaves<'a> {
     /// Into leaf blocks of `triangles`: a subtree of at most [`WIDTH`] triangles
@@ -530,20 +670,34 @@ impl<'a> Collapse<'a> {
     }
 
     /// The collapsed tree, its buffers sized for `triangles` triangles in leaf
-    /// blocks (0 for [`Leaves::Ranges`], which makes none).
+    /// blocks (0 for [`Leaves::Ranges`], which makes none), flattened, its leaf
+    /// blocks packed.
     pub(super) fn tree(&self, triangles: usize) -> Tree {
+        let mut tree = self.collapsed(triangles).flattened();
+        (tree.blocks, tree.block_ids) = self.packed_blocks(&tree.block_triangles);
+        tree
+    }
+
+    /// The collapsed tree as the collapse leaves it: subtrees collapsed in
+    /// parallel spliced in, not yet in place, and no leaf block packed.
+    fn collapsed(&self, triangles: usize) -> Tree {
         let mut tree = Tree::with_capacity(triangles, self.exact);
         if !self.nodes.is_empty() {
             self.collapse(&mut tree, self.children(0));
         }
-        let mut tree = tree.flattened();
+        tree
+    }
+
+    /// The leaf blocks of a flattened tree's `block_triangles` and their
+    /// triangles' ids; none for [`Leaves::Ranges`].
+    fn packed_blocks(&self, block_triangles: &[(u32, u32)]) -> (Vec<LeafBlock>, Vec<[u32; WIDTH]>) {
+        let (mut blocks, mut block_ids) = (Vec::new(), Vec::new());
         if let Leaves::Blocks { triangles, .. } = &self.leaves {
             // Packing reads every triangle and writes every block: memory-bound
             // work that two threads share well, unlike the walk over the nodes.
-            let count = tree.block_triangles.len();
-            tree.blocks = crate::bvh::memory::with_capacity(count);
-            tree.block_ids = crate::bvh::memory::with_capacity(count);
-            let block_triangles = &tree.block_triangles;
+            let count = block_triangles.len();
+            blocks = crate::bvh::memory::with_capacity(count);
+            block_ids = crate::bvh::memory::with_capacity(count);
             block_triangles
                 .par_iter()
                 .enumerate()
@@ -554,9 +708,9 @@ impl<'a> Collapse<'a> {
                     }
                     triangles.block(first, count)
                 })
-                .unzip_into_vecs(&mut tree.blocks, &mut tree.block_ids);
+                .unzip_into_vecs(&mut blocks, &mut block_ids);
         }
-        tree
+        (blocks, block_ids)
     }
 
     /// A binary child, as a leaf when it is one or its subtree fits one block.
@@ -768,84 +922,34 @@ impl Tree {
         if self.splices.is_empty() {
             return self;
         }
-        let total = self.total();
-        let mut flat = Tree {
-            nodes: crate::bvh::memory::with_capacity(total.nodes),
-            exact: crate::bvh::memory::with_capacity(total.exact),
+        let layout = Layout::of(&self);
+        Tree {
+            nodes: layout.gather(|l| l.nodes, |plan, k| plan.moved(&plan.tree.nodes[k])),
+            exact: layout.gather(|l| l.exact, |plan, k| plan.tree.exact[k]),
             blocks: Vec::new(),
             block_ids: Vec::new(),
-            block_triangles: crate::bvh::memory::with_capacity(total.blocks),
+            block_triangles: layout.gather(|l| l.blocks, |plan, k| plan.tree.block_triangles[k]),
             splices: Vec::new(),
-        };
-        self.flatten_into(&mut flat);
-        flat
+        }
     }
 
-    /// Appends this tree, its spliced subtrees in their places, to `flat`, every
-    /// index moved to where it lands.
-    fn flatten_into(self, flat: &mut Tree) {
-        let base = flat.own();
-        let Tree {
-            nodes,
-            exact,
-            block_triangles,
-            splices,
-            ..
-        } = self;
-        let ats: Vec<Lengths> = splices.iter().map(|splice| splice.at).collect();
-        // What the splices up to each one (itself included) hold.
-        let through: Vec<Lengths> = splices
-            .iter()
-            .scan(Lengths::default(), |sum, splice| {
-                *sum = *sum + splice.size;
-                Some(*sum)
-            })
-            .collect();
-        // What lies spliced in before the own item `index` of the array `field`
-        // picks: the splices made before that item was.
-        let shift = |index: usize, field: fn(&Lengths) -> usize| {
-            let k = ats.partition_point(|at| field(at) <= index);
-            k.checked_sub(1).map_or(0, |last| field(&through[last]))
-        };
-        let place = |index: u32, field: fn(&Lengths) -> usize| {
-            let index = index as usize;
-            (field(&base) + index + shift(index, field)) as u32
-        };
-        let moved = |node: &WideNode| {
-            let mut node = *node;
-            for (child, &count) in node.child.iter_mut().zip(&node.blocks) {
-                if *child == EMPTY {
-                    continue;
+    /// The nodes of this tree, flattened, with their exact boxes ([`ExactNode`]),
+    /// and its leaf blocks' triangles: made in place from the spliced subtrees, in
+    /// one parallel pass, rather than flattened and then converted.
+    fn exact_nodes(&self) -> (Vec<ExactNode>, Vec<(u32, u32)>) {
+        let layout = Layout::of(self);
+        let nodes = layout.gather(
+            |l| l.nodes,
+            |plan, k| {
+                let node = &plan.tree.nodes[k];
+                ExactNode {
+                    child: plan.moved(node).child,
+                    ..ExactNode::new(node, &plan.tree.exact)
                 }
-                *child = if count > 0 {
-                    place(*child, |l| l.blocks)
-                } else if *child & SPLICED != 0 {
-                    // A spliced subtree's root is its first node: after this tree's
-                    // own nodes and the subtrees spliced in before it.
-                    let k = (*child & !SPLICED) as usize;
-                    let before = k.checked_sub(1).map_or(0, |last| through[last].nodes);
-                    (base.nodes + ats[k].nodes + before) as u32
-                } else {
-                    place(*child, |l| l.nodes)
-                };
-            }
-            if node.exact != EMPTY {
-                node.exact = place(node.exact, |l| l.exact);
-            }
-            node
-        };
-        let mut from = Lengths::default();
-        for splice in splices {
-            let at = splice.at;
-            flat.nodes.extend(nodes[from.nodes..at.nodes].iter().map(moved));
-            flat.exact.extend_from_slice(&exact[from.exact..at.exact]);
-            flat.block_triangles.extend_from_slice(&block_triangles[from.blocks..at.blocks]);
-            splice.tree.flatten_into(flat);
-            from = at;
-        }
-        flat.nodes.extend(nodes[from.nodes..].iter().map(moved));
-        flat.exact.extend_from_slice(&exact[from.exact..]);
-        flat.block_triangles.extend_from_slice(&block_triangles[from.blocks..]);
+            },
+        );
+        let block_triangles = layout.gather(|l| l.blocks, |plan, k| plan.tree.block_triangles[k]);
+        (nodes, block_triangles)
     }
 
     /// Quantizes `node`'s boxes (those of `slots`), or keeps them exactly when
@@ -990,6 +1094,7 @@ mod tests {
                 ..Collapse::into_blocks(&bvh)
             };
             let parallel = collapse.tree(bvh.triangles().len());
+            let (nodes, block_triangles) = collapse.collapsed(bvh.triangles().len()).exact_nodes();
             let serial = Collapse {
                 parallel_above: u32::MAX,
                 ..collapse
@@ -1002,6 +1107,12 @@ mod tests {
             assert!(!serial.exact.is_empty());
             assert_eq!(planes(&parallel), planes(&serial));
             assert_eq!(parallel.block_triangles, serial.block_triangles);
+            // Laid out straight into exact nodes, the spliced tree is the serial
+            // tree's nodes converted one by one.
+            let converted: Vec<ExactNode> = serial.nodes.iter().map(|node| ExactNode::new(node, &serial.exact)).collect();
+            let fields = |n: &ExactNode| (n.boxes.lo, n.boxes.hi, n.child, n.blocks, n.occupied);
+            assert_eq!(nodes.iter().map(fields).collect::<Vec<_>>(), converted.iter().map(fields).collect::<Vec<_>>());
+            assert_eq!(block_triangles, serial.block_triangles);
         }
     }
 
