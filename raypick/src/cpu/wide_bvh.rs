@@ -405,7 +405,16 @@ struct Splice {
     at: Lengths,
     /// What the subtree holds, its own splices included ([`Tree::total`]).
     size: Lengths,
+    /// What the tree's splices before this one hold.
+    before: Lengths,
     tree: Tree,
+}
+
+impl Splice {
+    /// What the tree's splices up to this one (itself included) hold.
+    fn through(&self) -> Lengths {
+        self.before + self.size
+    }
 }
 
 /// Counts of nodes, exact boxes and leaf blocks.
@@ -442,10 +451,6 @@ struct Placement<'t> {
     tree: &'t Tree,
     /// Where the tree's first item of each array lands.
     base: Lengths,
-    /// Where each splice goes among the tree's own items.
-    ats: Vec<Lengths>,
-    /// What the splices up to each one (itself included) hold.
-    through: Vec<Lengths>,
 }
 
 /// A run of a tree's own items that land together: from its own item `from` on,
@@ -473,25 +478,25 @@ impl<'t> Layout<'t> {
     }
 
     /// Lays out `tree`, whose first items land at `base`, and its splices: the
-    /// own items between two splices land after `base` and everything spliced
-    /// in before them (`before`), and so does the next splice.
+    /// own items before a splice land after `base` and everything spliced in
+    /// before them, and so does the splice.
     fn place(&mut self, tree: &'t Tree, base: Lengths) {
         let plan = self.plans.len();
-        self.plans.push(Placement::new(tree, base));
-        let (mut from, mut before) = (Lengths::default(), Lengths::default());
+        self.plans.push(Placement { tree, base });
+        let mut from = Lengths::default();
         for splice in &tree.splices {
             self.runs.push(Run {
                 plan,
                 from,
-                at: base + from + before,
+                at: base + from + splice.before,
             });
-            self.place(&splice.tree, base + splice.at + before);
-            (from, before) = (splice.at, before + splice.size);
+            self.place(&splice.tree, base + splice.at + splice.before);
+            from = splice.at;
         }
         self.runs.push(Run {
             plan,
             from,
-            at: base + from + before,
+            at: base + from + tree.spliced(),
         });
     }
 
@@ -518,27 +523,14 @@ impl<'t> Layout<'t> {
     }
 }
 
-impl<'t> Placement<'t> {
-    /// The placement of `tree`'s own items, its first ones landing at `base`.
-    fn new(tree: &'t Tree, base: Lengths) -> Self {
-        let ats = tree.splices.iter().map(|splice| splice.at).collect();
-        let through = tree
-            .splices
-            .iter()
-            .scan(Lengths::default(), |sum, splice| {
-                *sum = *sum + splice.size;
-                Some(*sum)
-            })
-            .collect();
-        Placement { tree, base, ats, through }
-    }
-
+impl Placement<'_> {
     /// Where the tree's own item `index` of the array `field` picks lands: after
     /// the splices made before that item was.
     fn place(&self, index: u32, field: fn(&Lengths) -> usize) -> u32 {
         let index = index as usize;
-        let k = self.ats.partition_point(|at| field(at) <= index);
-        let shift = k.checked_sub(1).map_or(0, |last| field(&self.through[last]));
+        let splices = &self.tree.splices;
+        let k = splices.partition_point(|splice| field(&splice.at) <= index);
+        let shift = k.checked_sub(1).map_or(0, |last| field(&splices[last].through()));
         (field(&self.base) + index + shift) as u32
     }
 
@@ -554,9 +546,8 @@ impl<'t> Placement<'t> {
             } else if *child & SPLICED != 0 {
                 // A spliced subtree's root is its first node: after this tree's own
                 // nodes and the subtrees spliced in before it.
-                let k = (*child & !SPLICED) as usize;
-                let before = k.checked_sub(1).map_or(0, |last| self.through[last].nodes);
-                (self.base.nodes + self.ats[k].nodes + before) as u32
+                let splice = &self.tree.splices[(*child & !SPLICED) as usize];
+                (self.base.nodes + splice.at.nodes + splice.before.nodes) as u32
             } else {
                 self.place(*child, |l| l.nodes)
             };
@@ -602,7 +593,6 @@ impl LeafTriangles<'_> {
             }
         }
     }
-
 
     /// The leaf block of the `count` triangles from leaf position `first` on, and
     /// their ids.
@@ -906,14 +896,24 @@ impl Tree {
     /// Nothing is copied until then, and then everything once, however deeply
     /// subtrees were spliced into subtrees.
     fn splice(&mut self, subtree: Tree) -> u32 {
-        let (at, size) = (self.own(), subtree.total());
-        self.splices.push(Splice { at, size, tree: subtree });
+        let splice = Splice {
+            at: self.own(),
+            size: subtree.total(),
+            before: self.spliced(),
+            tree: subtree,
+        };
+        self.splices.push(splice);
         SPLICED | (self.splices.len() - 1) as u32
+    }
+
+    /// What the subtrees spliced in so far hold.
+    fn spliced(&self) -> Lengths {
+        self.splices.last().map(Splice::through).unwrap_or_default()
     }
 
     /// Nodes, exact boxes and leaf blocks, with those of every spliced subtree.
     fn total(&self) -> Lengths {
-        self.splices.iter().fold(self.own(), |sum, splice| sum + splice.size)
+        self.own() + self.spliced()
     }
 
     /// This tree with every spliced subtree in its place and every index final:
