@@ -151,6 +151,58 @@ fn folds(bounds: [f32; 3], to_frame: f32, t_scale: f32, dir: [f32; 3], scaled: [
     axis(0) & axis(1) & axis(2) & (t_scale <= FOLDED_MAX_SCALE)
 }
 
+/// Which slab test a ray takes ([`Slabs::enter`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SlabTest {
+    /// The plain test: for rays whose distances could overflow ([`folds`]).
+    Plain,
+    /// The folded test, its entries and exits compared as numbers: for rays that
+    /// look back from `tmin`, below `+0.0`.
+    Folded,
+    /// The folded test, its entries and exits compared by their bits
+    /// ([`Lanes8::max_bits`]): for rays that look forward from `tmin`, whose padded
+    /// `tmin` is `+0.0` or above. The same lanes entered at the same distances, bit
+    /// for bit, in integer steps shorter than the numbers' ([`clip`]).
+    Forward,
+}
+
+impl SlabTest {
+    /// The folded test for a ray whose padded `tmin` is `padded_tmin`: by bits where
+    /// that is a number whose sign bit is clear (not NaN, not `-0.0`).
+    #[inline(always)]
+    fn folded(padded_tmin: f32) -> Self {
+        if padded_tmin.is_sign_positive() && padded_tmin >= 0.0 { Self::Forward } else { Self::Folded }
+    }
+}
+
+/// The entered lanes and their entries, given each lane's padded entries `near`
+/// (into the three slabs, and the padded `tmin`) and exits `far` (out of the
+/// three slabs, and the padded limit): the largest entry, the smallest exit and
+/// whether the one is no later than the other.
+///
+/// `BITS` takes them by the numbers' bits ([`Lanes8::max_bits`], `min_bits`,
+/// `le_bits`), for [`SlabTest::Forward`] rays, and gives the numbers' answer bit
+/// for bit. Why: no entry or exit of a slab is NaN or `-0.0` (each is a
+/// multiply-add onto an offset that is neither `+0.0` nor `-0.0`, since the slack
+/// is at least `MIN_POSITIVE`; the ray's range keeps them finite, [`folds`]), nor
+/// is the padded limit (`x + |x|·m` is `+0.0` for `x = -0.0`), and the padded
+/// `tmin` is a number with its sign bit clear. So the largest entry is at least
+/// the padded `tmin`, and the same by bits; where every exit has its sign bit
+/// clear, the smallest is the same by bits too, and where one is negative, both
+/// ways give a negative exit, before the entry either way.
+#[inline(always)]
+fn clip<L: Lanes8, const BITS: bool>([nx, ny, nz, tmin]: [L::V; 4], [fx, fy, fz, limit]: [L::V; 4]) -> (u32, L::V) {
+    if BITS {
+        let near = L::max_bits(L::max_bits(nx, ny), L::max_bits(nz, tmin));
+        let far = L::min_bits(L::min_bits(fx, fy), L::min_bits(fz, limit));
+        (L::le_bits(near, far), near)
+    } else {
+        let near = L::max(L::max(nx, ny), L::max(nz, tmin));
+        let far = L::min(L::min(fx, fy), L::min(fz, limit));
+        (L::le(near, far), near)
+    }
+}
+
 /// One ray's folded-test factors (`1 / dir`) and terms (the offsets) in every
 /// lane, per axis: the same at every node, so a lone ray works them out once
 /// ([`Slabs::terms`]) and tests each plane with one multiply-add (a packet
@@ -200,8 +252,8 @@ pub(super) struct Slabs<L: Lanes8> {
     /// `tmin` in the caller's units, less its margin: the folded test's earliest
     /// entry, in every lane.
     padded_tmin: L::V,
-    /// Whether the folded test applies ([`folds`]).
-    folded: bool,
+    /// The test the ray takes: a folded one where it applies ([`folds`]).
+    test: SlabTest,
     /// Frame units to the caller's (`t_scale`) and back.
     t_scale: f32,
     to_frame: f32,
@@ -223,6 +275,12 @@ impl<L: Lanes8> Slabs<L> {
         // them.
         let slack = each_axis(|axis| FOLDED_SLACK * bounds[axis] + f32::MIN_POSITIVE);
         let start = each_axis(|axis| -(ray.origin[axis] * folded_inv[axis]));
+        let padded_tmin = padded_below(ray.tmin);
+        let test = if folds(bounds, to_frame, frame.t_scale, dir, frame.dir) {
+            SlabTest::folded(padded_tmin)
+        } else {
+            SlabTest::Plain
+        };
         Self {
             origin: ray.origin.into(),
             inv_dir: frame.inv_dir,
@@ -231,8 +289,8 @@ impl<L: Lanes8> Slabs<L> {
             far_offset: each_axis(|axis| start[axis] + slack[axis]),
             rows: PlaneRows::for_signs(dir.map(|d| d < 0.0)),
             tmin: ray.tmin * to_frame,
-            padded_tmin: L::splat(padded_below(ray.tmin)),
-            folded: folds(bounds, to_frame, frame.t_scale, dir, frame.dir),
+            padded_tmin: L::splat(padded_tmin),
+            test,
             t_scale: frame.t_scale,
             to_frame,
             tmax: ray.tmax,
@@ -268,15 +326,18 @@ impl<L: Lanes8> Slabs<L> {
     /// Every child that the plain test ([`Slabs::enter_plain`], the arithmetic of
     /// every other traversal) enters is entered, so the answers are the same; the
     /// folded test ([`Slabs::enter_folded`]) takes fewer, shorter dependent steps
-    /// and is used whenever the ray's distances are far from overflow ([`folds`]).
+    /// and is used whenever the ray's distances are far from overflow ([`folds`]),
+    /// by bits for rays that look forward ([`SlabTest::Forward`]).
     #[inline(always)]
     pub(super) fn enter(&self, node: &ExactNode, limit: &Limit<L>, terms: &RayTerms<L>) -> (u32, L::V) {
         let planes = Planes::of(node, &self.rows);
-        let (entered, near) = if self.folded {
-            self.enter_folded(&planes, limit.padded, terms)
-        } else {
-            let (entered, near) = self.enter_plain(&planes, limit.plain);
-            (entered, L::mul(near, L::splat(self.t_scale)))
+        let (entered, near) = match self.test {
+            SlabTest::Forward => self.enter_folded::<true>(&planes, limit.padded, terms),
+            SlabTest::Folded => self.enter_folded::<false>(&planes, limit.padded, terms),
+            SlabTest::Plain => {
+                let (entered, near) = self.enter_plain(&planes, limit.plain);
+                (entered, L::mul(near, L::splat(self.t_scale)))
+            }
         };
         (entered & u32::from(node.occupied), near)
     }
@@ -327,7 +388,7 @@ impl<L: Lanes8> Slabs<L> {
     /// padded, in every lane): the distance in one multiply-add per plane,
     /// `plane · (1 / dir) + (-origin / dir ∓ slack)`, already padded, from the
     /// caller's direction. Entered lanes and their (padded) entries, in the
-    /// caller's units.
+    /// caller's units; by bits where `BITS` says so ([`clip`]), the same either way.
     ///
     /// Why it enters whatever [`Slabs::enter_plain`] enters: the plain test pads
     /// its largest entry `n` to `n - |n|·m` and its smallest exit `f` to `f + |f|·m`
@@ -349,13 +410,11 @@ impl<L: Lanes8> Slabs<L> {
     /// take the same components as parallel (with [`BIG`] for `1 / 0`; [`folds`]).
     /// The padded `tmin` and limit are padded as the plain test pads them.
     #[inline(always)]
-    fn enter_folded(&self, planes: &Planes<L>, padded_limit: L::V, terms: &RayTerms<L>) -> (u32, L::V) {
+    fn enter_folded<const BITS: bool>(&self, planes: &Planes<L>, padded_limit: L::V, terms: &RayTerms<L>) -> (u32, L::V) {
         let (nx, fx) = self.folded_slab(planes, 0, terms);
         let (ny, fy) = self.folded_slab(planes, 1, terms);
         let (nz, fz) = self.folded_slab(planes, 2, terms);
-        let near = L::max(L::max(nx, ny), L::max(nz, self.padded_tmin));
-        let far = L::min(L::min(fx, fy), L::min(fz, padded_limit));
-        (L::le(near, far), near)
+        clip::<L, BITS>([nx, ny, nz, self.padded_tmin], [fx, fy, fz, padded_limit])
     }
 }
 
@@ -382,6 +441,8 @@ pub(super) struct PacketSlabs<L: Lanes8> {
     /// The plane rows every ray meets first and last: the signs of their direction
     /// components are the same.
     rows: PlaneRows,
+    /// [`SlabTest::Forward`] where every ray takes it, else [`SlabTest::Folded`].
+    test: SlabTest,
 }
 
 /// `values` as two vectors of eight.
@@ -486,11 +547,16 @@ impl<L: Lanes8> PacketSlabs<L> {
         if !folded {
             return None;
         }
+        let padded_tmin = [padded_below_lanes::<L>(tmin[0]), padded_below_lanes::<L>(tmin[1])];
+        // As `SlabTest::folded`, for every ray: no sign bit set, and not NaN.
+        let forward = |t: L::V| L::le_bits(zero, t) & L::le(zero, t) == 0xff;
+        let forward = forward(padded_tmin[0]) & forward(padded_tmin[1]);
         Some(Self {
             terms,
-            padded_tmin: [padded_below_lanes::<L>(tmin[0]), padded_below_lanes::<L>(tmin[1])],
+            padded_tmin,
             tmax,
             rows: PlaneRows::for_signs(negative),
+            test: if forward { SlabTest::Forward } else { SlabTest::Folded },
         })
     }
 
@@ -533,9 +599,13 @@ impl<L: Lanes8> PacketSlabs<L> {
             let (nx, fx) = self.terms.slab(planes, 0, child, h);
             let (ny, fy) = self.terms.slab(planes, 1, child, h);
             let (nz, fz) = self.terms.slab(planes, 2, child, h);
-            let near = L::max(L::max(nx, ny), L::max(nz, self.padded_tmin[h]));
-            let far = L::min(L::min(fx, fy), L::min(fz, limits[h]));
-            let these = L::le(near, far) & (rays >> (WIDTH * h));
+            let (near, far) = ([nx, ny, nz, self.padded_tmin[h]], [fx, fy, fz, limits[h]]);
+            let (entered_here, near) = if self.test == SlabTest::Forward {
+                clip::<L, true>(near, far)
+            } else {
+                clip::<L, false>(near, far)
+            };
+            let these = entered_here & (rays >> (WIDTH * h));
             entered |= these << (WIDTH * h);
             nearest[h] = L::fill_outside(near, these, f32::INFINITY);
             entry[WIDTH * h..WIDTH * (h + 1)].copy_from_slice(&L::store(near));
@@ -580,27 +650,49 @@ mod tests {
                 rays.push(Ray::new(corner + aside - dir * back, dir));
             }
         }
+        look_back(&mut rays, rng);
         rays
     }
 
+    /// Gives a third of `rays` a `tmin` other than 0: some that look back
+    /// (negative, `-0.0`, `-inf`), some forward from a positive one.
+    fn look_back(rays: &mut [Ray], rng: &mut Rng) {
+        for ray in rays {
+            if rng.chance(0.33) {
+                ray.tmin = [-0.0, -1e-3, -1e3, f32::NEG_INFINITY, 1e-3][rng.below(5)];
+            }
+        }
+    }
+
     /// Asserts that for every ray the folded test applies to, at every node and
-    /// for two bounds, it enters each lane the plain test enters, no later;
-    /// returns how many rays it applied to.
-    fn check_units<L: Lanes8>(wide: &WideBvh, rays: &[Ray]) -> usize {
-        let mut folded_rays = 0;
+    /// for two bounds, it enters each lane the plain test enters, no later, and
+    /// by bits just as by the numbers where the ray looks forward; returns how
+    /// many rays it applied to, and how many of them looked forward.
+    fn check_units<L: Lanes8>(wide: &WideBvh, rays: &[Ray]) -> (usize, usize) {
+        let (mut folded_rays, mut forward_rays) = (0, 0);
         for ray in rays.iter().filter(|ray| is_valid_ray(ray)) {
             let slabs = Slabs::<L>::new(wide, ray, &BoxFrame::new(ray));
-            if !slabs.folded {
-                continue;
-            }
+            let forward = match slabs.test {
+                SlabTest::Plain => continue,
+                SlabTest::Folded => false,
+                SlabTest::Forward => true,
+            };
+            assert_eq!(forward, ray.tmin.is_sign_positive(), "{ray:?}");
             folded_rays += 1;
+            forward_rays += usize::from(forward);
             let terms = slabs.terms();
             for node in &wide.nodes {
                 let planes = Planes::<L>::of(node, &slabs.rows);
                 for bound in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
                     let limit = slabs.limit(bound);
                     let (plain, plain_near) = slabs.enter_plain(&planes, limit.plain);
-                    let (folded, folded_near) = slabs.enter_folded(&planes, limit.padded, &terms);
+                    let (folded, folded_near) = slabs.enter_folded::<false>(&planes, limit.padded, &terms);
+                    if forward {
+                        let (by_bits, by_bits_near) = slabs.enter_folded::<true>(&planes, limit.padded, &terms);
+                        assert_eq!(by_bits, folded, "{ray:?} bound {bound} node {node:?}");
+                        let bits = |near: L::V| L::store(near).map(f32::to_bits);
+                        assert_eq!(bits(by_bits_near), bits(folded_near), "{ray:?} bound {bound} node {node:?}");
+                    }
                     let plain = plain & node.occupied as u32;
                     assert_eq!(plain & !folded, 0, "{ray:?} bound {bound} node {node:?}");
                     // The plain entries in the caller's units, as `Slabs::enter` gives them.
@@ -612,17 +704,18 @@ mod tests {
                 }
             }
         }
-        folded_rays
+        (folded_rays, forward_rays)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    fn check_avx2(wide: &WideBvh, rays: &[Ray]) -> usize {
+    fn check_avx2(wide: &WideBvh, rays: &[Ray]) -> (usize, usize) {
         check_units::<crate::cpu::vector::Avx2>(wide, rays)
     }
 
     /// The folded slab test enters every child the plain test enters, no later,
-    /// on meshes from tiny to huge and far from the origin, with both vector units.
+    /// on meshes from tiny to huge and far from the origin, with both vector units;
+    /// by bits, it enters the same children at the same distances as by the numbers.
     #[test]
     fn folded_test_enters_what_the_plain_test_enters() {
         let mut rng = Rng::new(29);
@@ -631,12 +724,13 @@ mod tests {
             let soup = fixtures::soup(2000, &mut rng, bounds);
             let wide = WideBvh::from_bvh(&Bvh::build(&kit::mesh(soup.clone())));
             let rays = grazing_rays(&wide, &soup, &mut rng);
-            let folded = check_units::<Portable>(&wide, &rays);
+            let (folded, forward) = check_units::<Portable>(&wide, &rays);
             assert!(folded * 2 > rays.len(), "{folded} of {} rays folded", rays.len());
+            assert!(forward * 3 > folded && forward * 10 < folded * 9, "{forward} of {folded} folded rays forward");
             #[cfg(target_arch = "x86_64")]
             if crate::cpu::simd::has_avx2() {
                 // SAFETY: AVX2 and FMA are present (checked just above).
-                assert_eq!(unsafe { check_avx2(&wide, &rays) }, folded);
+                assert_eq!(unsafe { check_avx2(&wide, &rays) }, (folded, forward));
             }
         }
     }
@@ -651,12 +745,14 @@ mod tests {
             let group: &[Ray; PACKET_RAYS] = group.try_into().expect("a full group");
             let slabs: [Slabs<L>; PACKET_RAYS] =
                 std::array::from_fn(|r| Slabs::new(wide, &group[r], &BoxFrame::new(&group[r])));
-            let shareable = slabs.iter().all(|s| s.folded && s.rows == slabs[0].rows);
+            let shareable = slabs.iter().all(|s| s.test != SlabTest::Plain && s.rows == slabs[0].rows);
             let Some(packet) = PacketSlabs::<L>::for_rays(wide, group) else {
                 assert!(!shareable, "{group:?}");
                 continue;
             };
             assert!(shareable, "{group:?}");
+            let forward = slabs.iter().all(|s| s.test == SlabTest::Forward);
+            assert_eq!(packet.test == SlabTest::Forward, forward, "{group:?}");
             assert_rows_match(&packet, &slabs);
             packets += 1;
             let bounds: [f32; PACKET_RAYS] =
@@ -727,13 +823,21 @@ mod tests {
         let mesh = kit::mesh(fixtures::builtin_scene(5_000));
         let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
         let bounds = mesh.bounds().expect("a finite mesh");
-        let rays = kit::rays(fixtures::camera_rays(bounds, 64, 32));
-        // Groups that straddle the image's middle row or column mix signs.
-        let packets = check_packets::<Portable>(&wide, &rays, &mut rng);
-        assert!(packets * 4 >= rays.len() / PACKET_RAYS * 3, "{packets} packets");
-        #[cfg(target_arch = "x86_64")]
-        if crate::cpu::simd::has_avx2() {
-            assert_eq!(unsafe { check_packets_avx2(&wide, &rays, &mut rng) }, packets);
+        let camera = kit::rays(fixtures::camera_rays(bounds, 64, 32));
+        // Rays that look back in some packets: those take the test by the numbers,
+        // while the others of the packet look forward, alone by bits.
+        let mut mixed = camera.clone();
+        for group in mixed.chunks_exact_mut(PACKET_RAYS).step_by(3) {
+            look_back(group, &mut rng);
+        }
+        for rays in [camera, mixed] {
+            // Groups that straddle the image's middle row or column mix signs.
+            let packets = check_packets::<Portable>(&wide, &rays, &mut rng);
+            assert!(packets * 4 >= rays.len() / PACKET_RAYS * 3, "{packets} packets");
+            #[cfg(target_arch = "x86_64")]
+            if crate::cpu::simd::has_avx2() {
+                assert_eq!(unsafe { check_packets_avx2(&wide, &rays, &mut rng) }, packets);
+            }
         }
 
         let origin = Vec3::new(0.1, 0.2, -3.0);
@@ -757,13 +861,13 @@ mod tests {
         let bounds = (Vec3::splat(1.0), Vec3::splat(2.0));
         let mesh = kit::mesh(fixtures::soup(100, &mut rng, bounds));
         let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
-        let slabs = |ray: Ray| Slabs::<Portable>::new(&wide, &ray, &BoxFrame::new(&ray)).folded;
+        let slabs = |ray: Ray| Slabs::<Portable>::new(&wide, &ray, &BoxFrame::new(&ray)).test != SlabTest::Plain;
         assert!(slabs(Ray::new(Vec3::ZERO, Vec3::new(1.0, 0.5, 0.25))));
         assert!(!slabs(Ray::new(Vec3::ZERO, Vec3::new(1.0, 0.5, 0.0))));
         let mut unbounded = wide.clone();
         unbounded.reach[1] = f32::INFINITY;
         let ray = Ray::new(Vec3::ZERO, Vec3::new(1.0, 0.5, 0.25));
-        assert!(!Slabs::<Portable>::new(&unbounded, &ray, &BoxFrame::new(&ray)).folded);
+        assert_eq!(Slabs::<Portable>::new(&unbounded, &ray, &BoxFrame::new(&ray)).test, SlabTest::Plain);
         // Scales 2^14 and 2^20.
         assert!(slabs(Ray::new(Vec3::ZERO, Vec3::new(1e-4, 0.5e-4, 0.25e-4))));
         assert!(!slabs(Ray::new(Vec3::ZERO, Vec3::new(1e-6, 0.5e-6, 0.25e-6))));
@@ -774,7 +878,7 @@ mod tests {
         let near_origin = WideBvh::from_bvh(&Bvh::build(&near_origin));
         let folds = |dir: Vec3| {
             let ray = Ray::new(Vec3::ZERO, dir);
-            Slabs::<Portable>::new(&near_origin, &ray, &BoxFrame::new(&ray)).folded
+            Slabs::<Portable>::new(&near_origin, &ray, &BoxFrame::new(&ray)).test != SlabTest::Plain
         };
         assert!(folds(Vec3::new(2f32.powi(25), 2f32.powi(-100), 1.0)));
         assert!(!folds(Vec3::new(2f32.powi(25), -f32::MIN_POSITIVE, 1.0)));
