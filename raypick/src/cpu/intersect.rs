@@ -338,15 +338,15 @@ impl RayFrame {
     /// The frame of `ray`.
     #[inline(always)]
     pub fn new(ray: &Ray) -> Self {
-        Self::with_boxes(ray, BoxFrame::new(ray))
+        Self::with_boxes(ray, &BoxFrame::new(ray))
     }
 
     /// The frame of `ray`, whose box frame is `boxes` ([`BoxFrame::new`]): the
     /// rest worked out later than the box tests' part, as a walk that reaches a
     /// leaf needs it.
     #[inline(always)]
-    pub fn with_boxes(ray: &Ray, boxes: BoxFrame) -> Self {
-        let BoxFrame { dir, t_scale: scale, inv_dir } = boxes;
+    pub fn with_boxes(ray: &Ray, boxes: &BoxFrame) -> Self {
+        let BoxFrame { dir, t_scale: scale, inv_dir } = *boxes;
         let a = dir.map(f32::abs);
         let kz = if a[0] > a[1] {
             if a[0] > a[2] { 0 } else { 2 }

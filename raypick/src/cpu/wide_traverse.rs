@@ -263,7 +263,7 @@ impl<L: Lanes8> Walk<L> {
         self.boxes = BoxFrame::new(ray);
         self.slabs = Slabs::<L>::new(wide, ray, &self.boxes);
         self.limit = self.slabs.limit(bound);
-        self.frame = Some(RayFrame::with_boxes(ray, self.boxes));
+        self.frame = Some(RayFrame::with_boxes(ray, &self.boxes));
         self.top = (0, 0);
         self.depth = 0;
     }
@@ -295,7 +295,10 @@ impl<L: Lanes8> Walk<L> {
         let (child, blocks) = self.top;
         if blocks > 0 {
             tally.leaf_blocks(blocks);
-            let (ray, boxes) = (&self.ray, self.boxes);
+            // The box frame by reference: a copy of it whole reads the fields,
+            // written one by one when the walk began, in wider pieces, which wait
+            // for the writes to reach the cache.
+            let (ray, boxes) = (&self.ray, &self.boxes);
             let frame = self.frame.get_or_insert_with(|| RayFrame::with_boxes(ray, boxes));
             if offer_leaf::<L, WATERTIGHT>(wide, child, blocks, ray, frame, cull, collect) {
                 return false;
