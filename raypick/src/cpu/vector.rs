@@ -473,19 +473,22 @@ mod tests {
         }
     }
 
+    /// One of `special` a third of the time, else a number in `-within..within`.
+    fn mixed(rng: &mut Rng, special: &[f32], within: f32) -> f32 {
+        if rng.next_u32().is_multiple_of(3) {
+            special[rng.next_u32() as usize % special.len()]
+        } else {
+            rng.range(-within, within)
+        }
+    }
+
     /// The operations on bits give the numbers' answers where their documents say
     /// so, on ordinary and special numbers.
     #[test]
     fn bit_order_is_the_order_of_the_numbers_where_documented() {
         let special = [0.0, -0.0, 1.0, -1.5, f32::INFINITY, f32::NEG_INFINITY, f32::MIN_POSITIVE / 4.0, f32::MAX];
         let mut rng = Rng::new(5);
-        let mut pick = || {
-            if rng.next_u32().is_multiple_of(3) {
-                special[rng.next_u32() as usize % special.len()]
-            } else {
-                rng.range(-10.0, 10.0)
-            }
-        };
+        let mut pick = || mixed(&mut rng, &special, 10.0);
         let clear = |x: f32| x.is_sign_positive();
         for _ in 0..20_000 {
             let (a, b) = (pick(), pick());
@@ -538,13 +541,7 @@ mod tests {
         ];
         let mut rng = Rng::new(7);
         let mut masks = Rng::new(11);
-        let mut pick = || {
-            if rng.next_u32().is_multiple_of(3) {
-                special[rng.next_u32() as usize % special.len()]
-            } else {
-                rng.range(-500.0, 500.0)
-            }
-        };
+        let mut pick = || mixed(&mut rng, &special, 500.0);
         let bits = |v: [f32; 8]| v.map(f32::to_bits);
         for _ in 0..2000 {
             let a: [f32; 8] = std::array::from_fn(|_| pick());

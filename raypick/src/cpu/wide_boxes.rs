@@ -170,7 +170,7 @@ impl SlabTest {
     /// The folded test for a ray whose padded `tmin` is `padded_tmin`: by bits where
     /// that is a number whose sign bit is clear (not NaN, not `-0.0`).
     #[inline(always)]
-    fn folded(padded_tmin: f32) -> Self {
+    fn folded_for(padded_tmin: f32) -> Self {
         if padded_tmin.is_sign_positive() && padded_tmin >= 0.0 { Self::Forward } else { Self::Folded }
     }
 }
@@ -277,7 +277,7 @@ impl<L: Lanes8> Slabs<L> {
         let start = each_axis(|axis| -(ray.origin[axis] * folded_inv[axis]));
         let padded_tmin = padded_below(ray.tmin);
         let test = if folds(bounds, to_frame, frame.t_scale, dir, frame.dir) {
-            SlabTest::folded(padded_tmin)
+            SlabTest::folded_for(padded_tmin)
         } else {
             SlabTest::Plain
         };
@@ -548,7 +548,7 @@ impl<L: Lanes8> PacketSlabs<L> {
             return None;
         }
         let padded_tmin = [padded_below_lanes::<L>(tmin[0]), padded_below_lanes::<L>(tmin[1])];
-        // As `SlabTest::folded`, for every ray: no sign bit set, and not NaN.
+        // As `SlabTest::folded_for`, for every ray: no sign bit set, and not NaN.
         let forward = |t: L::V| L::le_bits(zero, t) & L::le(zero, t) == 0xff;
         let forward = forward(padded_tmin[0]) & forward(padded_tmin[1]);
         Some(Self {
