@@ -26,6 +26,14 @@ pub fn pack_triangle([v0, v1, v2]: [Vec3; 3], id: u32) -> PackedTriangle {
             ..Default::default()
         };
     }
+    pack_hittable([v0, v1, v2], id)
+}
+
+/// [`pack_triangle`] of a triangle known to be hittable (its vertices finite, its
+/// edges' cross product not zero): the checks left out.
+#[inline(always)]
+pub(crate) fn pack_hittable([v0, v1, v2]: [Vec3; 3], id: u32) -> PackedTriangle {
+    let (e1, e2) = (v1 - v0, v2 - v0);
     PackedTriangle {
         v0,
         id,

@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use super::nodes::{self, NodeWindow};
 use super::{Bvh, MAX_DEPTH, SAH_DEPTH, memory, morton};
 use crate::Mesh;
-use crate::prepare::{is_hittable, pack_triangle};
+use crate::prepare::{is_hittable, pack_hittable, pack_triangle};
 use crate::types::{BvhChild, BvhNode, PackedTriangle};
 
 /// Builder settings.
@@ -235,26 +235,28 @@ fn pad(lo: Vec3A, hi: Vec3A) -> (Vec3A, Vec3A) {
 }
 
 /// A tree as the builder leaves it: the node array with the gaps that parallel
-/// builds leave between their windows, and the triangles where the first pass
-/// packed them, with their leaf order in their boxes. [`BuiltTree::into_bvh`]
-/// closes the gaps and gathers the triangles into leaf order; the CPU's collapse
-/// reads the tree as it is and needs neither.
-pub(crate) struct BuiltTree {
+/// builds leave between their windows, and the hittable triangles' boxes in leaf
+/// order, each carrying its triangle's id; the triangles themselves are packed
+/// from the mesh as they are read ([`BuiltTree::leaf_triangle`]), so no packed
+/// copy of the whole mesh is written and read back. [`BuiltTree::into_bvh`] closes
+/// the gaps and packs the triangles in leaf order; the CPU's collapse reads the
+/// tree as it is and needs neither.
+pub(crate) struct BuiltTree<'m> {
     /// Interior nodes, node 0 the root; no child refers to a slot in a gap.
     pub(crate) nodes: Vec<BvhNode>,
     /// Each interior node's triangles `(first, end)` in leaf order, by node index.
     pub(crate) ranges: Vec<(u32, u32)>,
     /// The unused runs `(first, count)` of `nodes`.
     gaps: Vec<(usize, usize)>,
-    /// The mesh's triangles packed, in the mesh's order.
-    packed: Vec<PackedTriangle>,
+    /// The mesh, whose triangles are packed as they are read.
+    mesh: &'m Mesh,
     /// The hittable triangles' boxes in leaf order (each carries its triangle's id).
     prims: Vec<PrimRef>,
     depth: usize,
     mesh_triangles: usize,
 }
 
-impl BuiltTree {
+impl BuiltTree<'_> {
     /// Hittable triangles in the leaves.
     pub(crate) fn triangle_count(&self) -> usize {
         self.prims.len()
@@ -267,14 +269,22 @@ impl BuiltTree {
 
     /// The triangle at position `index` of the leaf order.
     #[inline(always)]
-    pub(crate) fn leaf_triangle(&self, index: usize) -> &PackedTriangle {
+    pub(crate) fn leaf_triangle(&self, index: usize) -> PackedTriangle {
         self.triangle_of(&self.prims[index])
     }
 
-    /// The packed triangle whose box is `prim`.
+    /// Where the mesh keeps the vertex indices of the triangle at position `index`
+    /// of the leaf order, for a prefetch.
     #[inline(always)]
-    fn triangle_of(&self, prim: &PrimRef) -> &PackedTriangle {
-        &self.packed[prim.id() as usize]
+    pub(crate) fn leaf_indices(&self, index: usize) -> *const [u32; 3] {
+        self.mesh.indices().as_ptr().wrapping_add(self.prims[index].id() as usize)
+    }
+
+    /// The packed triangle whose box is `prim`: a hittable one, packed from the mesh.
+    #[inline(always)]
+    fn triangle_of(&self, prim: &PrimRef) -> PackedTriangle {
+        let id = prim.id();
+        pack_hittable(self.mesh.triangle(id as usize), id)
     }
 
     /// The tree as a [`Bvh`]: its nodes without gaps, its triangles in leaf order.
@@ -283,7 +293,7 @@ impl BuiltTree {
         let mut triangles = memory::with_capacity(self.prims.len());
         self.prims
             .par_iter()
-            .map(|p| *self.triangle_of(p))
+            .map(|p| self.triangle_of(p))
             .collect_into_vec(&mut triangles);
         Bvh {
             nodes: nodes::compact(self.nodes, end, self.gaps),
@@ -295,24 +305,23 @@ impl BuiltTree {
 }
 
 /// Builds the tree of a mesh, leaving it as [`BuiltTree`] describes.
-pub(crate) fn build_tree(mesh: &Mesh, options: &BuildOptions) -> BuiltTree {
+pub(crate) fn build_tree<'m>(mesh: &'m Mesh, options: &BuildOptions) -> BuiltTree<'m> {
     let options = BuildOptions {
         max_leaf_size: options.max_leaf_size.clamp(1, 255),
         bins: options.bins.clamp(2, MAX_BINS),
         ..options.clone()
     };
-    // One indexed pass packs the triangles, gathers their boxes and the bounds of
-    // those boxes and their centroids, writing each chunk's share in place;
-    // triangles that can never be hit get a NaN box and are removed afterwards,
-    // which meshes rarely need.
+    // One indexed pass packs each triangle to learn whether it can be hit and its
+    // box, writes the boxes in place and gathers the bounds of the boxes and of
+    // their centroids; triangles that can never be hit get a NaN box and are
+    // removed afterwards, which meshes rarely need. The packed triangles are not
+    // kept: the leaves pack them again from the mesh, in leaf order.
     let count = mesh.triangle_count();
-    let mut packed: Vec<PackedTriangle> = memory::zeroed(count);
     let mut prims: Vec<PrimRef> = memory::zeroed(count);
-    let first_pass = packed
+    let first_pass = prims
         .par_chunks_mut(PACK_CHUNK)
-        .zip(prims.par_chunks_mut(PACK_CHUNK))
         .enumerate()
-        .map(|(chunk, (packed, prims))| pack_chunk(mesh, chunk * PACK_CHUNK, packed, prims))
+        .map(|(chunk, prims)| pack_chunk(mesh, chunk * PACK_CHUNK, prims))
         .reduce(FirstPass::default, FirstPass::merge);
     if first_pass.unhittable {
         prims.retain(|p: &PrimRef| !p.lo.x.is_nan());
@@ -321,7 +330,7 @@ pub(crate) fn build_tree(mesh: &Mesh, options: &BuildOptions) -> BuiltTree {
         nodes: Vec::new(),
         ranges: Vec::new(),
         gaps: Vec::new(),
-        packed,
+        mesh,
         prims,
         depth: 1, // the root
         mesh_triangles: count,
@@ -367,7 +376,7 @@ pub(crate) fn build_tree(mesh: &Mesh, options: &BuildOptions) -> BuiltTree {
 /// Triangles per task of the first pass.
 const PACK_CHUNK: usize = 16 * 1024;
 
-/// What the first pass gathers besides the packed triangles and their boxes: the
+/// What the first pass gathers besides the triangles' boxes: the
 /// bounds of the hittable triangles' boxes and of their centroids, and whether
 /// any triangle is unhittable.
 struct FirstPass {
@@ -394,11 +403,11 @@ impl FirstPass {
     }
 }
 
-/// Packs the triangles from `first` on into `packed` and their boxes into `prims`
-/// (NaN for unhittable ones), and gathers their bounds.
-fn pack_chunk(mesh: &Mesh, first: usize, packed: &mut [PackedTriangle], prims: &mut [PrimRef]) -> FirstPass {
+/// Writes the boxes of the triangles from `first` on into `prims` (NaN for
+/// unhittable ones), and gathers their bounds.
+fn pack_chunk(mesh: &Mesh, first: usize, prims: &mut [PrimRef]) -> FirstPass {
     let mut pass = FirstPass::default();
-    for ((k, out), prim) in (first..).zip(packed).zip(prims) {
+    for (k, prim) in (first..).zip(prims) {
         let tri = pack_triangle(mesh.triangle(k), k as u32);
         let hittable = is_hittable(&tri);
         let (lo, hi) = if hittable { triangle_box(&tri) } else { (Vec3::NAN, Vec3::NAN) };
@@ -408,7 +417,6 @@ fn pack_chunk(mesh: &Mesh, first: usize, packed: &mut [PackedTriangle], prims: &
         } else {
             pass.unhittable = true;
         }
-        *out = tri;
     }
     pass
 }

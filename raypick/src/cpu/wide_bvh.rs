@@ -576,20 +576,21 @@ pub(super) enum Leaves<'a> {
 pub(super) enum LeafTriangles<'a> {
     /// In leaf order (a [`Bvh`]'s).
     Ordered(&'a [PackedTriangle]),
-    /// Where the builder packed them, their leaf order in the tree.
-    Built(&'a BuiltTree),
+    /// Packed from the mesh as they are read, their leaf order in the tree
+    /// ([`BuiltTree::leaf_triangle`]).
+    Built(&'a BuiltTree<'a>),
 }
 
 impl LeafTriangles<'_> {
-    /// Asks the cache for the `count` triangles from leaf position `first` on,
-    /// where they lie apart ([`LeafTriangles::Built`]: read in an order the
-    /// hardware's prefetcher cannot guess); a hint only, and none off x86-64.
+    /// Asks the cache for the mesh's vertex indices of the `count` triangles from
+    /// leaf position `first` on, where they lie apart ([`LeafTriangles::Built`]:
+    /// read in an order the hardware's prefetcher cannot guess); a hint only, and
+    /// none off x86-64.
     #[inline(always)]
     fn prefetch(&self, first: u32, count: u32) {
         if let LeafTriangles::Built(tree) = self {
             for k in 0..count as usize {
-                let at: *const PackedTriangle = tree.leaf_triangle(first as usize + k);
-                prefetch_lines::<1>(at.cast());
+                prefetch_lines::<1>(tree.leaf_indices(first as usize + k).cast());
             }
         }
     }
@@ -603,7 +604,7 @@ impl LeafTriangles<'_> {
             LeafTriangles::Ordered(triangles) => &triangles[first..][..count],
             LeafTriangles::Built(tree) => {
                 for (k, triangle) in gathered[..count].iter_mut().enumerate() {
-                    *triangle = *tree.leaf_triangle(first + k);
+                    *triangle = tree.leaf_triangle(first + k);
                 }
                 &gathered[..count]
             }
@@ -647,7 +648,7 @@ impl<'a> Collapse<'a> {
 
     /// The collapse of `tree` (as the builder left it) into leaf blocks, like
     /// [`Collapse::into_blocks`].
-    pub(super) fn into_blocks_of(tree: &'a BuiltTree) -> Self {
+    pub(super) fn into_blocks_of(tree: &'a BuiltTree<'a>) -> Self {
         Collapse {
             nodes: &tree.nodes,
             leaves: Leaves::Blocks {
