@@ -319,9 +319,9 @@ pub(crate) fn build_tree<'m>(mesh: &'m Mesh, options: &BuildOptions) -> BuiltTre
     let count = mesh.triangle_count();
     let mut prims: Vec<PrimRef> = memory::zeroed(count);
     let first_pass = prims
-        .par_chunks_mut(PACK_CHUNK)
+        .par_chunks_mut(FIRST_PASS_CHUNK)
         .enumerate()
-        .map(|(chunk, prims)| pack_chunk(mesh, chunk * PACK_CHUNK, prims))
+        .map(|(chunk, prims)| chunk_boxes(mesh, chunk * FIRST_PASS_CHUNK, prims))
         .reduce(FirstPass::default, FirstPass::merge);
     if first_pass.unhittable {
         prims.retain(|p: &PrimRef| !p.lo.x.is_nan());
@@ -374,7 +374,7 @@ pub(crate) fn build_tree<'m>(mesh: &'m Mesh, options: &BuildOptions) -> BuiltTre
 }
 
 /// Triangles per task of the first pass.
-const PACK_CHUNK: usize = 16 * 1024;
+const FIRST_PASS_CHUNK: usize = 16 * 1024;
 
 /// What the first pass gathers besides the triangles' boxes: the
 /// bounds of the hittable triangles' boxes and of their centroids, and whether
@@ -405,7 +405,7 @@ impl FirstPass {
 
 /// Writes the boxes of the triangles from `first` on into `prims` (NaN for
 /// unhittable ones), and gathers their bounds.
-fn pack_chunk(mesh: &Mesh, first: usize, prims: &mut [PrimRef]) -> FirstPass {
+fn chunk_boxes(mesh: &Mesh, first: usize, prims: &mut [PrimRef]) -> FirstPass {
     let mut pass = FirstPass::default();
     for (k, prim) in (first..).zip(prims) {
         let tri = pack_triangle(mesh.triangle(k), k as u32);
