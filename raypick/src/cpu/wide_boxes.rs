@@ -173,6 +173,13 @@ impl SlabTest {
     fn folded_for(padded_tmin: f32) -> Self {
         if padded_tmin.is_sign_positive() && padded_tmin >= 0.0 { Self::Forward } else { Self::Folded }
     }
+
+    /// [`clip`] by bits for [`SlabTest::Forward`], by the numbers otherwise: the
+    /// one place a folded test's choice becomes code.
+    #[inline(always)]
+    fn clip<L: Lanes8>(self, near: [L::V; 4], far: [L::V; 4]) -> (u32, L::V) {
+        if self == Self::Forward { clip::<L, true>(near, far) } else { clip::<L, false>(near, far) }
+    }
 }
 
 /// The entered lanes and their entries, given each lane's padded entries `near`
@@ -332,8 +339,7 @@ impl<L: Lanes8> Slabs<L> {
     pub(super) fn enter(&self, node: &ExactNode, limit: &Limit<L>, terms: &RayTerms<L>) -> (u32, L::V) {
         let planes = Planes::of(node, &self.rows);
         let (entered, near) = match self.test {
-            SlabTest::Forward => self.enter_folded::<true>(&planes, limit.padded, terms),
-            SlabTest::Folded => self.enter_folded::<false>(&planes, limit.padded, terms),
+            folded @ (SlabTest::Forward | SlabTest::Folded) => self.enter_folded(folded, &planes, limit.padded, terms),
             SlabTest::Plain => {
                 let (entered, near) = self.enter_plain(&planes, limit.plain);
                 (entered, L::mul(near, L::splat(self.t_scale)))
@@ -388,7 +394,8 @@ impl<L: Lanes8> Slabs<L> {
     /// padded, in every lane): the distance in one multiply-add per plane,
     /// `plane · (1 / dir) + (-origin / dir ∓ slack)`, already padded, from the
     /// caller's direction. Entered lanes and their (padded) entries, in the
-    /// caller's units; by bits where `BITS` says so ([`clip`]), the same either way.
+    /// caller's units; by bits where `test` is [`SlabTest::Forward`] ([`clip`]), the
+    /// same either way.
     ///
     /// Why it enters whatever [`Slabs::enter_plain`] enters: the plain test pads
     /// its largest entry `n` to `n - |n|·m` and its smallest exit `f` to `f + |f|·m`
@@ -410,11 +417,11 @@ impl<L: Lanes8> Slabs<L> {
     /// take the same components as parallel (with [`BIG`] for `1 / 0`; [`folds`]).
     /// The padded `tmin` and limit are padded as the plain test pads them.
     #[inline(always)]
-    fn enter_folded<const BITS: bool>(&self, planes: &Planes<L>, padded_limit: L::V, terms: &RayTerms<L>) -> (u32, L::V) {
+    fn enter_folded(&self, test: SlabTest, planes: &Planes<L>, padded_limit: L::V, terms: &RayTerms<L>) -> (u32, L::V) {
         let (nx, fx) = self.folded_slab(planes, 0, terms);
         let (ny, fy) = self.folded_slab(planes, 1, terms);
         let (nz, fz) = self.folded_slab(planes, 2, terms);
-        clip::<L, BITS>([nx, ny, nz, self.padded_tmin], [fx, fy, fz, padded_limit])
+        test.clip::<L>([nx, ny, nz, self.padded_tmin], [fx, fy, fz, padded_limit])
     }
 }
 
@@ -548,15 +555,21 @@ impl<L: Lanes8> PacketSlabs<L> {
             return None;
         }
         let padded_tmin = [padded_below_lanes::<L>(tmin[0]), padded_below_lanes::<L>(tmin[1])];
-        // As `SlabTest::folded_for`, for every ray: no sign bit set, and not NaN.
-        let forward = |t: L::V| L::le_bits(zero, t) & L::le(zero, t) == 0xff;
-        let forward = forward(padded_tmin[0]) & forward(padded_tmin[1]);
+        // By bits only where every ray would take them alone.
+        let mut test = SlabTest::Forward;
+        for row in padded_tmin {
+            for t in L::store(row) {
+                if SlabTest::folded_for(t) == SlabTest::Folded {
+                    test = SlabTest::Folded;
+                }
+            }
+        }
         Some(Self {
             terms,
             padded_tmin,
             tmax,
             rows: PlaneRows::for_signs(negative),
-            test: if forward { SlabTest::Forward } else { SlabTest::Folded },
+            test,
         })
     }
 
@@ -600,11 +613,7 @@ impl<L: Lanes8> PacketSlabs<L> {
             let (ny, fy) = self.terms.slab(planes, 1, child, h);
             let (nz, fz) = self.terms.slab(planes, 2, child, h);
             let (near, far) = ([nx, ny, nz, self.padded_tmin[h]], [fx, fy, fz, limits[h]]);
-            let (entered_here, near) = if self.test == SlabTest::Forward {
-                clip::<L, true>(near, far)
-            } else {
-                clip::<L, false>(near, far)
-            };
+            let (entered_here, near) = self.test.clip::<L>(near, far);
             let these = entered_here & (rays >> (WIDTH * h));
             entered |= these << (WIDTH * h);
             nearest[h] = L::fill_outside(near, these, f32::INFINITY);
@@ -686,9 +695,9 @@ mod tests {
                 for bound in [ray.tmax, (ray.tmin + ray.tmax.min(1e30)) * 0.5] {
                     let limit = slabs.limit(bound);
                     let (plain, plain_near) = slabs.enter_plain(&planes, limit.plain);
-                    let (folded, folded_near) = slabs.enter_folded::<false>(&planes, limit.padded, &terms);
+                    let (folded, folded_near) = slabs.enter_folded(SlabTest::Folded, &planes, limit.padded, &terms);
                     if forward {
-                        let (by_bits, by_bits_near) = slabs.enter_folded::<true>(&planes, limit.padded, &terms);
+                        let (by_bits, by_bits_near) = slabs.enter_folded(SlabTest::Forward, &planes, limit.padded, &terms);
                         assert_eq!(by_bits, folded, "{ray:?} bound {bound} node {node:?}");
                         let bits = |near: L::V| L::store(near).map(f32::to_bits);
                         assert_eq!(bits(by_bits_near), bits(folded_near), "{ray:?} bound {bound} node {node:?}");
