@@ -9,7 +9,7 @@ use crate::options::{Cull, Mode};
 use crate::cpu::CpuBackend;
 use crate::cpu::simd::simd_dispatch;
 use crate::cpu::vector::Lanes8;
-use crate::cpu::wide_traverse::{self, Lookahead, RayStack};
+use crate::cpu::wide_traverse::{self, RayStack};
 use crate::instances::{InstanceHit, InstanceScene};
 use crate::options::TraceOptions;
 use crate::prepare::sanitize_ray;
@@ -43,9 +43,9 @@ impl<L: Lanes8> InstanceVisit for EnterWide<'_, L> {
         let wide = self.scene.blas_of(index as usize).wide();
         let (cull, mode) = (self.cull, self.mode);
         if self.query != Query::Any {
-            let hit = wide_traverse::trace_one::<L>(wide, &local, cull, mode, Lookahead::Prefetch, self.stack);
+            let hit = wide_traverse::trace_one::<L>(wide, &local, cull, mode, self.stack);
             merge(index, &hit, best);
-        } else if wide_traverse::occluded_one::<L>(wide, &local, cull, mode, Lookahead::Prefetch, self.stack) {
+        } else if wide_traverse::occluded_one::<L>(wide, &local, cull, mode, self.stack) {
             // Nothing is nearer than -inf: the top-level walk enters nothing more.
             *best = InstanceHitRecord {
                 t: f32::NEG_INFINITY,

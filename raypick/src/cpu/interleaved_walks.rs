@@ -16,7 +16,7 @@
 use super::query::Collect;
 use super::vector::Lanes8;
 use super::wide_bvh::WideBvh;
-use super::wide_traverse::{Lookahead, Stack, Walk};
+use super::wide_traverse::{Stack, Walk};
 use crate::options::Cull;
 use crate::types::Ray;
 
@@ -98,7 +98,7 @@ fn step<L: Lanes8, const WATERTIGHT: bool, C: Collect>(
     let Some((_, collect)) = on else {
         return true;
     };
-    if walk.step::<WATERTIGHT, true>(wide, cull, Lookahead::Prefetch, collect, stack, &mut ()) {
+    if walk.step::<WATERTIGHT, true>(wide, cull, collect, stack, &mut ()) {
         return false;
     }
     if let Some((slot, collect)) = on.take() {

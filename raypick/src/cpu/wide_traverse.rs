@@ -35,19 +35,6 @@ use crate::bvh::MAX_DEPTH;
 use crate::options::{Cull, Mode};
 use crate::types::{Hit, MISS, Ray};
 
-/// Whether a lone walk asks the memory system for the children it pushes, ahead
-/// of their visits ([`prefetch`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Lookahead {
-    /// Ask: for walks through trees that are likely out of the caches (each of
-    /// many instances' trees), where the pushed children's loads would otherwise
-    /// be waited on when they are popped.
-    Prefetch,
-    /// Don't: for picks, whose few steps mostly find their nodes cached and
-    /// would only spend instructions on the requests.
-    Lean,
-}
-
 /// Room for one walk's pending children: at most `WIDTH - 1` per level above the
 /// node visited (a tree at most `MAX_DEPTH` deep), and the whole row of lanes a
 /// node's visit writes on top ([`Stack::push`]).
@@ -113,12 +100,13 @@ impl Stack {
     /// enters none. Branches on the count and order of the entered children,
     /// which a lone walk waits on less than on the sort of [`Stack::push`]: one
     /// child, the most common case, goes straight to the next visit. The children
-    /// pushed are asked of the memory system ([`prefetch`]) as `lookahead` says.
+    /// pushed are asked of the memory system ([`prefetch`]): on a large mesh their
+    /// loads are what the walk would wait on when it pops them, and in a pick whose
+    /// nodes are cached the requests cost no time that can be measured.
     #[inline(always)]
     fn push_but_nearest<L: Lanes8>(
         &mut self,
         wide: &WideBvh,
-        lookahead: Lookahead,
         depth: &mut usize,
         node: &ExactNode,
         entered: u32,
@@ -149,9 +137,7 @@ impl Stack {
             }
             let (farther, distance) = (farther.0, padded_below(farther.1));
             let pushed_child = pending(farther);
-            if lookahead == Lookahead::Prefetch {
-                prefetch(wide, pushed_child.0, pushed_child.1);
-            }
+            prefetch(wide, pushed_child.0, pushed_child.1);
             // Indices taken modulo the row's width, which they never reach (at most
             // `WIDTH - 1` children are pushed), so that none is checked.
             let mut slot = pushed % WIDTH;
@@ -186,14 +172,13 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
     ray: &Ray,
     cull: Cull,
-    lookahead: Lookahead,
     collect: &mut impl Collect,
     stack: &mut Stack,
     tally: &mut impl Tally,
 ) {
     if Walk::<L>::walks(wide, ray) {
         let mut walk = Walk::<L>::new(wide, ray, collect.bound());
-        while walk.step::<WATERTIGHT, false>(wide, cull, lookahead, collect, stack, tally) {}
+        while walk.step::<WATERTIGHT, false>(wide, cull, collect, stack, tally) {}
     }
 }
 
@@ -280,14 +265,12 @@ impl<L: Lanes8> Walk<L> {
     /// arrives while the others step; otherwise ([`Stack::push_but_nearest`]), for
     /// a lone walk, which waits on every step's result, the few children are
     /// ordered by branches and the nearest is visited next without a trip through
-    /// the stack, the others asked of the memory system as `lookahead` says (a
-    /// sorted walk always asks for the child it visits next).
+    /// the stack, the others asked of the memory system as they are pushed.
     #[inline(always)]
     pub(super) fn step<const WATERTIGHT: bool, const SORTED: bool>(
         &mut self,
         wide: &WideBvh,
         cull: Cull,
-        lookahead: Lookahead,
         collect: &mut impl Collect,
         stack: &mut Stack,
         tally: &mut impl Tally,
@@ -311,7 +294,7 @@ impl<L: Lanes8> Walk<L> {
             tally.wide_node(node.occupied.count_ones(), entered.count_ones());
             if SORTED {
                 stack.push::<L>(&mut self.depth, node, entered, near);
-            } else if let Some(next) = stack.push_but_nearest::<L>(wide, lookahead, &mut self.depth, node, entered, near) {
+            } else if let Some(next) = stack.push_but_nearest::<L>(wide, &mut self.depth, node, entered, near) {
                 // No nearer hit can have been found since its box test.
                 self.top = next;
                 return true;
@@ -461,8 +444,8 @@ impl RayStack {
     }
 }
 
-/// Nearest hit of one ray (`Hit::MISS` for an invalid one), with `stack` as scratch
-/// and the pushed children prefetched as `lookahead` says. Inlined into the
+/// Nearest hit of one ray (`Hit::MISS` for an invalid one), with `stack` as
+/// scratch. Inlined into the
 /// caller, so it runs on the vector unit the caller was compiled for (call it
 /// from a [`simd_dispatch`]ed loop).
 #[inline(always)]
@@ -471,10 +454,9 @@ pub(crate) fn trace_one<L: Lanes8>(
     ray: &Ray,
     cull: Cull,
     mode: Mode,
-    lookahead: Lookahead,
     stack: &mut RayStack,
 ) -> Hit {
-    trace_one_tallied::<L>(wide, ray, cull, mode, lookahead, stack, &mut ())
+    trace_one_tallied::<L>(wide, ray, cull, mode, stack, &mut ())
 }
 
 /// [`trace_one`], telling `tally` the work.
@@ -484,12 +466,11 @@ fn trace_one_tallied<L: Lanes8>(
     ray: &Ray,
     cull: Cull,
     mode: Mode,
-    lookahead: Lookahead,
     stack: &mut RayStack,
     tally: &mut impl Tally,
 ) -> Hit {
     let mut closest = Closest::default();
-    traverse_in::<L>(wide, ray, cull, mode, lookahead, &mut closest, stack, tally);
+    traverse_in::<L>(wide, ray, cull, mode, &mut closest, stack, tally);
     closest.0
 }
 
@@ -501,32 +482,29 @@ fn traverse_in<L: Lanes8>(
     ray: &Ray,
     cull: Cull,
     mode: Mode,
-    lookahead: Lookahead,
     collect: &mut impl Collect,
     stack: &mut RayStack,
     tally: &mut impl Tally,
 ) {
     if mode == Mode::Watertight {
-        traverse::<L, true>(wide, ray, cull, lookahead, collect, stack.lone(), tally);
+        traverse::<L, true>(wide, ray, cull, collect, stack.lone(), tally);
     } else {
-        traverse::<L, false>(wide, ray, cull, lookahead, collect, stack.lone(), tally);
+        traverse::<L, false>(wide, ray, cull, collect, stack.lone(), tally);
     }
 }
 
 /// Whether one ray hits anything (false for an invalid one), stopping at its first
-/// accepted hit, with `stack` as scratch; `lookahead` and inlining as for
-/// [`trace_one`].
+/// accepted hit, with `stack` as scratch; inlined as [`trace_one`] is.
 #[inline(always)]
 pub(crate) fn occluded_one<L: Lanes8>(
     wide: &WideBvh,
     ray: &Ray,
     cull: Cull,
     mode: Mode,
-    lookahead: Lookahead,
     stack: &mut RayStack,
 ) -> bool {
     let mut any = AnyHit::default();
-    traverse_in::<L>(wide, ray, cull, mode, lookahead, &mut any, stack, &mut ());
+    traverse_in::<L>(wide, ray, cull, mode, &mut any, stack, &mut ());
     any.0
 }
 
@@ -608,7 +586,7 @@ fn trace_lone_by<L: Lanes8>(
 ) {
     let mut stack = RayStack::take();
     for (ray, hit) in rays.iter().zip(hits) {
-        *hit = trace_one::<L>(wide, ray, cull, mode, Lookahead::Lean, &mut stack);
+        *hit = trace_one::<L>(wide, ray, cull, mode, &mut stack);
     }
     stack.keep();
 }
@@ -769,7 +747,6 @@ pub fn count_rays(wide: &WideBvh, rays: &[Ray], cull: Cull, mode: Mode) -> (Vec<
                 ray,
                 cull,
                 mode,
-                Lookahead::Lean,
                 &mut stack,
                 &mut counts,
             )
@@ -870,11 +847,11 @@ mod tests {
             for cull in [Cull::None, Cull::Back] {
                 let lone: Vec<Hit> = rays
                     .iter()
-                    .map(|ray| trace_one::<Portable>(&wide, ray, cull, mode, Lookahead::Prefetch, &mut stack))
+                    .map(|ray| trace_one::<Portable>(&wide, ray, cull, mode, &mut stack))
                     .collect();
                 let lone_occluded: Vec<bool> = rays
                     .iter()
-                    .map(|ray| occluded_one::<Portable>(&wide, ray, cull, mode, Lookahead::Lean, &mut stack))
+                    .map(|ray| occluded_one::<Portable>(&wide, ray, cull, mode, &mut stack))
                     .collect();
                 assert!(lone.iter().any(Hit::is_hit) && lone_occluded.contains(&false));
                 // Hit lists of three, walked alone with the lone walk's stack.
@@ -883,7 +860,7 @@ mod tests {
                 let mut lone_states = vec![0; rays.len()];
                 for ((ray, slots), state) in rays.iter().zip(lone_lists.chunks_exact_mut(k)).zip(&mut lone_states) {
                     let mut list = HitList::new(slots, 0);
-                    traverse_in::<Portable>(&wide, ray, cull, mode, Lookahead::Lean, &mut list, &mut stack, &mut ());
+                    traverse_in::<Portable>(&wide, ray, cull, mode, &mut list, &mut stack, &mut ());
                     *state = list.state();
                 }
                 assert!(lone_states.iter().any(|&state| state > 1));
