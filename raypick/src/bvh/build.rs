@@ -304,8 +304,9 @@ impl BuiltTree<'_> {
     }
 }
 
-/// Builds the tree of a mesh, leaving it as [`BuiltTree`] describes.
-pub(crate) fn build_tree<'m>(mesh: &'m Mesh, options: &BuildOptions) -> BuiltTree<'m> {
+/// Builds the tree of a mesh down to `bottom`, leaving it as [`BuiltTree`]
+/// describes.
+pub(crate) fn build_tree<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bottom) -> BuiltTree<'m> {
     let options = BuildOptions {
         max_leaf_size: options.max_leaf_size.clamp(1, 255),
         bins: options.bins.clamp(2, MAX_BINS),
@@ -350,6 +351,7 @@ pub(crate) fn build_tree<'m>(mesh: &'m Mesh, options: &BuildOptions) -> BuiltTre
         } else {
             0
         },
+        whole_runs: bottom.whole_runs(),
     };
     let gaps = Mutex::new(Vec::new());
     let slots = tree.prims.len().max(2) - 1;
@@ -593,6 +595,34 @@ struct Builder<'a> {
     options: &'a BuildOptions,
     /// `options.morton_subtree`, or 0 for a small mesh.
     morton_subtree: usize,
+    /// Runs of at most this many triangles become leaves as they are
+    /// ([`Bottom::whole_runs`]).
+    whole_runs: usize,
+}
+
+/// How far down a tree is split.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bottom {
+    /// Until the SAH says leaf: the binary tree's own shape, which the GPU walks.
+    Split,
+    /// A run of at most this many triangles becomes one leaf as it is: for the
+    /// CPU's collapse, which makes every subtree of at most [`WIDTH`] triangles one
+    /// leaf block of the same triangles under the same box, whatever its shape, so
+    /// splitting such runs would be work thrown away.
+    ///
+    /// [`WIDTH`]: crate::cpu::wide_bvh::WIDTH
+    Blocks(usize),
+}
+
+impl Bottom {
+    /// The size of run up to which runs become leaves unsplit (1: a single
+    /// triangle, which always does).
+    fn whole_runs(self) -> usize {
+        match self {
+            Bottom::Split => 1,
+            Bottom::Blocks(size) => size.max(1),
+        }
+    }
 }
 
 impl Builder<'_> {
@@ -616,11 +646,11 @@ impl Builder<'_> {
             hi: bounds.hi3(),
             count: count as u32,
         };
-        if count == 1 {
+        if count <= self.whole_runs {
             return (leaf, depth);
         }
         if count <= self.morton_subtree && !slivered(prims, &bounds) {
-            return morton::build(prims, first, centroids, depth, self.options, nodes);
+            return morton::build(prims, first, centroids, depth, self.options, self.whole_runs, nodes);
         }
         let spread = centroids.hi.truncate().cmpgt(centroids.lo.truncate()).any();
         let max_leaf = self.options.max_leaf_size;
@@ -951,6 +981,7 @@ mod tests {
         let builder = Builder {
             options: &options,
             morton_subtree: 0,
+            whole_runs: 1,
         };
         let mut cheaper = 0;
         for round in 0..2000 {

@@ -59,7 +59,7 @@ impl Bvh {
 
     /// Builds a BVH with the given options.
     pub fn build_with(mesh: &Mesh, options: &BuildOptions) -> Self {
-        build::build_tree(mesh, options).into_bvh()
+        build::build_tree(mesh, options, build::Bottom::Split).into_bvh()
     }
 
     /// The nodes; node 0 is the root.

@@ -38,6 +38,7 @@ pub(super) fn build(
     centroids: Aabb,
     depth: usize,
     options: &BuildOptions,
+    whole_runs: usize,
     nodes: &mut NodeWindow,
 ) -> (BvhChild, usize) {
     let codes = sort_by_code(prims, centroids);
@@ -46,6 +47,7 @@ pub(super) fn build(
         codes: &codes,
         first,
         options,
+        whole_runs,
         nodes,
         sweeps: Vec::new(),
     };
@@ -150,6 +152,8 @@ struct Builder<'a, 'b> {
     codes: &'a [u32],
     first: usize,
     options: &'a BuildOptions,
+    /// Runs of at most this many triangles become leaves as they are (at least 1).
+    whole_runs: usize,
     nodes: &'a mut NodeWindow<'b>,
     /// The sweep costs of the nodes on the path from the subtree's root to the
     /// node being built ([`Sweeps`]), each node's after its parent's, and above
@@ -182,9 +186,9 @@ impl Builder<'_, '_> {
     /// parent left it `known` sweep costs.
     fn node(&mut self, start: usize, end: usize, depth: usize, known: Sweeps) -> Built {
         let count = end - start;
-        if count == 1 {
-            let p = &self.prims[start];
-            return self.leaf(start, count, p.aabb(), depth);
+        if count <= self.whole_runs {
+            let bounds = self.prims[start..end].iter().fold(Aabb::EMPTY, |b, p| b.union(p.aabb()));
+            return self.leaf(start, count, bounds, depth);
         }
         if count == 2 {
             return self.pair(start, depth);
@@ -565,6 +569,7 @@ mod tests {
             codes: &codes,
             first: 0,
             options: &options,
+            whole_runs: 1,
             nodes: &mut nodes,
             sweeps: Vec::new(),
         };
@@ -678,6 +683,7 @@ mod tests {
                     codes: &codes,
                     first: 40,
                     options: &options,
+                    whole_runs: 1,
                     nodes: &mut window,
                     sweeps: Vec::new(),
                 };

@@ -257,11 +257,15 @@ impl WideBvh {
     }
 
     /// Builds the BVH of `mesh` (default options) in this layout: the tree of
-    /// `from_bvh(&Bvh::build(mesh))`, collapsed from the binary tree as the builder
-    /// leaves it, without the copy that closes the gaps in its node array or the
-    /// one that gathers its triangles into leaf order.
+    /// `from_bvh(&Bvh::build(mesh))` (the same nodes and blocks, a block's
+    /// triangles perhaps in another order), collapsed from the binary tree as the
+    /// builder leaves it, without the copy that closes the gaps in its node array
+    /// or the one that gathers its triangles into leaf order. The binary tree is
+    /// split only down to runs of [`WIDTH`] triangles, each of which the collapse
+    /// makes one block whatever its shape below.
     pub fn build(mesh: &crate::Mesh) -> Self {
-        let built = crate::bvh::build::build_tree(mesh, &Default::default());
+        let bottom = crate::bvh::build::Bottom::Blocks(WIDTH);
+        let built = crate::bvh::build::build_tree(mesh, &Default::default(), bottom);
         Self::from_collapse(&Collapse::into_blocks_of(&built), built.triangle_count(), built.mesh_triangle_count())
     }
 
@@ -1118,9 +1122,12 @@ mod tests {
     }
 
     /// Building straight into the wide layout gives the tree collapsed from the
-    /// finished binary BVH, node for node and block for block: for no triangle,
-    /// one, degenerate ones among others, a mesh built serially and ones large
-    /// enough for parallel builds (gaps in the node array) and Morton subtrees.
+    /// finished binary BVH, node for node and block for block, each block holding
+    /// the same triangles with the same ids (in an order of its own where the
+    /// binary tree sorted a run of up to eight further, which the direct build
+    /// leaves unsplit): for no triangle, one, degenerate ones among others, a mesh
+    /// built serially and ones large enough for parallel builds (gaps in the node
+    /// array) and Morton subtrees.
     #[test]
     fn direct_build_is_the_collapsed_bvh() {
         let mut rng = Rng::new(14);
@@ -1150,11 +1157,20 @@ mod tests {
             let nodes = |w: &WideBvh| {
                 w.nodes.iter().map(|n| (n.boxes.lo, n.boxes.hi, n.child, n.blocks, n.occupied)).collect::<Vec<_>>()
             };
-            let blocks = |w: &WideBvh| w.blocks.iter().map(|b| (b.vertices, b.edge_norm)).collect::<Vec<_>>();
+            // Each block's lanes as (id, vertices, edge norm), by id.
+            let blocks = |w: &WideBvh| {
+                let lanes = |(block, ids): (&LeafBlock, &[u32; WIDTH])| {
+                    let mut lanes: Vec<_> = (0..WIDTH)
+                        .map(|lane| (ids[lane], block.triangle(lane), block.edge_norm[lane].to_bits()))
+                        .collect();
+                    lanes.sort_by_key(|&(id, ..)| id);
+                    lanes
+                };
+                w.blocks.iter().zip(&w.block_ids).map(lanes).collect::<Vec<_>>()
+            };
             let triangles = mesh.triangle_count();
             assert_eq!(nodes(&direct), nodes(&collapsed), "{triangles} triangles");
             assert_eq!(blocks(&direct), blocks(&collapsed), "{triangles} triangles");
-            assert_eq!(direct.block_ids, collapsed.block_ids);
             assert_eq!(direct.mesh_triangles, collapsed.mesh_triangles);
             assert_eq!(direct.reach.map(f32::to_bits), collapsed.reach.map(f32::to_bits));
         }
