@@ -870,7 +870,53 @@ fn median_split(prims: &mut [PrimRef], centroids: Aabb) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kit::Rng;
+    use crate::kit::{self, Rng, fixtures};
+
+    /// Sizes of the runs under the interior nodes and leaves reachable from the
+    /// root of `tree` (nodes in gaps are not).
+    fn run_sizes(tree: &BuiltTree) -> (Vec<u32>, Vec<u32>) {
+        let (mut interior, mut leaves) = (Vec::new(), Vec::new());
+        let mut pending = vec![0usize];
+        while let Some(node) = pending.pop() {
+            let (first, end) = tree.ranges[node];
+            interior.push(end - first);
+            for child in tree.nodes[node].children.iter().filter(|c| !c.is_empty()) {
+                if child.is_leaf() {
+                    leaves.push(child.count);
+                } else {
+                    pending.push(child.index as usize);
+                }
+            }
+        }
+        (interior, leaves)
+    }
+
+    /// Built for blocks of eight, no node has eight triangles or fewer under it
+    /// and no leaf more; split as the binary tree is, nodes of that size abound.
+    /// Both ways, every hittable triangle is in a leaf: binned meshes, and Morton
+    /// subtrees.
+    #[test]
+    fn blocks_leave_runs_of_their_size_unsplit() {
+        let mut rng = Rng::new(21);
+        let unit = (Vec3::splat(-1.0), Vec3::splat(1.0));
+        for mesh in [
+            fixtures::soup(3000, &mut rng, unit),
+            fixtures::builtin_scene(MORTON_MIN_TRIANGLES + 5_000),
+        ] {
+            let mesh = kit::mesh(mesh);
+            let options = BuildOptions::default();
+            let blocks = build_tree(&mesh, &options, Bottom::Blocks(8));
+            let (interior, leaves) = run_sizes(&blocks);
+            assert!(interior.iter().all(|&n| n > 8), "a node over 8 triangles or fewer");
+            assert!(leaves.iter().all(|&n| n <= 8), "a leaf of more than 8");
+            assert_eq!(leaves.iter().sum::<u32>() as usize, blocks.triangle_count());
+            let split = build_tree(&mesh, &options, Bottom::Split);
+            let (interior, leaves) = run_sizes(&split);
+            assert!(interior.iter().filter(|&&n| n <= 8).count() > interior.len() / 2);
+            assert_eq!(leaves.iter().sum::<u32>() as usize, split.triangle_count());
+            assert_eq!(split.triangle_count(), blocks.triangle_count());
+        }
+    }
 
     /// A split at `Binner::threshold` sends every centroid coordinate to the side
     /// its bin says: random ones, those next to the threshold, and the extremes.

@@ -102,7 +102,7 @@ impl Stack {
     /// child, the most common case, goes straight to the next visit. The children
     /// pushed are asked of the memory system ([`prefetch`]): on a large mesh their
     /// loads are what the walk would wait on when it pops them, and in a pick whose
-    /// nodes are cached the requests cost no time that can be measured.
+    /// nodes are cached the requests cost only a few instructions.
     #[inline(always)]
     fn push_but_nearest<L: Lanes8>(
         &mut self,
