@@ -16,21 +16,28 @@ use crate::types::{PackedTriangle, Ray};
 /// product is exactly zero — become all zeros, whose determinant is exactly zero for
 /// every ray, so they never hit. The cross product is evaluated in f64, where each
 /// product of two f32 values is exact, so the zero test is exact.
-pub fn pack_triangle([v0, v1, v2]: [Vec3; 3], id: u32) -> PackedTriangle {
-    let e1 = v1 - v0;
-    let e2 = v2 - v0;
-    let finite = v0.is_finite() && e1.is_finite() && e2.is_finite();
-    if !finite || e1.as_dvec3().cross(e2.as_dvec3()) == DVec3::ZERO {
+pub fn pack_triangle(vertices: [Vec3; 3], id: u32) -> PackedTriangle {
+    if !hittable(vertices) {
         return PackedTriangle {
             id,
             ..Default::default()
         };
     }
-    pack_hittable([v0, v1, v2], id)
+    pack_hittable(vertices, id)
 }
 
-/// [`pack_triangle`] of a triangle known to be hittable (its vertices finite, its
-/// edges' cross product not zero): the checks left out.
+/// Whether a triangle with these vertices can ever be hit, the rule of
+/// [`pack_triangle`]: every coordinate and edge finite, and the edges' cross
+/// product not exactly zero (in f64, where each product of two f32 values is
+/// exact). A build that needs only the answer and the box asks this rather than
+/// packing the triangle.
+#[inline(always)]
+pub(crate) fn hittable([v0, v1, v2]: [Vec3; 3]) -> bool {
+    let (e1, e2) = (v1 - v0, v2 - v0);
+    v0.is_finite() && e1.is_finite() && e2.is_finite() && e1.as_dvec3().cross(e2.as_dvec3()) != DVec3::ZERO
+}
+
+/// [`pack_triangle`] of a triangle known to be [`hittable`]: the checks left out.
 #[inline(always)]
 pub(crate) fn pack_hittable([v0, v1, v2]: [Vec3; 3], id: u32) -> PackedTriangle {
     let (e1, e2) = (v1 - v0, v2 - v0);

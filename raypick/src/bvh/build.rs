@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use super::nodes::{self, NodeWindow};
 use super::{Bvh, MAX_DEPTH, SAH_DEPTH, memory, morton};
 use crate::Mesh;
-use crate::prepare::{is_hittable, pack_hittable, pack_triangle};
+use crate::prepare::{hittable, pack_hittable};
 use crate::types::{BvhChild, BvhNode, PackedTriangle};
 
 /// Builder settings.
@@ -312,11 +312,11 @@ pub(crate) fn build_tree<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bot
         bins: options.bins.clamp(2, MAX_BINS),
         ..options.clone()
     };
-    // One indexed pass packs each triangle to learn whether it can be hit and its
-    // box, writes the boxes in place and gathers the bounds of the boxes and of
-    // their centroids; triangles that can never be hit get a NaN box and are
-    // removed afterwards, which meshes rarely need. The packed triangles are not
-    // kept: the leaves pack them again from the mesh, in leaf order.
+    // One indexed pass learns from each triangle's vertices whether it can be hit
+    // and its box, writes the boxes in place and gathers the bounds of the boxes
+    // and of their centroids; triangles that can never be hit get a NaN box and
+    // are removed afterwards, which meshes rarely need. Nothing is packed here:
+    // the leaves pack their triangles from the mesh, in leaf order.
     let count = mesh.triangle_count();
     let mut prims: Vec<PrimRef> = memory::zeroed(count);
     let first_pass = prims
@@ -410,11 +410,11 @@ impl FirstPass {
 fn chunk_boxes(mesh: &Mesh, first: usize, prims: &mut [PrimRef]) -> FirstPass {
     let mut pass = FirstPass::default();
     for (k, prim) in (first..).zip(prims) {
-        let tri = pack_triangle(mesh.triangle(k), k as u32);
-        let hittable = is_hittable(&tri);
-        let (lo, hi) = if hittable { triangle_box(&tri) } else { (Vec3::NAN, Vec3::NAN) };
-        *prim = PrimRef::new(lo, hi, tri.id);
-        if hittable {
+        let vertices = mesh.triangle(k);
+        let can_hit = hittable(vertices);
+        let (lo, hi) = if can_hit { vertices_box(vertices) } else { (Vec3::NAN, Vec3::NAN) };
+        *prim = PrimRef::new(lo, hi, k as u32);
+        if can_hit {
             prim.add_to(&mut pass.bounds);
         } else {
             pass.unhittable = true;

@@ -1,6 +1,6 @@
 //! Large build buffers backed by huge pages where the system offers them.
 //!
-//! A 1M-triangle build writes some 150 MB of fresh memory (packed triangles, boxes,
+//! A 1M-triangle build writes some 100 MB of fresh memory (the triangles' boxes,
 //! the node array under construction and each node's triangle range), a [`Bvh`](super::Bvh)
 //! some 90 MB more (the compacted node array, the triangles in leaf order), and
 //! the CPU's collapse, which reads the tree without those, some 70 MB (its leaf
