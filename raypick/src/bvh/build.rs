@@ -17,12 +17,11 @@
 //! `SWEEP_MAX` triangles sort them along each axis and take the best of every
 //! split instead.
 
-use std::sync::Mutex;
 
 use glam::{Vec3, Vec3A, Vec4};
 use rayon::prelude::*;
 
-use super::nodes::{self, NodeWindow};
+use super::nodes::{self, NodeArray, NodeWindow, Room};
 use super::{Bvh, MAX_DEPTH, SAH_DEPTH, memory, morton};
 use crate::Mesh;
 use crate::prepare::{hittable, pack_hittable};
@@ -307,18 +306,35 @@ impl BuiltTree<'_> {
 /// Builds the tree of a mesh down to `bottom`, leaving it as [`BuiltTree`]
 /// describes.
 pub(crate) fn build_tree<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bottom) -> BuiltTree<'m> {
+    build_tree_in(mesh, options, bottom, bottom.room())
+}
+
+/// [`build_tree`] with windows of `room` in the node array: where one runs out
+/// ([`NodeArray::overflowed`]), the tree is built again from the first pass
+/// (which puts the triangles back in the mesh's order) with room for any tree,
+/// and so is the same tree either way.
+fn build_tree_in<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bottom, room: Room) -> BuiltTree<'m> {
     let options = BuildOptions {
         max_leaf_size: options.max_leaf_size.clamp(1, 255),
         bins: options.bins.clamp(2, MAX_BINS),
         ..options.clone()
     };
+    try_build(mesh, &options, bottom, room).unwrap_or_else(|| {
+        try_build(mesh, &options, bottom, Room::Any)
+            .unwrap_or_else(|| unreachable!("windows with room for any tree never run out"))
+    })
+}
+
+/// The tree of a mesh down to `bottom` (with `options` in range), its node array
+/// in windows of `room`; `None` when one ran out.
+fn try_build<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bottom, room: Room) -> Option<BuiltTree<'m>> {
     // One indexed pass learns from each triangle's vertices whether it can be hit
     // and its box, writes the boxes in place and gathers the bounds of the boxes
     // and of their centroids; triangles that can never be hit get a NaN box and
     // are removed afterwards, which meshes rarely need. Nothing is packed here:
     // the leaves pack their triangles from the mesh, in leaf order.
     let count = mesh.triangle_count();
-    let mut prims: Vec<PrimRef> = memory::zeroed(count);
+    let mut prims: Vec<PrimRef> = memory::scratch(count);
     let first_pass = prims
         .par_chunks_mut(FIRST_PASS_CHUNK)
         .enumerate()
@@ -341,11 +357,11 @@ pub(crate) fn build_tree<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bot
             children: [BvhChild::EMPTY; 2],
         });
         tree.ranges.push((0, 0));
-        return tree;
+        return Some(tree);
     }
     let (bounds, centroids) = first_pass.bounds;
     let builder = Builder {
-        options: &options,
+        options,
         morton_subtree: if tree.prims.len() >= MORTON_MIN_TRIANGLES {
             options.morton_subtree
         } else {
@@ -353,12 +369,15 @@ pub(crate) fn build_tree<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bot
         },
         whole_runs: bottom.whole_runs(),
     };
-    let gaps = Mutex::new(Vec::new());
-    let slots = tree.prims.len().max(2) - 1;
-    let (mut nodes, mut ranges) = (memory::zeroed(slots), memory::zeroed(slots));
-    let mut window = NodeWindow::new(&mut nodes, &mut ranges, &gaps);
+    let array = NodeArray::new(room);
+    let slots = room.slots(tree.prims.len());
+    let (mut nodes, mut ranges) = (memory::scratch(slots), memory::scratch(slots));
+    let mut window = NodeWindow::new(&mut nodes, &mut ranges, &array);
     let (root, depth) = builder.build_child(&mut tree.prims, 0, bounds, centroids, 0, &mut window);
     let end = window.len();
+    if array.overflowed() {
+        return None;
+    }
     nodes.truncate(end);
     ranges.truncate(end);
     if root.is_leaf() {
@@ -370,9 +389,9 @@ pub(crate) fn build_tree<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bot
     }
     tree.nodes = nodes;
     tree.ranges = ranges;
-    tree.gaps = gaps.into_inner().unwrap_or_else(|e| e.into_inner());
+    tree.gaps = array.into_gaps();
     tree.depth = depth.max(1);
-    tree
+    Some(tree)
 }
 
 /// Triangles per task of the first pass.
@@ -623,6 +642,12 @@ impl Bottom {
             Bottom::Blocks(size) => size.max(1),
         }
     }
+
+    /// The room of the node array's windows: half of any tree's for runs of
+    /// several triangles kept whole, which leave far fewer nodes.
+    fn room(self) -> Room {
+        if self.whole_runs() > 1 { Room::Half } else { Room::Any }
+    }
 }
 
 impl Builder<'_> {
@@ -646,7 +671,8 @@ impl Builder<'_> {
             hi: bounds.hi3(),
             count: count as u32,
         };
-        if count <= self.whole_runs {
+        if count <= self.whole_runs || nodes.overflowed() {
+            // A tree that ran out of room will be built again: no use going on.
             return (leaf, depth);
         }
         if count <= self.morton_subtree && !slivered(prims, &bounds) {
@@ -701,7 +727,7 @@ impl Builder<'_> {
         let d = depth + 1;
         let ((left_child, left_depth), (right_child, right_depth)) = if count > PARALLEL_THRESHOLD {
             nodes.join(
-                split - 1,
+                split,
                 |nodes| self.build_child(left, first, lb, lc, d, nodes),
                 |nodes| self.build_child(right, first + split, rb, rc, d, nodes),
             )
@@ -915,6 +941,74 @@ mod tests {
             assert!(interior.iter().filter(|&&n| n <= 8).count() > interior.len() / 2);
             assert_eq!(leaves.iter().sum::<u32>() as usize, split.triangle_count());
             assert_eq!(split.triangle_count(), blocks.triangle_count());
+        }
+    }
+
+    /// Asserts that `a` and `b` are the same tree, read from their roots (their
+    /// node arrays may place the nodes apart differently): the same children,
+    /// triangle ranges, triangle order and depth.
+    fn assert_same_tree(a: &BuiltTree, b: &BuiltTree) {
+        let mut pending = vec![(0usize, 0usize)];
+        while let Some((i, j)) = pending.pop() {
+            assert_eq!(a.ranges[i], b.ranges[j], "nodes {i} and {j}");
+            for (x, y) in a.nodes[i].children.iter().zip(&b.nodes[j].children) {
+                assert_eq!((x.lo, x.hi, x.count), (y.lo, y.hi, y.count), "nodes {i} and {j}");
+                if nodes::is_interior(x) {
+                    pending.push((x.index as usize, y.index as usize));
+                } else {
+                    assert_eq!(x.index, y.index, "nodes {i} and {j}");
+                }
+            }
+        }
+        let ids = |tree: &BuiltTree| tree.prims.iter().map(PrimRef::id).collect::<Vec<_>>();
+        assert_eq!(ids(a), ids(b));
+        assert_eq!(a.depth, b.depth);
+    }
+
+    /// Meshes large enough to be built in parallel, in windows: one binned, one
+    /// with Morton subtrees.
+    fn parallel_meshes() -> [Mesh; 2] {
+        let unit = (Vec3::splat(-1.0), Vec3::splat(1.0));
+        [
+            kit::mesh(fixtures::soup(3 * PARALLEL_THRESHOLD, &mut Rng::new(5), unit)),
+            kit::mesh(fixtures::builtin_scene(MORTON_MIN_TRIANGLES + 5_000)),
+        ]
+    }
+
+    /// Built for blocks of eight, whose trees have about a node per five
+    /// triangles, in windows of half the room: no window runs out, the tree is
+    /// the one windows of room for any tree give, and its array spans no more
+    /// than half as many slots as triangles, where theirs spans more.
+    #[test]
+    fn half_windows_hold_the_trees_of_blocks() {
+        let options = BuildOptions::default();
+        for mesh in parallel_meshes() {
+            let bottom = Bottom::Blocks(8);
+            assert_eq!(bottom.room(), Room::Half);
+            let half = try_build(&mesh, &options, bottom, Room::Half).expect("half the room is enough");
+            let any = try_build(&mesh, &options, bottom, Room::Any).expect("room for any tree");
+            assert_same_tree(&half, &any);
+            assert!(!any.gaps.is_empty(), "built in parallel");
+            let half_room = Room::Half.slots(any.triangle_count());
+            assert!(half.nodes.len() <= half_room, "{} slots", half.nodes.len());
+            assert!(any.nodes.len() > half_room, "{} slots", any.nodes.len());
+        }
+    }
+
+    /// A tree with more nodes than half windows hold (split down to single
+    /// triangles, one node per triangle) runs out of them, and is built again
+    /// into the tree that windows of room for any tree give.
+    #[test]
+    fn windows_that_run_out_build_the_tree_again() {
+        let options = BuildOptions {
+            max_leaf_size: 1,
+            ..BuildOptions::default()
+        };
+        for mesh in parallel_meshes() {
+            assert!(try_build(&mesh, &options, Bottom::Split, Room::Half).is_none(), "the windows run out");
+            let again = build_tree_in(&mesh, &options, Bottom::Split, Room::Half);
+            let any = build_tree_in(&mesh, &options, Bottom::Split, Room::Any);
+            assert_same_tree(&again, &any);
         }
     }
 

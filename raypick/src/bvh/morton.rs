@@ -454,6 +454,7 @@ impl Side {
 mod tests {
     use super::*;
     use crate::bvh::Bvh;
+    use crate::bvh::nodes::{NodeArray, Room};
     use crate::bvh::build::MORTON_MIN_TRIANGLES;
     use crate::kit::{self, Rng, fixtures};
     use bytemuck::Zeroable;
@@ -562,8 +563,8 @@ mod tests {
             n
         ];
         let mut ranges = vec![(0, 0); n];
-        let gaps = std::sync::Mutex::new(Vec::new());
-        let mut nodes = NodeWindow::new(&mut slots, &mut ranges, &gaps);
+        let array = NodeArray::new(Room::Any);
+        let mut nodes = NodeWindow::new(&mut slots, &mut ranges, &array);
         let mut builder = Builder {
             prims: &prims,
             codes: &codes,
@@ -675,9 +676,9 @@ mod tests {
             };
             let depth = if case % 5 == 0 { SAH_DEPTH } else { 3 };
             let build = |general: bool| {
-                let gaps = std::sync::Mutex::new(Vec::new());
+                let array = NodeArray::new(Room::Any);
                 let (mut nodes, mut ranges) = (vec![BvhNode::zeroed(); 4], vec![(0, 0); 4]);
-                let mut window = NodeWindow::new(&mut nodes, &mut ranges, &gaps);
+                let mut window = NodeWindow::new(&mut nodes, &mut ranges, &array);
                 let mut builder = Builder {
                     prims: &prims,
                     codes: &codes,

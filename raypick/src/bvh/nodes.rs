@@ -1,22 +1,87 @@
 //! The node array under construction, shared by parallel subtree builds without
 //! copying.
 //!
-//! A subtree of `n` triangles has at most `n - 1` interior nodes, so the array is
-//! allocated once with `n - 1` slots (zeroed lazily by the system) and every
-//! subtree gets a window of that size for its nodes, which it fills from the front
-//! in depth-first order. When two subtrees are built in parallel, the left one's
+//! A subtree of `n` triangles has at most `n - 1` interior nodes. The array is
+//! allocated once (zeroed lazily by the system) and every subtree built in
+//! parallel gets a window of it for its nodes, which it fills from the front in
+//! depth-first order: room for `n - 1` ([`Room::Any`]), or, for trees that keep
+//! runs of a few triangles whole and so have far fewer nodes, for half that
+//! ([`Room::Half`]). When two subtrees are built in parallel, the left one's
 //! unused slots leave a gap before the right one's window; [`compact`] closes the
 //! gaps at the end and renumbers the children. Beside each node goes its subtree's
 //! triangle range, in an array of the same windows: the CPU's collapse reads the
 //! array as it is, gaps and all (no child refers to them), and takes each node's
 //! range from there.
+//!
+//! The gaps cost more than address space: the array is backed by huge pages
+//! (module `memory`), and the system zeroes a whole 2 MiB page when any of it is
+//! touched, so gaps smaller than a page, most of them, are zeroed with their
+//! neighbours. Windows that fit the tree leave less of the array to zero.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
 use super::memory;
 use crate::types::{BvhChild, BvhNode};
+
+/// How many slots a subtree's window has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Room {
+    /// `n - 1` for `n` triangles: as many as any binary tree over them has
+    /// interior nodes, so no window runs out.
+    Any,
+    /// Half as many: for trees that keep runs of a few triangles whole
+    /// ([`Bottom::Blocks`](super::build::Bottom::Blocks)), which have about one
+    /// interior node per five triangles on real meshes (the Stanford dragon and
+    /// assimp's engine: 0.17 to 0.19). A window that runs out all the same marks
+    /// the array [overflowed](NodeArray::overflowed), and the build is done
+    /// again with [`Room::Any`].
+    Half,
+}
+
+impl Room {
+    /// Slots for the interior nodes of a subtree of `triangles` triangles.
+    pub(super) fn slots(self, triangles: usize) -> usize {
+        let any = triangles.max(2) - 1;
+        match self {
+            Room::Any => any,
+            Room::Half => any.div_ceil(2),
+        }
+    }
+}
+
+/// What the windows of one node array share: their room, the gaps they leave,
+/// and whether one ran out of room.
+pub(super) struct NodeArray {
+    room: Room,
+    /// Unused runs `(first, count)` left behind by parallel builds.
+    gaps: Mutex<Vec<(usize, usize)>>,
+    overflowed: AtomicBool,
+}
+
+impl NodeArray {
+    /// The shared state of an array whose windows have `room`.
+    pub(super) fn new(room: Room) -> Self {
+        Self {
+            room,
+            gaps: Mutex::new(Vec::new()),
+            overflowed: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether a window ran out of room: its nodes past the end were never
+    /// written, and the tree is not whole.
+    pub(super) fn overflowed(&self) -> bool {
+        self.overflowed.load(Ordering::Relaxed)
+    }
+
+    /// The gaps the windows left.
+    pub(super) fn into_gaps(self) -> Vec<(usize, usize)> {
+        self.gaps.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 /// A window of the node array that a subtree fills from the front, and of the
 /// array of each node's triangle range beside it.
@@ -25,39 +90,44 @@ pub(super) struct NodeWindow<'a> {
     ranges: &'a mut [(u32, u32)],
     /// Index of `slots[0]` in the whole array.
     base: usize,
-    /// Slots used so far.
+    /// Slots used so far (past the end once the window has run out).
     len: usize,
-    /// Unused runs `(first, count)` left behind by parallel builds.
-    gaps: &'a Mutex<Vec<(usize, usize)>>,
+    array: &'a NodeArray,
 }
 
 impl<'a> NodeWindow<'a> {
     /// A window over the whole array.
-    pub(super) fn new(
-        slots: &'a mut [BvhNode],
-        ranges: &'a mut [(u32, u32)],
-        gaps: &'a Mutex<Vec<(usize, usize)>>,
-    ) -> Self {
+    pub(super) fn new(slots: &'a mut [BvhNode], ranges: &'a mut [(u32, u32)], array: &'a NodeArray) -> Self {
         Self {
             slots,
             ranges,
             base: 0,
             len: 0,
-            gaps,
+            array,
         }
     }
 
     /// Appends a node over the triangles `range` (first, end); returns its index.
+    /// Past the window's end nothing is written and the array is marked
+    /// [overflowed](NodeArray::overflowed); the index is still a new one.
     pub(super) fn push(&mut self, node: BvhNode, range: (u32, u32)) -> usize {
-        self.slots[self.len] = node;
-        self.ranges[self.len] = range;
+        match (self.slots.get_mut(self.len), self.ranges.get_mut(self.len)) {
+            (Some(slot), Some(slot_range)) => {
+                *slot = node;
+                *slot_range = range;
+            }
+            _ => self.array.overflowed.store(true, Ordering::Relaxed),
+        }
         self.len += 1;
         self.base + self.len - 1
     }
 
-    /// Replaces the node at `index` (an index returned by `push`).
+    /// Replaces the node at `index` (an index returned by `push`; nothing when it
+    /// was past the window's end).
     pub(super) fn set(&mut self, index: usize, node: BvhNode) {
-        self.slots[index - self.base] = node;
+        if let Some(slot) = self.slots.get_mut(index - self.base) {
+            *slot = node;
+        }
     }
 
     /// Forgets the nodes from `index` on.
@@ -70,37 +140,48 @@ impl<'a> NodeWindow<'a> {
         self.len
     }
 
-    /// Runs `left` and `right` in parallel, each on its own window: `left` on the
-    /// next `left_slots` free slots, `right` on the rest. The slots `left` leaves
-    /// unused become a gap; afterwards this window ends where `right`'s nodes end.
+    /// Whether some window of the array has run out of room: the build can stop,
+    /// as it will be done again.
+    pub(super) fn overflowed(&self) -> bool {
+        self.array.overflowed()
+    }
+
+    /// Runs `left`, over `left_triangles` triangles, and `right` in parallel, each
+    /// on its own window: `left` on the next free slots, as many as its
+    /// [`Room`] gives it (or as are left), `right` on the rest. The slots `left`
+    /// leaves unused become a gap; afterwards this window ends where `right`'s
+    /// nodes end.
     pub(super) fn join<A: Send, B: Send>(
         &mut self,
-        left_slots: usize,
+        left_triangles: usize,
         left: impl FnOnce(&mut NodeWindow) -> A + Send,
         right: impl FnOnce(&mut NodeWindow) -> B + Send,
     ) -> (A, B) {
-        let (left_free, right_free) = self.slots[self.len..].split_at_mut(left_slots);
-        let (left_ranges, right_ranges) = self.ranges[self.len..].split_at_mut(left_slots);
+        let used = self.len.min(self.slots.len());
+        let left_slots = self.array.room.slots(left_triangles).min(self.slots.len() - used);
+        let (left_free, right_free) = self.slots[used..].split_at_mut(left_slots);
+        let (left_ranges, right_ranges) = self.ranges[used..].split_at_mut(left_slots);
         let mut lw = NodeWindow {
             slots: left_free,
             ranges: left_ranges,
             base: self.base + self.len,
             len: 0,
-            gaps: self.gaps,
+            array: self.array,
         };
         let mut rw = NodeWindow {
             slots: right_free,
             ranges: right_ranges,
             base: self.base + self.len + left_slots,
             len: 0,
-            gaps: self.gaps,
+            array: self.array,
         };
         let (a, b) = rayon::join(|| left(&mut lw), || right(&mut rw));
         let (left_used, right_used) = (lw.len, rw.len);
         if left_used < left_slots {
             let first = self.base + self.len + left_used;
             let gap = (first, left_slots - left_used);
-            self.gaps
+            self.array
+                .gaps
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(gap);
@@ -121,6 +202,8 @@ pub(super) fn compact(
     nodes.truncate(end);
     gaps.retain(|&(_, count)| count > 0);
     if gaps.is_empty() {
+        // Kept as it is: without the room the build gave it.
+        nodes.shrink_to_fit();
         return nodes;
     }
     gaps.sort_unstable();
