@@ -44,7 +44,7 @@ pub(super) enum Room {
 impl Room {
     /// Slots for the interior nodes of a subtree of `triangles` triangles.
     pub(super) fn slots(self, triangles: usize) -> usize {
-        let any = triangles.max(2) - 1;
+        let any = triangles.saturating_sub(1);
         match self {
             Room::Any => any,
             Room::Half => any.div_ceil(2),
@@ -330,6 +330,21 @@ mod tests {
         });
         BvhNode {
             children: [interior, leaf],
+        }
+    }
+
+    /// Room for any tree is exactly what a node and its two subtrees can use, so
+    /// no window of it runs out, whatever the split; half the room is about half.
+    #[test]
+    fn room_for_any_tree_splits_exactly() {
+        for total in 1..300 {
+            assert_eq!(Room::Any.slots(total), total - 1);
+            assert!(Room::Half.slots(total) * 2 >= total - 1);
+            assert!(Room::Half.slots(total) * 2 <= total);
+            for left in 1..total {
+                let room = |triangles| Room::Any.slots(triangles);
+                assert_eq!(1 + room(left) + room(total - left), room(total), "{left} of {total}");
+            }
         }
     }
 
