@@ -17,7 +17,6 @@
 //! `SWEEP_MAX` triangles sort them along each axis and take the best of every
 //! split instead.
 
-
 use glam::{Vec3, Vec3A, Vec4};
 use rayon::prelude::*;
 
