@@ -55,6 +55,11 @@ pub(super) fn build(
     (built.child, built.depth)
 }
 
+/// The box around the boxes of `prims`.
+fn boxes_bound(prims: &[PrimRef]) -> Aabb {
+    prims.iter().fold(Aabb::EMPTY, |b, p| b.union(p.aabb()))
+}
+
 /// Sorts `prims` by the Morton code of their centroids; returns the sorted codes.
 fn sort_by_code(prims: &mut [PrimRef], centroids: Aabb) -> Vec<u32> {
     let extent = centroids.extent();
@@ -187,8 +192,7 @@ impl Builder<'_, '_> {
     fn node(&mut self, start: usize, end: usize, depth: usize, known: Sweeps) -> Built {
         let count = end - start;
         if count <= self.whole_runs {
-            let bounds = self.prims[start..end].iter().fold(Aabb::EMPTY, |b, p| b.union(p.aabb()));
-            return self.leaf(start, count, bounds, depth);
+            return self.leaf(start, count, boxes_bound(&self.prims[start..end]), depth);
         }
         if count == 2 {
             return self.pair(start, depth);
@@ -328,7 +332,7 @@ impl Builder<'_, '_> {
         let size = n.div_ceil(CHUNKS);
         let mut chunks = [Aabb::EMPTY; CHUNKS];
         for (chunk, run) in chunks.iter_mut().zip(prims.chunks(size)) {
-            *chunk = run.iter().fold(Aabb::EMPTY, |b, p| b.union(p.aabb()));
+            *chunk = boxes_bound(run);
         }
         let used = n.div_ceil(size);
         // Boxes of the chunks before (prefix) and from (suffix) every boundary k.

@@ -164,21 +164,21 @@ impl<'a> NodeWindow<'a> {
         let mut lw = NodeWindow {
             slots: left_free,
             ranges: left_ranges,
-            base: self.base + self.len,
+            base: self.base + used,
             len: 0,
             array: self.array,
         };
         let mut rw = NodeWindow {
             slots: right_free,
             ranges: right_ranges,
-            base: self.base + self.len + left_slots,
+            base: self.base + used + left_slots,
             len: 0,
             array: self.array,
         };
         let (a, b) = rayon::join(|| left(&mut lw), || right(&mut rw));
         let (left_used, right_used) = (lw.len, rw.len);
         if left_used < left_slots {
-            let first = self.base + self.len + left_used;
+            let first = self.base + used + left_used;
             let gap = (first, left_slots - left_used);
             self.array
                 .gaps
@@ -186,7 +186,7 @@ impl<'a> NodeWindow<'a> {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(gap);
         }
-        self.len += left_slots + right_used;
+        self.len = used + left_slots + right_used;
         (a, b)
     }
 }
