@@ -98,7 +98,7 @@ fn step<L: Lanes8, const WATERTIGHT: bool, C: Collect>(
     let Some((_, collect)) = on else {
         return true;
     };
-    if walk.step::<WATERTIGHT, true>(wide, cull, collect, stack, &mut ()) {
+    if walk.step::<WATERTIGHT, true>(walk.test(), wide, cull, collect, stack, &mut ()) {
         return false;
     }
     if let Some((slot, collect)) = on.take() {

@@ -1,5 +1,7 @@
 //! Run-time selection of the widest vector unit for the CPU kernels.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 /// Defines `$name` as a call of the `#[inline(always)]` function `$body`, compiled
 /// three times — for AVX-512, for AVX2 and for the baseline target — with the
 /// variant picked at run time. The kernels are written on fixed-size arrays so the
@@ -10,7 +12,7 @@
 ///
 /// Brute force's blocks take the AVX-512 variant wherever the CPU has it. The tree
 /// walks (a body over [`Lanes8`](super::vector::Lanes8)) take it only where
-/// [`walks_use_avx512`] says so.
+/// [`WALKS`] says so.
 macro_rules! simd_dispatch {
     // A body generic over the lanes of the box tests (`body::<Lanes8>`): AVX2
     // registers in the AVX-512 and AVX2 builds, portable arrays in the baseline one.
@@ -18,15 +20,22 @@ macro_rules! simd_dispatch {
         $crate::cpu::simd::simd_dispatch!(@emit [$(#[$meta])*] $vis $name($($arg: $ty),*)
             wide: $body::<$crate::cpu::vector::Avx2>,
             baseline: $body::<$crate::cpu::vector::Portable>,
-            avx512: $crate::cpu::simd::walks_use_avx512());
+            unit: $crate::cpu::simd::WALKS);
     };
     ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => $body:path) => {
         $crate::cpu::simd::simd_dispatch!(@emit [$(#[$meta])*] $vis $name($($arg: $ty),*)
-            wide: $body, baseline: $body, avx512: $crate::cpu::simd::has_avx512());
+            wide: $body, baseline: $body, unit: $crate::cpu::simd::BLOCKS);
     };
-    (@emit [$(#[$meta:meta])*] $vis:vis $name:ident($($arg:ident: $ty:ty),*) wide: $wide:expr, baseline: $baseline:expr, avx512: $avx512:expr) => {
+    (@emit [$(#[$meta:meta])*] $vis:vis $name:ident($($arg:ident: $ty:ty),*) wide: $wide:expr, baseline: $baseline:expr, unit: $unit:path) => {
         $(#[$meta])*
+        // Compiled apart, as is each variant, and every way out a jump to one: no
+        // frame, so that a call (a pick) reaches its variant in a few instructions.
+        #[inline(never)]
         $vis fn $name($($arg: $ty),*) {
+            #[cfg_attr(target_arch = "x86_64", inline(never))]
+            fn baseline($($arg: $ty),*) {
+                $baseline($($arg),*)
+            }
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,fma")]
@@ -37,22 +46,107 @@ macro_rules! simd_dispatch {
                 fn avx2($($arg: $ty),*) {
                     $wide($($arg),*)
                 }
-                if $avx512 {
-                    // SAFETY: the CPU supports AVX-512 (F, VL, BW, DQ) and FMA, checked
-                    // just above (`walks_use_avx512` implies `has_avx512`).
-                    return unsafe { avx512($($arg),*) };
+                /// The first call: works the unit out, then dispatches.
+                #[cold]
+                #[inline(never)]
+                fn first($($arg: $ty),*) {
+                    $unit.get();
+                    $name($($arg),*)
                 }
-                if $crate::cpu::simd::has_avx2() {
-                    // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-                    return unsafe { avx2($($arg),*) };
+                match $unit.known() {
+                    // SAFETY: the CPU supports AVX-512 (F, VL, BW, DQ) and FMA: the
+                    // unit is `Avx512` only where it does (`Unit::of_cpu`).
+                    Some($crate::cpu::simd::Unit::Avx512) => unsafe { avx512($($arg),*) },
+                    // SAFETY: the CPU supports AVX2 and FMA: the unit is `Avx2` only
+                    // where it does (`Unit::of_cpu`).
+                    Some($crate::cpu::simd::Unit::Avx2) => unsafe { avx2($($arg),*) },
+                    Some($crate::cpu::simd::Unit::Baseline) => baseline($($arg),*),
+                    None => first($($arg),*),
                 }
             }
-            $baseline($($arg),*)
+            #[cfg(not(target_arch = "x86_64"))]
+            baseline($($arg),*);
         }
     };
 }
 
 pub(crate) use simd_dispatch;
+
+/// A vector unit the CPU kernels are compiled for ([`simd_dispatch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Unit {
+    /// The compile target's own (e.g. SSE2 on x86-64).
+    Baseline = 1,
+    /// AVX2 and FMA.
+    Avx2 = 2,
+    /// AVX-512 (F, VL, BW, DQ) and FMA.
+    Avx512 = 3,
+}
+
+impl Unit {
+    /// The widest unit this CPU has ([`has_avx512`], [`has_avx2`]).
+    fn of_cpu() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_avx512() {
+                return Self::Avx512;
+            }
+            if has_avx2() {
+                return Self::Avx2;
+            }
+        }
+        Self::Baseline
+    }
+}
+
+/// The unit a kind of kernel runs on, worked out once (`find`) and then read
+/// with one load.
+pub(crate) struct UnitCache {
+    /// The unit (`Unit as u8`), 0 until worked out.
+    unit: AtomicU8,
+    find: fn() -> Unit,
+}
+
+impl UnitCache {
+    const fn new(find: fn() -> Unit) -> Self {
+        Self { unit: AtomicU8::new(0), find }
+    }
+
+    /// The unit, if worked out already.
+    #[inline(always)]
+    pub(crate) fn known(&self) -> Option<Unit> {
+        match self.unit.load(Ordering::Relaxed) {
+            1 => Some(Unit::Baseline),
+            2 => Some(Unit::Avx2),
+            3 => Some(Unit::Avx512),
+            _ => None,
+        }
+    }
+
+    /// The unit, worked out the first time.
+    pub(crate) fn get(&self) -> Unit {
+        self.known().unwrap_or_else(|| {
+            let unit = (self.find)();
+            self.unit.store(unit as u8, Ordering::Relaxed);
+            unit
+        })
+    }
+}
+
+/// The unit brute force's blocks run on: the widest the CPU has.
+pub(crate) static BLOCKS: UnitCache = UnitCache::new(Unit::of_cpu);
+
+/// The unit the tree walks run on: the widest the CPU has, but AVX2 on Intel
+/// cores, where the AVX2 variant walks faster (single rays, picks and camera
+/// batches; incoherent batches level), while brute force's blocks still gain
+/// from AVX-512 there: the compiler widens some of the walks' work to 512-bit
+/// registers, which those cores run on fused ports.
+pub(crate) static WALKS: UnitCache = UnitCache::new(|| match Unit::of_cpu() {
+    #[cfg(target_arch = "x86_64")]
+    Unit::Avx512 if intel() => Unit::Avx2,
+    unit => unit,
+});
 
 /// Whether the CPU has what the AVX-512 variant uses: AVX-512F, FMA, and the
 /// VL, BW and DQ extensions, which give the 256-bit lanes of the kernels the
@@ -65,19 +159,6 @@ pub(crate) fn has_avx512() -> bool {
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512dq")
         && std::arch::is_x86_feature_detected!("fma")
-}
-
-/// Whether the tree walks run their AVX-512 variant: where the CPU has it
-/// ([`has_avx512`]) and is not an Intel core. On Intel cores the AVX2 variant
-/// walks faster (single rays, picks and camera batches; incoherent batches
-/// level), while brute force's blocks still gain from AVX-512 there: the compiler
-/// widens some of the walks' work to 512-bit registers, which those cores run on
-/// fused ports. Worked out once, then read from a cache.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-pub(crate) fn walks_use_avx512() -> bool {
-    static CHOICE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *CHOICE.get_or_init(|| has_avx512() && !intel())
 }
 
 /// Whether the CPU's vendor is Intel (CPUID leaf 0's "GenuineIntel").
@@ -99,17 +180,10 @@ pub(crate) fn has_avx2() -> bool {
 /// walks: avx2)"` where brute force runs on AVX-512 and the tree walks on AVX2
 /// (Intel cores).
 pub fn simd_level() -> &'static str {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if walks_use_avx512() {
-            return "avx512f";
-        }
-        if has_avx512() {
-            return "avx512f (tree walks: avx2)";
-        }
-        if has_avx2() {
-            return "avx2";
-        }
+    match (BLOCKS.get(), WALKS.get()) {
+        (Unit::Avx512, Unit::Avx512) => "avx512f",
+        (Unit::Avx512, _) => "avx512f (tree walks: avx2)",
+        (Unit::Avx2, _) => "avx2",
+        (Unit::Baseline, _) => "baseline",
     }
-    "baseline"
 }

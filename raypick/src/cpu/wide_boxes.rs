@@ -84,9 +84,8 @@ impl Row {
         unsafe { &*std::ptr::from_ref(planes).cast::<u8>().add(self as usize).cast::<[f32; WIDTH]>() }
     }
 
-    /// The row of the minima (`max` false) or maxima on `axis`.
-    #[inline(always)]
-    fn of(axis: usize, max: bool) -> Self {
+    /// The row of the minima (`max` false) or maxima on `axis` (0, 1 or 2).
+    const fn of(axis: usize, max: bool) -> Self {
         match (axis, max) {
             (0, false) => Self::MinX,
             (1, false) => Self::MinY,
@@ -99,14 +98,41 @@ impl Row {
 }
 
 impl PlaneRows {
+    /// The rows for each of the eight octants of a direction, by the octant's
+    /// [`PlaneRows::octant`] index: a table, so that a ray's rows are one load
+    /// rather than a choice per row.
+    const FOR_OCTANT: [Self; 8] = {
+        let mut table = [Self::for_octant(0); 8];
+        let mut octant = 1;
+        while octant < 8 {
+            table[octant] = Self::for_octant(octant);
+            octant += 1;
+        }
+        table
+    };
+
+    /// The rows for a direction whose component on axis `a` is negative where bit
+    /// `a` of `octant` is set.
+    const fn for_octant(octant: usize) -> Self {
+        let [x, y, z] = [octant & 1 == 1, octant >> 1 & 1 == 1, octant >> 2 & 1 == 1];
+        Self {
+            near: [Row::of(0, x), Row::of(1, y), Row::of(2, z)],
+            far: [Row::of(0, !x), Row::of(1, !y), Row::of(2, !z)],
+        }
+    }
+
+    /// The octant index of a direction whose components are negative where
+    /// `negative` says: bit `a` for axis `a`.
+    #[inline(always)]
+    fn octant(negative: [bool; 3]) -> usize {
+        usize::from(negative[0]) | usize::from(negative[1]) << 1 | usize::from(negative[2]) << 2
+    }
+
     /// The rows for a direction whose components are negative where `negative`
     /// says.
     #[inline(always)]
     fn for_signs(negative: [bool; 3]) -> Self {
-        Self {
-            near: each_axis(|axis| Row::of(axis, negative[axis])),
-            far: each_axis(|axis| Row::of(axis, !negative[axis])),
-        }
+        Self::FOR_OCTANT[Self::octant(negative)]
     }
 }
 
@@ -326,9 +352,17 @@ impl<L: Lanes8> Slabs<L> {
         }
     }
 
+    /// The test this ray takes ([`folds`]).
+    #[inline(always)]
+    pub(super) fn test(&self) -> SlabTest {
+        self.test
+    }
+
     /// The children among `node`'s occupied ones that the ray enters within
     /// `limit` ([`Slabs::limit`]), as a lane mask, and every lane's entry distance
-    /// (in the caller's units); `terms` are this ray's ([`Slabs::terms`]).
+    /// (in the caller's units); `test` is this ray's ([`Slabs::test`]), `terms`
+    /// its [`Slabs::terms`]. A walk that passes the test as a constant is compiled
+    /// for that test alone, with no choice at every node.
     ///
     /// Every child that the plain test ([`Slabs::enter_plain`], the arithmetic of
     /// every other traversal) enters is entered, so the answers are the same; the
@@ -336,9 +370,10 @@ impl<L: Lanes8> Slabs<L> {
     /// and is used whenever the ray's distances are far from overflow ([`folds`]),
     /// by bits for rays that look forward ([`SlabTest::Forward`]).
     #[inline(always)]
-    pub(super) fn enter(&self, node: &ExactNode, limit: &Limit<L>, terms: &RayTerms<L>) -> (u32, L::V) {
+    pub(super) fn enter(&self, test: SlabTest, node: &ExactNode, limit: &Limit<L>, terms: &RayTerms<L>) -> (u32, L::V) {
+        debug_assert_eq!(test, self.test);
         let planes = Planes::of(node, &self.rows);
-        let (entered, near) = match self.test {
+        let (entered, near) = match test {
             folded @ (SlabTest::Forward | SlabTest::Folded) => self.enter_folded(folded, &planes, limit.padded, terms),
             SlabTest::Plain => {
                 let (entered, near) = self.enter_plain(&planes, limit.plain);
@@ -634,6 +669,26 @@ mod tests {
     use crate::kit::{self, Rng, fixtures};
     use crate::prepare::is_valid_ray;
 
+    /// A direction of every octant meets the minima first on each axis where it
+    /// is positive and the maxima where it is negative, and leaves by the others.
+    #[test]
+    fn rows_of_every_octant_face_the_ray() {
+        let rows = |axis: usize| [(Row::MinX, Row::MaxX), (Row::MinY, Row::MaxY), (Row::MinZ, Row::MaxZ)][axis];
+        for x in [false, true] {
+            for y in [false, true] {
+                for z in [false, true] {
+                    let negative = [x, y, z];
+                    let planes = PlaneRows::for_signs(negative);
+                    for axis in 0..3 {
+                        let (min, max) = rows(axis);
+                        let expected = if negative[axis] { (max, min) } else { (min, max) };
+                        assert_eq!((planes.near[axis], planes.far[axis]), expected, "{negative:?}, axis {axis}");
+                    }
+                }
+            }
+        }
+    }
+
     /// Rays for the folded test: random ones, adversarial ones, and rays that graze
     /// child boxes (aimed at a corner from afar or from near, moved
     /// sideways by up to a few box margins), some with a direction component a
@@ -772,7 +827,7 @@ mod tests {
                 let used = node.occupied as u32;
                 let alone: Vec<(u32, [f32; WIDTH])> = (0..PACKET_RAYS)
                     .map(|r| {
-                        let (entered, near) = slabs[r].enter(node, &slabs[r].limit(bounds[r]), &slabs[r].terms());
+                        let (entered, near) = slabs[r].enter(slabs[r].test(), node, &slabs[r].limit(bounds[r]), &slabs[r].terms());
                         (entered, L::store(near))
                     })
                     .collect();

@@ -29,10 +29,10 @@ use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::vector::Lanes8;
 use super::watertight::watertight_block;
-use super::wide_boxes::{Limit, Slabs};
+use super::wide_boxes::{Limit, SlabTest, Slabs};
 use super::wide_bvh::{ExactNode, LeafBlock, WIDTH, WideBvh};
 use crate::bvh::MAX_DEPTH;
-use crate::options::{Cull, Mode};
+use crate::options::{Cull, Mode, TraceOptions};
 use crate::types::{Hit, MISS, Ray};
 
 /// Room for one walk's pending children: at most `WIDTH - 1` per level above the
@@ -178,7 +178,13 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
 ) {
     if Walk::<L>::walks(wide, ray) {
         let mut walk = Walk::<L>::new(wide, ray, collect.bound());
-        while walk.step::<WATERTIGHT, false>(wide, cull, collect, stack, tally) {}
+        // A loop for each slab test, the test a constant in each: the walk makes
+        // no choice of test at its nodes.
+        match walk.test() {
+            SlabTest::Forward => walk.run::<WATERTIGHT>(SlabTest::Forward, wide, cull, collect, stack, tally),
+            SlabTest::Folded => walk.run::<WATERTIGHT>(SlabTest::Folded, wide, cull, collect, stack, tally),
+            SlabTest::Plain => walk.run::<WATERTIGHT>(SlabTest::Plain, wide, cull, collect, stack, tally),
+        }
     }
 }
 
@@ -253,10 +259,31 @@ impl<L: Lanes8> Walk<L> {
         self.depth = 0;
     }
 
+    /// The slab test this walk's ray takes.
+    #[inline(always)]
+    pub(super) fn test(&self) -> SlabTest {
+        self.slabs.test()
+    }
+
+    /// Steps a lone walk to its end ([`Walk::step`]), its ray's slab test being
+    /// `test`.
+    #[inline(always)]
+    fn run<const WATERTIGHT: bool>(
+        &mut self,
+        test: SlabTest,
+        wide: &WideBvh,
+        cull: Cull,
+        collect: &mut impl Collect,
+        stack: &mut Stack,
+        tally: &mut impl Tally,
+    ) {
+        while self.step::<WATERTIGHT, false>(test, wide, cull, collect, stack, tally) {}
+    }
+
     /// Visits the next child, offering hits to `collect`, with `stack` (this
     /// walk's alone) holding the pending children, and picks the child it visits
     /// next; `false` once the walk is over (nothing left to visit, or `collect`
-    /// said stop).
+    /// said stop). `test` is the ray's slab test ([`Walk::test`]).
     ///
     /// Two ways to order a node's children, the same visits but for the order of
     /// equally near children: `SORTED` ([`Stack::push`]), for walks that step in
@@ -269,6 +296,7 @@ impl<L: Lanes8> Walk<L> {
     #[inline(always)]
     pub(super) fn step<const WATERTIGHT: bool, const SORTED: bool>(
         &mut self,
+        test: SlabTest,
         wide: &WideBvh,
         cull: Cull,
         collect: &mut impl Collect,
@@ -290,7 +318,7 @@ impl<L: Lanes8> Walk<L> {
         } else {
             let node = &wide.nodes[child as usize];
             let terms = self.slabs.terms();
-            let (entered, near) = self.slabs.enter(node, &self.limit, &terms);
+            let (entered, near) = self.slabs.enter(test, node, &self.limit, &terms);
             tally.wide_node(node.occupied.count_ones(), entered.count_ones());
             if SORTED {
                 stack.push::<L>(&mut self.depth, node, entered, near);
@@ -564,36 +592,38 @@ fn trace_rays_by<L: Lanes8>(
 /// `crate::Mode`. Fewer rays than a packet (picks) take a lean function of their
 /// own: the packet traversal's state would make every call set up a larger frame.
 pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) {
+    // The options by reference, one argument: the variants' arguments then all
+    // travel in registers, and the dispatch passes them on with a jump.
+    let options = TraceOptions { cull, mode };
     if rays.len() < PACKET {
-        trace_lone(wide, rays, hits, cull, mode);
+        trace_lone(wide, rays, hits, &options);
     } else {
-        trace_batch(wide, rays, hits, cull, mode);
+        trace_batch(wide, rays, hits, &options);
     }
+}
+
+#[inline(always)]
+fn trace_batch_by<L: Lanes8>(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) {
+    trace_rays_by::<L>(wide, rays, hits, options.cull, options.mode);
 }
 
 simd_dispatch! {
     /// [`trace_rays`] of a batch that may hold packets.
-    fn trace_batch(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_rays_by::<Lanes8>
+    fn trace_batch(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) => trace_batch_by::<Lanes8>
 }
 
 #[inline(always)]
-fn trace_lone_by<L: Lanes8>(
-    wide: &WideBvh,
-    rays: &[Ray],
-    hits: &mut [Hit],
-    cull: Cull,
-    mode: Mode,
-) {
+fn trace_lone_by<L: Lanes8>(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) {
     let mut stack = RayStack::take();
     for (ray, hit) in rays.iter().zip(hits) {
-        *hit = trace_one::<L>(wide, ray, cull, mode, &mut stack);
+        *hit = trace_one::<L>(wide, ray, options.cull, options.mode, &mut stack);
     }
     stack.keep();
 }
 
 simd_dispatch! {
     /// [`trace_rays`] of rays traced one by one.
-    fn trace_lone(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mode: Mode) => trace_lone_by::<Lanes8>
+    fn trace_lone(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) => trace_lone_by::<Lanes8>
 }
 
 #[inline(always)]
