@@ -148,7 +148,7 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
         let mut nearest = [f32::INFINITY; WIDTH];
         // Children entered by any ray.
         let mut entered = 0;
-        for lane in lanes(node.occupied as u32) {
+        for lane in lanes(node.occupied as u32 & packet.maybe_entered(&planes, &limits)) {
             let (by_ray, near, nearest_entry) = packet.enter_child(&planes, lane, &limits, top.rays);
             if by_ray == 0 {
                 continue;

@@ -485,6 +485,56 @@ pub(super) struct PacketSlabs<L: Lanes8> {
     rows: PlaneRows,
     /// [`SlabTest::Forward`] where every ray takes it, else [`SlabTest::Folded`].
     test: SlabTest,
+    /// The terms' bounds across the rays, for [`PacketSlabs::maybe_entered`].
+    span: Span<L>,
+}
+
+/// Bounds across a packet's rays of their folded terms, each in every lane: the
+/// least and greatest `1 / dir` and the least near and greatest far offset per
+/// axis, and the least padded `tmin`.
+struct Span<L: Lanes8> {
+    inv: [(L::V, L::V); 3],
+    near: [L::V; 3],
+    far: [L::V; 3],
+    tmin: L::V,
+}
+
+impl<L: Lanes8> Span<L> {
+    /// The bounds of `terms` and `padded_tmin` across the rays.
+    #[inline(always)]
+    fn of(terms: &SlabTerms<L>, padded_tmin: &Rows<L>) -> Self {
+        let least = |rows: &Rows<L>| L::splat(L::min_lane(L::min(rows[0], rows[1])));
+        let greatest = |rows: &Rows<L>| L::splat(max_lane::<L>(L::max(rows[0], rows[1])));
+        Self {
+            inv: each_axis(|axis| (least(&terms.inv[axis]), greatest(&terms.inv[axis]))),
+            near: each_axis(|axis| least(&terms.near[axis])),
+            far: each_axis(|axis| greatest(&terms.far[axis])),
+            tmin: least(padded_tmin),
+        }
+    }
+
+    /// Bounds on `axis`, for each child of the node of `planes`, of every ray's
+    /// folded distance to its near plane (none less) and far plane (none more):
+    /// a folded distance is one multiply-add, `plane · inv + offset`, whose
+    /// rounded value never falls as the offset grows, and never falls (a plane at
+    /// or above zero) or never rises (below zero) as `inv` grows, so its value
+    /// for any ray lies between its values at the bounds, whichever the plane's
+    /// sign.
+    #[inline(always)]
+    fn slab(&self, planes: &PacketPlanes<'_>, axis: usize) -> (L::V, L::V) {
+        let (near, far) = (L::load(planes.near[axis]), L::load(planes.far[axis]));
+        let (lo, hi) = self.inv[axis];
+        (
+            L::min(L::mul_add(near, lo, self.near[axis]), L::mul_add(near, hi, self.near[axis])),
+            L::max(L::mul_add(far, lo, self.far[axis]), L::mul_add(far, hi, self.far[axis])),
+        )
+    }
+}
+
+/// The greatest lane of `a`: [`Lanes8::min_lane`] of its negation (exact).
+#[inline(always)]
+fn max_lane<L: Lanes8>(a: L::V) -> f32 {
+    -L::min_lane(L::mul(a, L::splat(-1.0)))
 }
 
 /// `values` as two vectors of eight.
@@ -600,6 +650,7 @@ impl<L: Lanes8> PacketSlabs<L> {
             }
         }
         Some(Self {
+            span: Span::of(&terms, &padded_tmin),
             terms,
             padded_tmin,
             tmax,
@@ -626,6 +677,27 @@ impl<L: Lanes8> PacketSlabs<L> {
         let bound = load_rows::<L>(bounds);
         let limit = |h: usize| padded_above_lanes::<L>(L::min(bound[h], self.tmax[h]));
         [limit(0), limit(1)]
+    }
+
+    /// The children of the node of `planes` that some of these rays may enter
+    /// before their `limits` ([`PacketSlabs::limits`]), a lane per child: every
+    /// child that [`PacketSlabs::enter_child`] finds entered by some ray, tested
+    /// once for all the rays, on the bounds of their terms (`Span`), so that the
+    /// children no ray enters are not tested ray by ray. Each ray's entry and exit
+    /// lie between the bounds' (`Span::slab`; the padded `tmin` and limit between
+    /// the least and greatest of the rays'), so where a ray enters a child, the
+    /// largest of the least entries is no later than the smallest of the greatest
+    /// exits.
+    #[inline(always)]
+    pub(super) fn maybe_entered(&self, planes: &PacketPlanes<'_>, limits: &Rows<L>) -> u32 {
+        let span = &self.span;
+        let limit = L::splat(max_lane::<L>(L::max(limits[0], limits[1])));
+        let (nx, fx) = span.slab(planes, 0);
+        let (ny, fy) = span.slab(planes, 1);
+        let (nz, fz) = span.slab(planes, 2);
+        let near = L::max(L::max(nx, ny), L::max(nz, span.tmin));
+        let far = L::min(L::min(fx, fy), L::min(fz, limit));
+        L::le(near, far)
     }
 
     /// The rays among `rays` (bit `r` for ray `r`) that enter child `child` of the
@@ -801,9 +873,28 @@ mod tests {
 
     /// Asserts that a packet's test of each child gives each ray the bits its own
     /// test gives (entered or not, entry distance) at every node of `wide`, for
-    /// the packets of `rays` that can share it, with random bounds; returns how
-    /// many packets it checked.
+    /// the packets of `rays` that can share it, with random bounds, and that the
+    /// children it tests ray by ray ([`PacketSlabs::maybe_entered`]) hold every
+    /// child some ray enters and leave out most of the others; returns how many
+    /// packets it checked.
     fn check_packets<L: Lanes8>(wide: &WideBvh, rays: &[Ray], rng: &mut Rng) -> usize {
+        let (mut spared, mut untested) = (0, 0);
+        let packets = check_packets_sparing::<L>(wide, rays, rng, &mut spared, &mut untested);
+        // The children no ray enters are mostly spared the rays' tests.
+        assert!(spared * 2 > untested, "{spared} of {untested} children spared");
+        packets
+    }
+
+    /// [`check_packets`], adding to `spared` the occupied children that
+    /// [`PacketSlabs::maybe_entered`] leaves out and to `untested` those that no
+    /// ray of the packet enters.
+    fn check_packets_sparing<L: Lanes8>(
+        wide: &WideBvh,
+        rays: &[Ray],
+        rng: &mut Rng,
+        spared: &mut usize,
+        untested: &mut usize,
+    ) -> usize {
         let mut packets = 0;
         for group in rays.chunks_exact(PACKET_RAYS) {
             let group: &[Ray; PACKET_RAYS] = group.try_into().expect("a full group");
@@ -831,6 +922,14 @@ mod tests {
                         (entered, L::store(near))
                     })
                     .collect();
+                // The children tested ray by ray hold every child some ray enters.
+                let maybe = packet.maybe_entered(&rows, &limits);
+                for (r, (entered, _)) in alone.iter().enumerate() {
+                    assert_eq!(entered & !maybe, 0, "{:?} node {index}", group[r]);
+                }
+                let all_rays = alone.iter().fold(0, |all, (entered, _)| all | entered);
+                *spared += (used & !maybe).count_ones() as usize;
+                *untested += (used & !all_rays).count_ones() as usize;
                 // Some rays of the packet may have left it: they enter nothing.
                 let rays = if rng.chance(0.5) { u32::MAX >> (32 - PACKET_RAYS) } else { rng.next_u32() & 0xffff };
                 for lane in lanes(used) {
