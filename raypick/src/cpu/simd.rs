@@ -105,6 +105,7 @@ impl Unit {
 pub(crate) struct UnitCache {
     /// The unit (`Unit as u8`), 0 until worked out.
     unit: AtomicU8,
+    /// How the unit is worked out.
     find: fn() -> Unit,
 }
 
@@ -185,5 +186,30 @@ pub fn simd_level() -> &'static str {
         (Unit::Avx512, _) => "avx512f (tree walks: avx2)",
         (Unit::Avx2, _) => "avx2",
         (Unit::Baseline, _) => "baseline",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cache knows no unit until asked for it, then keeps the one it worked
+    /// out; the CPU's caches hold its widest unit (the walks AVX2 instead of
+    /// AVX-512 on Intel cores).
+    #[test]
+    fn units_are_worked_out_once_and_kept() {
+        let cache = UnitCache::new(|| Unit::Avx2);
+        assert_eq!(cache.known(), None);
+        assert_eq!(cache.get(), Unit::Avx2);
+        assert_eq!(cache.known(), Some(Unit::Avx2));
+        assert_eq!(BLOCKS.get(), Unit::of_cpu());
+        assert_eq!(BLOCKS.known(), Some(Unit::of_cpu()));
+        let walks = WALKS.get();
+        assert!(walks == BLOCKS.get() || (walks, BLOCKS.get()) == (Unit::Avx2, Unit::Avx512), "{walks:?}");
+        assert!(simd_level().starts_with(match BLOCKS.get() {
+            Unit::Avx512 => "avx512f",
+            Unit::Avx2 => "avx2",
+            Unit::Baseline => "baseline",
+        }));
     }
 }
