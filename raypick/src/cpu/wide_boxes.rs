@@ -695,9 +695,7 @@ impl<L: Lanes8> PacketSlabs<L> {
         let (nx, fx) = span.slab(planes, 0);
         let (ny, fy) = span.slab(planes, 1);
         let (nz, fz) = span.slab(planes, 2);
-        let near = L::max(L::max(nx, ny), L::max(nz, span.tmin));
-        let far = L::min(L::min(fx, fy), L::min(fz, limit));
-        L::le(near, far)
+        clip::<L, false>([nx, ny, nz, span.tmin], [fx, fy, fz, limit]).0
     }
 
     /// The rays among `rays` (bit `r` for ray `r`) that enter child `child` of the
@@ -878,23 +876,8 @@ mod tests {
     /// child some ray enters and leave out most of the others; returns how many
     /// packets it checked.
     fn check_packets<L: Lanes8>(wide: &WideBvh, rays: &[Ray], rng: &mut Rng) -> usize {
+        // Occupied children left out by `maybe_entered`, and entered by no ray.
         let (mut spared, mut untested) = (0, 0);
-        let packets = check_packets_sparing::<L>(wide, rays, rng, &mut spared, &mut untested);
-        // The children no ray enters are mostly spared the rays' tests.
-        assert!(spared * 2 > untested, "{spared} of {untested} children spared");
-        packets
-    }
-
-    /// [`check_packets`], adding to `spared` the occupied children that
-    /// [`PacketSlabs::maybe_entered`] leaves out and to `untested` those that no
-    /// ray of the packet enters.
-    fn check_packets_sparing<L: Lanes8>(
-        wide: &WideBvh,
-        rays: &[Ray],
-        rng: &mut Rng,
-        spared: &mut usize,
-        untested: &mut usize,
-    ) -> usize {
         let mut packets = 0;
         for group in rays.chunks_exact(PACKET_RAYS) {
             let group: &[Ray; PACKET_RAYS] = group.try_into().expect("a full group");
@@ -928,8 +911,8 @@ mod tests {
                     assert_eq!(entered & !maybe, 0, "{:?} node {index}", group[r]);
                 }
                 let all_rays = alone.iter().fold(0, |all, (entered, _)| all | entered);
-                *spared += (used & !maybe).count_ones() as usize;
-                *untested += (used & !all_rays).count_ones() as usize;
+                spared += (used & !maybe).count_ones() as usize;
+                untested += (used & !all_rays).count_ones() as usize;
                 // Some rays of the packet may have left it: they enter nothing.
                 let rays = if rng.chance(0.5) { u32::MAX >> (32 - PACKET_RAYS) } else { rng.next_u32() & 0xffff };
                 for lane in lanes(used) {
@@ -948,6 +931,8 @@ mod tests {
                 }
             }
         }
+        // The children no ray enters are mostly spared the rays' tests.
+        assert!(spared * 2 > untested, "{spared} of {untested} children spared");
         packets
     }
 

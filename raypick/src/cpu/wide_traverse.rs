@@ -181,9 +181,9 @@ fn traverse<L: Lanes8, const WATERTIGHT: bool>(
         // A loop for each slab test, the test a constant in each: the walk makes
         // no choice of test at its nodes.
         match walk.test() {
-            SlabTest::Forward => walk.run::<WATERTIGHT>(SlabTest::Forward, wide, cull, collect, stack, tally),
-            SlabTest::Folded => walk.run::<WATERTIGHT>(SlabTest::Folded, wide, cull, collect, stack, tally),
-            SlabTest::Plain => walk.run::<WATERTIGHT>(SlabTest::Plain, wide, cull, collect, stack, tally),
+            SlabTest::Forward => while walk.step::<WATERTIGHT, false>(SlabTest::Forward, wide, cull, collect, stack, tally) {},
+            SlabTest::Folded => while walk.step::<WATERTIGHT, false>(SlabTest::Folded, wide, cull, collect, stack, tally) {},
+            SlabTest::Plain => while walk.step::<WATERTIGHT, false>(SlabTest::Plain, wide, cull, collect, stack, tally) {},
         }
     }
 }
@@ -263,21 +263,6 @@ impl<L: Lanes8> Walk<L> {
     #[inline(always)]
     pub(super) fn test(&self) -> SlabTest {
         self.slabs.test()
-    }
-
-    /// Steps a lone walk to its end ([`Walk::step`]), its ray's slab test being
-    /// `test`.
-    #[inline(always)]
-    fn run<const WATERTIGHT: bool>(
-        &mut self,
-        test: SlabTest,
-        wide: &WideBvh,
-        cull: Cull,
-        collect: &mut impl Collect,
-        stack: &mut Stack,
-        tally: &mut impl Tally,
-    ) {
-        while self.step::<WATERTIGHT, false>(test, wide, cull, collect, stack, tally) {}
     }
 
     /// Visits the next child, offering hits to `collect`, with `stack` (this
@@ -573,17 +558,11 @@ fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
 }
 
 #[inline(always)]
-fn trace_rays_by<L: Lanes8>(
-    wide: &WideBvh,
-    rays: &[Ray],
-    hits: &mut [Hit],
-    cull: Cull,
-    mode: Mode,
-) {
-    if mode == Mode::Watertight {
-        trace_rays_with::<L, true>(wide, rays, hits, cull);
+fn trace_rays_by<L: Lanes8>(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) {
+    if options.mode == Mode::Watertight {
+        trace_rays_with::<L, true>(wide, rays, hits, options.cull);
     } else {
-        trace_rays_with::<L, false>(wide, rays, hits, cull);
+        trace_rays_with::<L, false>(wide, rays, hits, options.cull);
     }
 }
 
@@ -602,14 +581,9 @@ pub fn trace_rays(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], cull: Cull, mo
     }
 }
 
-#[inline(always)]
-fn trace_batch_by<L: Lanes8>(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) {
-    trace_rays_by::<L>(wide, rays, hits, options.cull, options.mode);
-}
-
 simd_dispatch! {
     /// [`trace_rays`] of a batch that may hold packets.
-    fn trace_batch(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) => trace_batch_by::<Lanes8>
+    fn trace_batch(wide: &WideBvh, rays: &[Ray], hits: &mut [Hit], options: &TraceOptions) => trace_rays_by::<Lanes8>
 }
 
 #[inline(always)]
@@ -902,7 +876,7 @@ mod tests {
                         assert_eq!(lists, lone_lists[at * k..(at + rays.len()) * k], "cull {cull}, mode {mode}");
                         assert_eq!(states, lone_states[at..at + rays.len()]);
                         let mut hits = vec![Hit::MISS; rays.len()];
-                        trace_rays_by::<Portable>(&wide, rays, &mut hits, cull, mode);
+                        trace_rays_by::<Portable>(&wide, rays, &mut hits, &TraceOptions { cull, mode });
                         assert_eq!(hits, lone[at..at + rays.len()], "cull {cull}, mode {mode}");
                         let mut occluded = vec![false; rays.len()];
                         occluded_rays_by::<Portable>(&wide, rays, &mut occluded, cull, mode);
@@ -926,7 +900,7 @@ mod tests {
                 let mut dispatched = vec![Hit::MISS; n];
                 let mut portable = vec![Hit::MISS; n];
                 trace_rays(&wide, &rays, &mut dispatched, cull, mode);
-                trace_rays_by::<Portable>(&wide, &rays, &mut portable, cull, mode);
+                trace_rays_by::<Portable>(&wide, &rays, &mut portable, &TraceOptions { cull, mode });
                 assert_eq!(portable, dispatched, "cull {cull}, mode {mode}");
                 // Batches smaller than a packet (picks) take their own function.
                 for (rays, expected) in rays.chunks(PACKET - 1).zip(dispatched.chunks(PACKET - 1)) {
