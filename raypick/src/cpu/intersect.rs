@@ -736,10 +736,14 @@ impl<L: Lanes8> LaneTest<L> {
     #[inline(always)]
     pub(super) fn tiny(soa: &SoaTriangles<8>, deciding: [L::V; 4]) -> u32 {
         let [v0, v1, _] = &soa.vertices;
-        let same = |axis: usize| L::eq(L::load(&v0[axis]), L::load(&v1[axis]));
-        let degenerate = same(0) & same(1) & same(2);
-        let [a, b, c, d] = deciding.map(L::abs);
-        L::lt(L::min(L::min(a, b), L::min(c, d)), L::splat(TINY)) & !degenerate & 0xff
+        // No closures: one may be compiled apart from the dispatched caller,
+        // without its vector unit.
+        let degenerate = L::eq(L::load(&v0[0]), L::load(&v1[0]))
+            & L::eq(L::load(&v0[1]), L::load(&v1[1]))
+            & L::eq(L::load(&v0[2]), L::load(&v1[2]));
+        let [a, b, c, d] = deciding;
+        let least = L::min(L::min(L::abs(a), L::abs(b)), L::min(L::abs(c), L::abs(d)));
+        L::lt(least, L::splat(TINY)) & !degenerate & 0xff
     }
 
     /// The values of `lanes`.

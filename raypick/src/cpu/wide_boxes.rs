@@ -38,10 +38,22 @@ impl<L: Lanes8> Planes<L> {
     pub(super) fn of(node: &ExactNode, rows: &PlaneRows) -> Self {
         let planes = node.boxes.rows();
         Self {
-            near: each_axis(|axis| L::load(rows.near[axis].of_planes(planes))),
-            far: each_axis(|axis| L::load(rows.far[axis].of_planes(planes))),
+            near: load3::<L>(&rows.near, planes),
+            far: load3::<L>(&rows.far, planes),
         }
     }
+}
+
+/// The plane rows `rows` of `planes`, loaded. A function rather than a closure,
+/// as are the other steps on vector lanes here: a closure may be compiled apart
+/// from the dispatched caller, without its vector unit.
+#[inline(always)]
+fn load3<L: Lanes8>(rows: &[Row; 3], planes: &wide_bvh::Rows) -> [L::V; 3] {
+    [
+        L::load(rows[0].of_planes(planes)),
+        L::load(rows[1].of_planes(planes)),
+        L::load(rows[2].of_planes(planes)),
+    ]
 }
 
 /// Which of a node's six plane rows ([`Rows`](super::wide_bvh::Rows): minima, then
@@ -503,13 +515,16 @@ impl<L: Lanes8> Span<L> {
     /// The bounds of `terms` and `padded_tmin` across the rays.
     #[inline(always)]
     fn of(terms: &SlabTerms<L>, padded_tmin: &Rows<L>) -> Self {
-        let least = |rows: &Rows<L>| L::splat(L::min_lane(L::min(rows[0], rows[1])));
-        let greatest = |rows: &Rows<L>| L::splat(max_lane::<L>(L::max(rows[0], rows[1])));
+        let (inv, near, far) = (&terms.inv, &terms.near, &terms.far);
         Self {
-            inv: each_axis(|axis| (least(&terms.inv[axis]), greatest(&terms.inv[axis]))),
-            near: each_axis(|axis| least(&terms.near[axis])),
-            far: each_axis(|axis| greatest(&terms.far[axis])),
-            tmin: least(padded_tmin),
+            inv: [
+                (least::<L>(&inv[0]), greatest::<L>(&inv[0])),
+                (least::<L>(&inv[1]), greatest::<L>(&inv[1])),
+                (least::<L>(&inv[2]), greatest::<L>(&inv[2])),
+            ],
+            near: [least::<L>(&near[0]), least::<L>(&near[1]), least::<L>(&near[2])],
+            far: [greatest::<L>(&far[0]), greatest::<L>(&far[1]), greatest::<L>(&far[2])],
+            tmin: least::<L>(padded_tmin),
         }
     }
 
@@ -529,6 +544,18 @@ impl<L: Lanes8> Span<L> {
             L::max(L::mul_add(far, lo, self.far[axis]), L::mul_add(far, hi, self.far[axis])),
         )
     }
+}
+
+/// The least value of `rows` across the rays, in every lane.
+#[inline(always)]
+fn least<L: Lanes8>(rows: &Rows<L>) -> L::V {
+    L::splat(L::min_lane(L::min(rows[0], rows[1])))
+}
+
+/// The greatest value of `rows` across the rays, in every lane.
+#[inline(always)]
+fn greatest<L: Lanes8>(rows: &Rows<L>) -> L::V {
+    L::splat(max_lane::<L>(L::max(rows[0], rows[1])))
 }
 
 /// The greatest lane of `a`: [`Lanes8::min_lane`] of its negation (exact).
@@ -591,19 +618,25 @@ impl<L: Lanes8> PacketSlabs<L> {
         }
         let t_scale = load_rows::<L>(&scales);
         let to_frame = load_rows::<L>(&to_frames);
+        // Each row gathered by a closure that moves scalars only; the loads onto
+        // the lanes stay outside it (as in `load3`).
         let row = |value: fn(&Ray) -> f32| {
             let mut values = [0.0f32; PACKET_RAYS];
             for (v, ray) in values.iter_mut().zip(rays) {
                 *v = value(ray);
             }
-            load_rows::<L>(&values)
+            values
         };
-        let origin = [row(|r| r.origin.x), row(|r| r.origin.y), row(|r| r.origin.z)];
-        let dir = [row(|r| r.dir.x), row(|r| r.dir.y), row(|r| r.dir.z)];
+        let [ox, oy, oz] = [row(|r| r.origin.x), row(|r| r.origin.y), row(|r| r.origin.z)];
+        let [dx, dy, dz] = [row(|r| r.dir.x), row(|r| r.dir.y), row(|r| r.dir.z)];
         let (tmin, tmax) = (row(|r| r.tmin), row(|r| r.tmax));
+        let origin = [load_rows::<L>(&ox), load_rows::<L>(&oy), load_rows::<L>(&oz)];
+        let dir = [load_rows::<L>(&dx), load_rows::<L>(&dy), load_rows::<L>(&dz)];
+        let (tmin, tmax) = (load_rows::<L>(&tmin), load_rows::<L>(&tmax));
         let zero = L::splat(0.0);
         // As `folds`.
-        let mut folded = (0..2).all(|h| L::le(t_scale[h], L::splat(FOLDED_MAX_SCALE)) == 0xff);
+        let max_scale = L::splat(FOLDED_MAX_SCALE);
+        let mut folded = L::le(t_scale[0], max_scale) & L::le(t_scale[1], max_scale) == 0xff;
         let mut negative = [false; 3];
         let mut terms = SlabTerms {
             inv: [[zero; 2]; 3],
@@ -675,8 +708,10 @@ impl<L: Lanes8> PacketSlabs<L> {
     #[inline(always)]
     pub(super) fn limits(&self, bounds: &[f32; PACKET_RAYS]) -> Rows<L> {
         let bound = load_rows::<L>(bounds);
-        let limit = |h: usize| padded_above_lanes::<L>(L::min(bound[h], self.tmax[h]));
-        [limit(0), limit(1)]
+        [
+            padded_above_lanes::<L>(L::min(bound[0], self.tmax[0])),
+            padded_above_lanes::<L>(L::min(bound[1], self.tmax[1])),
+        ]
     }
 
     /// The children of the node of `planes` that some of these rays may enter
