@@ -68,8 +68,8 @@ pub(super) fn fast_deciding(n: &Unnormalised) -> [f32; 4] {
 
 /// Möller–Trumbore on scalars for one ray and one triangle (`[v0, v1, v2]`);
 /// `edge_norm` is [`crate::types::PackedTriangle::edge_norm`]. Redone on scaled
-/// offsets when its deciding values are [`tiny`](super::intersect::tiny)
-/// ([`redo_if_tiny`]).
+/// offsets when its deciding values are [`tiny`](super::intersect::tiny) (by
+/// [`offset_scale`](super::intersect::offset_scale)).
 #[inline(always)]
 pub fn moller_trumbore(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32) -> Unnormalised {
     let offsets = offsets(frame, vertices);

@@ -7,8 +7,9 @@
 //! function is recomputed exactly with Dekker's error-free product in f32 (what the
 //! shader can do without 64-bit floats; [`edge_function`] is checked against f64 in
 //! the tests). A test whose deciding values are tiny runs again on its offsets
-//! scaled by a power of two ([`redo_if_tiny`]), so that no product falls below
-//! f32's normal range, where GPUs may flush.
+//! scaled by a power of two
+//! ([`offset_scale`](super::intersect::offset_scale)), so that no product falls
+//! below f32's normal range, where GPUs may flush.
 //!
 //! The block kernel ([`watertight_lanes`]) first evaluates every lane with rounded
 //! edge functions, which vectorises, then redoes the rare lanes with an exactly-zero
@@ -113,7 +114,7 @@ fn deciding(n: &Unnormalised) -> [f32; 4] {
 
 /// The watertight test for one ray and one triangle (`[v0, v1, v2]`), redone on
 /// scaled offsets when its deciding values are [`tiny`](super::intersect::tiny)
-/// ([`redo_if_tiny`]).
+/// (by [`offset_scale`](super::intersect::offset_scale)).
 #[inline(always)]
 pub fn watertight(frame: &RayFrame, vertices: [[f32; 3]; 3], edge_norm: f32) -> Unnormalised {
     let origin = permuted_origin(frame);
