@@ -5,6 +5,7 @@ mod support;
 
 mod bad_input;
 mod commands;
+mod compiled;
 mod far_from_origin;
 mod mesh_files;
 mod pick;
