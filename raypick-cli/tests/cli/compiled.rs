@@ -5,21 +5,19 @@
 //! call: the same answers, several times slower, and only the binary's symbols
 //! show it.
 
-/// Symbols of intrinsics of the vector units the kernels are compiled for: none
-/// may stand alone in the binary.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(debug_assertions)))]
-const VECTOR_INTRINSICS: [&str; 4] = [
-    "core_arch::x86::avx::",
-    "core_arch::x86::avx2::",
-    "core_arch::x86::fma::",
-    "core_arch::x86::avx512",
-];
-
 /// In an optimised build (a debug build calls every intrinsic), no intrinsic of
 /// the kernels' vector units is compiled as a function of its own.
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(debug_assertions)))]
 #[test]
 fn vector_intrinsics_are_inlined_into_the_kernels() {
+    // Symbols of intrinsics of the vector units the kernels are compiled for:
+    // none may stand alone in the binary.
+    const VECTOR_INTRINSICS: [&str; 4] = [
+        "core_arch::x86::avx::",
+        "core_arch::x86::avx2::",
+        "core_arch::x86::fma::",
+        "core_arch::x86::avx512",
+    ];
     let binary = env!("CARGO_BIN_EXE_raypick");
     let output = std::process::Command::new("nm")
         .arg("--demangle")

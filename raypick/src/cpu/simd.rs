@@ -117,10 +117,13 @@ impl UnitCache {
     /// The unit, if worked out already.
     #[inline(always)]
     pub(crate) fn known(&self) -> Option<Unit> {
+        const BASELINE: u8 = Unit::Baseline as u8;
+        const AVX2: u8 = Unit::Avx2 as u8;
+        const AVX512: u8 = Unit::Avx512 as u8;
         match self.unit.load(Ordering::Relaxed) {
-            1 => Some(Unit::Baseline),
-            2 => Some(Unit::Avx2),
-            3 => Some(Unit::Avx512),
+            BASELINE => Some(Unit::Baseline),
+            AVX2 => Some(Unit::Avx2),
+            AVX512 => Some(Unit::Avx512),
             _ => None,
         }
     }

@@ -564,6 +564,18 @@ fn max_lane<L: Lanes8>(a: L::V) -> f32 {
     -L::min_lane(L::mul(a, L::splat(-1.0)))
 }
 
+/// `value` of each of `rays` as two vectors of eight ([`load_rows`]). A function
+/// rather than a closure, so that the loads stay in the dispatched caller;
+/// `value` moves a scalar only.
+#[inline(always)]
+fn gather_rows<L: Lanes8>(rays: &[Ray; PACKET_RAYS], value: fn(&Ray) -> f32) -> Rows<L> {
+    let mut values = [0.0f32; PACKET_RAYS];
+    for (v, ray) in values.iter_mut().zip(rays) {
+        *v = value(ray);
+    }
+    load_rows::<L>(&values)
+}
+
 /// `values` as two vectors of eight.
 #[inline(always)]
 pub(super) fn load_rows<L: Lanes8>(values: &[f32; PACKET_RAYS]) -> Rows<L> {
@@ -618,21 +630,17 @@ impl<L: Lanes8> PacketSlabs<L> {
         }
         let t_scale = load_rows::<L>(&scales);
         let to_frame = load_rows::<L>(&to_frames);
-        // Each row gathered by a closure that moves scalars only; the loads onto
-        // the lanes stay outside it (as in `load3`).
-        let row = |value: fn(&Ray) -> f32| {
-            let mut values = [0.0f32; PACKET_RAYS];
-            for (v, ray) in values.iter_mut().zip(rays) {
-                *v = value(ray);
-            }
-            values
-        };
-        let [ox, oy, oz] = [row(|r| r.origin.x), row(|r| r.origin.y), row(|r| r.origin.z)];
-        let [dx, dy, dz] = [row(|r| r.dir.x), row(|r| r.dir.y), row(|r| r.dir.z)];
-        let (tmin, tmax) = (row(|r| r.tmin), row(|r| r.tmax));
-        let origin = [load_rows::<L>(&ox), load_rows::<L>(&oy), load_rows::<L>(&oz)];
-        let dir = [load_rows::<L>(&dx), load_rows::<L>(&dy), load_rows::<L>(&dz)];
-        let (tmin, tmax) = (load_rows::<L>(&tmin), load_rows::<L>(&tmax));
+        let origin = [
+            gather_rows::<L>(rays, |r| r.origin.x),
+            gather_rows::<L>(rays, |r| r.origin.y),
+            gather_rows::<L>(rays, |r| r.origin.z),
+        ];
+        let dir = [
+            gather_rows::<L>(rays, |r| r.dir.x),
+            gather_rows::<L>(rays, |r| r.dir.y),
+            gather_rows::<L>(rays, |r| r.dir.z),
+        ];
+        let (tmin, tmax) = (gather_rows::<L>(rays, |r| r.tmin), gather_rows::<L>(rays, |r| r.tmax));
         let zero = L::splat(0.0);
         // As `folds`.
         let max_scale = L::splat(FOLDED_MAX_SCALE);
@@ -726,7 +734,7 @@ impl<L: Lanes8> PacketSlabs<L> {
     #[inline(always)]
     pub(super) fn maybe_entered(&self, planes: &PacketPlanes<'_>, limits: &Rows<L>) -> u32 {
         let span = &self.span;
-        let limit = L::splat(max_lane::<L>(L::max(limits[0], limits[1])));
+        let limit = greatest::<L>(limits);
         let (nx, fx) = span.slab(planes, 0);
         let (ny, fy) = span.slab(planes, 1);
         let (nz, fz) = span.slab(planes, 2);
