@@ -31,13 +31,24 @@ pub trait Collect {
     }
 }
 
-/// Keeps the nearest hit (ties to the lowest triangle id).
-#[derive(Clone, Copy, Debug)]
+/// Keeps the nearest hit (ties to the lowest triangle id). A [`Hit`] as it is in
+/// memory, so that hits can be kept in the caller's slots.
+#[derive(Clone, Copy, Debug, bytemuck::TransparentWrapper)]
+#[repr(transparent)]
 pub struct Closest(pub Hit);
 
 impl Default for Closest {
     fn default() -> Self {
         Self(Hit::MISS)
+    }
+}
+
+impl Closest {
+    /// `hits` as the nearest hits kept so far, so that a walk keeps them in place.
+    #[inline(always)]
+    pub(crate) fn wrap_array<const N: usize>(hits: &mut [Hit; N]) -> &mut [Closest; N] {
+        let wrapped: &mut [Closest] = bytemuck::TransparentWrapper::wrap_slice_mut(hits);
+        wrapped.try_into().expect("as many as the hits")
     }
 }
 

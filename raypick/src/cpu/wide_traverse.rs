@@ -521,6 +521,23 @@ pub(crate) fn occluded_one<L: Lanes8>(
     any.0
 }
 
+/// How many groups of rays ahead of the one traced a batch asks the memory system
+/// for ([`prefetch_group`]): far enough that a group's rays and hit slots are cached
+/// when its turn comes, near enough that they still are.
+const GROUPS_AHEAD: usize = 4;
+
+/// Asks the memory system for the group of [`PACKET`] rays from `start` on and
+/// for their hit slots (nothing where `start` is past the end: a prefetch does not
+/// fault). A camera's packet reads its rays and writes its hits once each, so the
+/// hardware's own prefetch is what they would otherwise wait on.
+#[inline(always)]
+fn prefetch_group(rays: &[Ray], hits: &[Hit], start: usize) {
+    const RAY_LINES: usize = (PACKET * size_of::<Ray>()).div_ceil(64);
+    const HIT_LINES: usize = (PACKET * size_of::<Hit>()).div_ceil(64);
+    prefetch_lines::<RAY_LINES>(rays.as_ptr().wrapping_add(start).cast());
+    prefetch_lines::<HIT_LINES>(hits.as_ptr().wrapping_add(start).cast());
+}
+
 #[inline(always)]
 fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
@@ -534,14 +551,15 @@ fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     // interleaved.
     let mut lone = Vec::new();
     for (start, group) in (0..).step_by(PACKET).zip(rays.chunks(PACKET)) {
+        prefetch_group(rays, hits, start + GROUPS_AHEAD * PACKET);
         if let Ok(group) = <&[Ray; PACKET]>::try_from(group)
             && coherent::<L>(group)
+            && let Some(slots) = hits[start..].first_chunk_mut::<PACKET>()
         {
-            let mut closest = std::array::from_fn(|_| Closest::default());
-            if trace_packet::<L, WATERTIGHT>(wide, group, cull, &mut closest, &mut packet_stack) {
-                for (hit, closest) in hits[start..].iter_mut().zip(closest) {
-                    *hit = closest.0;
-                }
+            // Traced in place: the slots start as misses and keep the nearest hits
+            // (a copy from a packet's own array would wait on its latest stores).
+            *slots = [Hit::MISS; PACKET];
+            if trace_packet::<L, WATERTIGHT>(wide, group, cull, Closest::wrap_array(slots), &mut packet_stack) {
                 continue;
             }
         }
