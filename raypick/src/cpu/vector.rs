@@ -72,6 +72,10 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     /// order of its operands (`-0.0` against `0.0`, NaN).
     fn min_lane(a: Self::V) -> f32;
 
+    /// The transpose of eight rows: lane `j` of row `i` is lane `i` of row `j` of
+    /// the result (eight records of eight fields, such as rays, as a row per field).
+    fn transpose(rows: [Self::V; 8]) -> [Self::V; 8];
+
     /// Eight `u32` lanes: lane indices, and the children's fields they pick.
     type U: Copy;
     /// The lanes of `x`.
@@ -207,6 +211,17 @@ unsafe impl Lanes8 for Portable {
     fn min_lane(a: Self::V) -> f32 {
         let quad: [f32; 4] = std::array::from_fn(|i| min1(a[i], a[i + 4]));
         min1(min1(quad[0], quad[2]), min1(quad[1], quad[3]))
+    }
+
+    #[inline(always)]
+    fn transpose(rows: [Self::V; 8]) -> [Self::V; 8] {
+        let mut out = [[0.0; 8]; 8];
+        for (i, row) in rows.iter().enumerate() {
+            for (j, &x) in row.iter().enumerate() {
+                out[j][i] = x;
+            }
+        }
+        out
     }
 
     type U = [u32; 8];
@@ -359,6 +374,35 @@ mod avx2 {
                 let quad = _mm_min_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
                 let pair = _mm_min_ps(quad, _mm_movehl_ps(quad, quad));
                 _mm_cvtss_f32(_mm_min_ss(pair, _mm_shuffle_ps::<0b01_01_01_01>(pair, pair)))
+            }
+        }
+        #[inline(always)]
+        fn transpose([r0, r1, r2, r3, r4, r5, r6, r7]: [Self::V; 8]) -> [Self::V; 8] {
+            unsafe {
+                // Pairs of rows interleaved, then quads, each within 128-bit
+                // halves; then the halves swapped across.
+                let (a0, a1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));
+                let (a2, a3) = (_mm256_unpacklo_ps(r2, r3), _mm256_unpackhi_ps(r2, r3));
+                let (a4, a5) = (_mm256_unpacklo_ps(r4, r5), _mm256_unpackhi_ps(r4, r5));
+                let (a6, a7) = (_mm256_unpacklo_ps(r6, r7), _mm256_unpackhi_ps(r6, r7));
+                const LOW: i32 = 0b01_00_01_00;
+                const HIGH: i32 = 0b11_10_11_10;
+                let (b0, b1) = (_mm256_shuffle_ps::<LOW>(a0, a2), _mm256_shuffle_ps::<HIGH>(a0, a2));
+                let (b2, b3) = (_mm256_shuffle_ps::<LOW>(a1, a3), _mm256_shuffle_ps::<HIGH>(a1, a3));
+                let (b4, b5) = (_mm256_shuffle_ps::<LOW>(a4, a6), _mm256_shuffle_ps::<HIGH>(a4, a6));
+                let (b6, b7) = (_mm256_shuffle_ps::<LOW>(a5, a7), _mm256_shuffle_ps::<HIGH>(a5, a7));
+                const FIRST_HALVES: i32 = 0x20;
+                const SECOND_HALVES: i32 = 0x31;
+                [
+                    _mm256_permute2f128_ps::<FIRST_HALVES>(b0, b4),
+                    _mm256_permute2f128_ps::<FIRST_HALVES>(b1, b5),
+                    _mm256_permute2f128_ps::<FIRST_HALVES>(b2, b6),
+                    _mm256_permute2f128_ps::<FIRST_HALVES>(b3, b7),
+                    _mm256_permute2f128_ps::<SECOND_HALVES>(b0, b4),
+                    _mm256_permute2f128_ps::<SECOND_HALVES>(b1, b5),
+                    _mm256_permute2f128_ps::<SECOND_HALVES>(b2, b6),
+                    _mm256_permute2f128_ps::<SECOND_HALVES>(b3, b7),
+                ]
             }
         }
 
@@ -596,6 +640,19 @@ mod tests {
             if !a.iter().any(|x| x.is_nan()) {
                 assert_eq!(portable, a.iter().copied().fold(f32::INFINITY, f32::min), "{a:?}");
             }
+            let rows: [[f32; 8]; 8] = std::array::from_fn(|_| std::array::from_fn(|_| pick()));
+            let avx2 = Avx2::transpose(rows.map(|row| Avx2::load(&row))).map(Avx2::store);
+            assert_eq!(Portable::transpose(rows).map(bits), avx2.map(bits), "{rows:?}");
+        }
+    }
+
+    /// The transpose moves lane `j` of row `i` to lane `i` of row `j`.
+    #[test]
+    fn transpose_swaps_rows_and_lanes() {
+        let rows: [[f32; 8]; 8] = std::array::from_fn(|i| std::array::from_fn(|j| (8 * i + j) as f32));
+        let columns = Portable::transpose(rows);
+        for (j, column) in columns.iter().enumerate() {
+            assert_eq!(*column, std::array::from_fn(|i| (8 * i + j) as f32));
         }
     }
 }

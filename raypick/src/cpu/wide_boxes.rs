@@ -15,7 +15,7 @@
 //! every vector unit ([`Lanes8`]).
 
 use super::intersect::{
-    BIG, BoxFrame, overlaps_lanes, padded_above, padded_above_lanes, padded_below,
+    BIG, BoxFrame, overlaps_lanes, padded_above, padded_above_lanes, padded_below, ray_lanes,
     padded_below_lanes, ray_scale, reciprocal_scale, slab_reciprocal,
 };
 use super::vector::Lanes8;
@@ -564,16 +564,25 @@ fn max_lane<L: Lanes8>(a: L::V) -> f32 {
     -L::min_lane(L::mul(a, L::splat(-1.0)))
 }
 
-/// `value` of each of `rays` as two vectors of eight ([`load_rows`]). A function
-/// rather than a closure, so that the loads stay in the dispatched caller;
-/// `value` moves a scalar only.
+/// Each field of `rays` as two vectors of eight, in the ray's memory order
+/// (`ox oy oz tmin dx dy dz tmax`): each ray loaded whole, then eight rays at a
+/// time transposed on the lanes, rather than sixteen scalars stored and loaded
+/// again per field.
 #[inline(always)]
-fn gather_rows<L: Lanes8>(rays: &[Ray; PACKET_RAYS], value: fn(&Ray) -> f32) -> Rows<L> {
-    let mut values = [0.0f32; PACKET_RAYS];
-    for (v, ray) in values.iter_mut().zip(rays) {
-        *v = value(ray);
+fn ray_rows<L: Lanes8>(rays: &[Ray; PACKET_RAYS]) -> [Rows<L>; 8] {
+    let mut halves = [[L::splat(0.0); 8]; 2];
+    for (h, half) in halves.iter_mut().enumerate() {
+        let mut rows = [L::splat(0.0); 8];
+        for (r, row) in rows.iter_mut().enumerate() {
+            *row = ray_lanes::<L>(&rays[WIDTH * h + r]);
+        }
+        *half = L::transpose(rows);
     }
-    load_rows::<L>(&values)
+    let mut fields = [[L::splat(0.0); 2]; 8];
+    for (f, field) in fields.iter_mut().enumerate() {
+        *field = [halves[0][f], halves[1][f]];
+    }
+    fields
 }
 
 /// `values` as two vectors of eight.
@@ -630,17 +639,8 @@ impl<L: Lanes8> PacketSlabs<L> {
         }
         let t_scale = load_rows::<L>(&scales);
         let to_frame = load_rows::<L>(&to_frames);
-        let origin = [
-            gather_rows::<L>(rays, |r| r.origin.x),
-            gather_rows::<L>(rays, |r| r.origin.y),
-            gather_rows::<L>(rays, |r| r.origin.z),
-        ];
-        let dir = [
-            gather_rows::<L>(rays, |r| r.dir.x),
-            gather_rows::<L>(rays, |r| r.dir.y),
-            gather_rows::<L>(rays, |r| r.dir.z),
-        ];
-        let (tmin, tmax) = (gather_rows::<L>(rays, |r| r.tmin), gather_rows::<L>(rays, |r| r.tmax));
+        let [ox, oy, oz, tmin, dx, dy, dz, tmax] = ray_rows::<L>(rays);
+        let (origin, dir) = ([ox, oy, oz], [dx, dy, dz]);
         let zero = L::splat(0.0);
         // As `folds`.
         let max_scale = L::splat(FOLDED_MAX_SCALE);
