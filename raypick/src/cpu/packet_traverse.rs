@@ -106,6 +106,10 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     for (bound, closest) in bounds.iter_mut().zip(closest.iter()) {
         *bound = closest.bound();
     }
+    // The box tests' limits for `bounds`, made again at the first node after a
+    // leaf that moved a bound.
+    let mut limits = packet.limits(&bounds);
+    let mut bounds_moved = false;
     // Per child of the node visited, each ray's entry (written for the children
     // entered, read only for the rays that entered them).
     let mut entry = [[0.0f32; PACKET]; WIDTH];
@@ -136,13 +140,18 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
                     cull,
                     &mut closest[r],
                 );
-                bounds[r] = closest[r].bound();
+                let bound = closest[r].bound();
+                bounds_moved |= bound != bounds[r];
+                bounds[r] = bound;
             }
             continue;
         }
+        if bounds_moved {
+            limits = packet.limits(&bounds);
+            bounds_moved = false;
+        }
         let node = &wide.nodes[top.child as usize];
         let planes = packet.planes(node);
-        let limits = packet.limits(&bounds);
         // Per child, the rays that entered it and the nearest of their entries.
         let mut entered_by = [0u32; WIDTH];
         let mut nearest = [f32::INFINITY; WIDTH];

@@ -594,6 +594,16 @@ pub(super) fn load_rows<L: Lanes8>(values: &[f32; PACKET_RAYS]) -> Rows<L> {
     [L::load(half(0)), L::load(half(1))]
 }
 
+/// The box tests' limits of a packet's rays ([`PacketSlabs::limits`]): they change
+/// only where a ray's nearest hit does, so a packet makes them again only then,
+/// not at every node.
+pub(super) struct PacketLimits<L: Lanes8> {
+    /// Each ray's padded limit.
+    rows: Rows<L>,
+    /// The greatest of them, in every lane ([`PacketSlabs::maybe_entered`]).
+    greatest: L::V,
+}
+
 /// A node's planes for [`PacketSlabs`]: per axis, the rows of its children's near
 /// and far planes.
 pub(super) struct PacketPlanes<'a> {
@@ -712,14 +722,18 @@ impl<L: Lanes8> PacketSlabs<L> {
     }
 
     /// Each ray's padded limit of the folded test, for its `bound` (in the caller's
-    /// units), as [`Slabs::enter`] pads it.
+    /// units), as [`Slabs::enter`] pads it, and the greatest of them.
     #[inline(always)]
-    pub(super) fn limits(&self, bounds: &[f32; PACKET_RAYS]) -> Rows<L> {
+    pub(super) fn limits(&self, bounds: &[f32; PACKET_RAYS]) -> PacketLimits<L> {
         let bound = load_rows::<L>(bounds);
-        [
+        let rows = [
             padded_above_lanes::<L>(L::min(bound[0], self.tmax[0])),
             padded_above_lanes::<L>(L::min(bound[1], self.tmax[1])),
-        ]
+        ];
+        PacketLimits {
+            greatest: greatest::<L>(&rows),
+            rows,
+        }
     }
 
     /// The children of the node of `planes` that some of these rays may enter
@@ -732,13 +746,12 @@ impl<L: Lanes8> PacketSlabs<L> {
     /// largest of the least entries is no later than the smallest of the greatest
     /// exits.
     #[inline(always)]
-    pub(super) fn maybe_entered(&self, planes: &PacketPlanes<'_>, limits: &Rows<L>) -> u32 {
+    pub(super) fn maybe_entered(&self, planes: &PacketPlanes<'_>, limits: &PacketLimits<L>) -> u32 {
         let span = &self.span;
-        let limit = greatest::<L>(limits);
         let (nx, fx) = span.slab(planes, 0);
         let (ny, fy) = span.slab(planes, 1);
         let (nz, fz) = span.slab(planes, 2);
-        clip::<L, false>([nx, ny, nz, span.tmin], [fx, fy, fz, limit]).0
+        clip::<L, false>([nx, ny, nz, span.tmin], [fx, fy, fz, limits.greatest]).0
     }
 
     /// The rays among `rays` (bit `r` for ray `r`) that enter child `child` of the
@@ -750,7 +763,7 @@ impl<L: Lanes8> PacketSlabs<L> {
         &self,
         planes: &PacketPlanes<'_>,
         child: usize,
-        limits: &Rows<L>,
+        limits: &PacketLimits<L>,
         rays: u32,
     ) -> (u32, [f32; PACKET_RAYS], f32) {
         let mut entered = 0;
@@ -760,7 +773,7 @@ impl<L: Lanes8> PacketSlabs<L> {
             let (nx, fx) = self.terms.slab(planes, 0, child, h);
             let (ny, fy) = self.terms.slab(planes, 1, child, h);
             let (nz, fz) = self.terms.slab(planes, 2, child, h);
-            let (near, far) = ([nx, ny, nz, self.padded_tmin[h]], [fx, fy, fz, limits[h]]);
+            let (near, far) = ([nx, ny, nz, self.padded_tmin[h]], [fx, fy, fz, limits.rows[h]]);
             let (entered_here, near) = self.test.clip::<L>(near, far);
             let these = entered_here & (rays >> (WIDTH * h));
             entered |= these << (WIDTH * h);
