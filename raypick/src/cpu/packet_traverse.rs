@@ -98,8 +98,9 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     let Some(packet) = PacketSlabs::<L>::for_rays(wide, rays) else {
         return false;
     };
-    // Each ray's whole frame, made at its first leaf: many rays of a camera reach
-    // none, and the triangle test's part of the frame is most of its cost.
+    // Each ray's whole frame, made at its first leaf from the box frame the
+    // packet's setup worked out on the lanes: many rays of a camera reach no
+    // leaf, and the triangle test's part of the frame is most of its cost.
     let mut frames: [Option<RayFrame>; PACKET] = [None; PACKET];
     // Each ray's bound, kept beside `closest` for the box tests.
     let mut bounds = [0.0f32; PACKET];
@@ -129,7 +130,7 @@ pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
                 let ray = &rays[r];
                 let frame = match &mut frames[r] {
                     Some(frame) => frame,
-                    none => none.insert(RayFrame::new(ray)),
+                    none => none.insert(RayFrame::with_boxes(ray, &packet.box_frame(r))),
                 };
                 offer_leaf::<L, WATERTIGHT>(
                     wide,

@@ -499,6 +499,18 @@ pub(super) struct PacketSlabs<L: Lanes8> {
     test: SlabTest,
     /// The terms' bounds across the rays, for [`PacketSlabs::maybe_entered`].
     span: Span<L>,
+    /// Each ray's box frame ([`PacketSlabs::box_frame`]).
+    frames: BoxFrames,
+}
+
+/// The values of each packet ray's [`BoxFrame`], a row per field, worked out on
+/// the lanes with [`BoxFrame::new`]'s operations (so the same bits): a ray's
+/// triangle frame at its first leaf starts from them instead of a division per
+/// axis of its own.
+struct BoxFrames {
+    dir: [[f32; PACKET_RAYS]; 3],
+    t_scale: [f32; PACKET_RAYS],
+    inv_dir: [[f32; PACKET_RAYS]; 3],
 }
 
 /// Bounds across a packet's rays of their folded terms, each in every lane: the
@@ -661,6 +673,11 @@ impl<L: Lanes8> PacketSlabs<L> {
             near: [[zero; 2]; 3],
             far: [[zero; 2]; 3],
         };
+        let mut frames = BoxFrames {
+            dir: [[0.0; PACKET_RAYS]; 3],
+            t_scale: scales,
+            inv_dir: [[0.0; PACKET_RAYS]; 3],
+        };
         for axis in 0..3 {
             let mut signs = 0;
             for h in 0..2 {
@@ -671,7 +688,13 @@ impl<L: Lanes8> PacketSlabs<L> {
                 signs |= L::lt(d, zero) << (WIDTH * h);
                 // The distance bound, the slack and the offsets.
                 let bound = L::mul(L::add(L::splat(wide.reach[axis]), L::abs(origin[axis][h])), L::abs(inv));
-                let scaled_zeros = L::eq(L::mul(d, t_scale[h]), zero);
+                let scaled = L::mul(d, t_scale[h]);
+                let scaled_zeros = L::eq(scaled, zero);
+                // As `BoxFrame::new`: the scaled direction and its reciprocal.
+                let lanes = WIDTH * h..WIDTH * (h + 1);
+                frames.dir[axis][lanes.clone()].copy_from_slice(&L::store(scaled));
+                let inv_scaled = L::fill_outside(L::div(L::splat(1.0), scaled), !scaled_zeros & 0xff, BIG);
+                frames.inv_dir[axis][lanes].copy_from_slice(&L::store(inv_scaled));
                 folded &= L::le(L::mul(bound, to_frame[h]), L::splat(FOLDED_LIMIT)) == 0xff;
                 folded &= zeros == scaled_zeros;
                 let slack = L::add(L::mul(L::splat(FOLDED_SLACK), bound), L::splat(f32::MIN_POSITIVE));
@@ -707,7 +730,19 @@ impl<L: Lanes8> PacketSlabs<L> {
             tmax,
             rows: PlaneRows::for_signs(negative),
             test,
+            frames,
         })
+    }
+
+    /// The box frame of ray `r`: [`BoxFrame::new`] of it, bit for bit.
+    #[inline(always)]
+    pub(super) fn box_frame(&self, r: usize) -> BoxFrame {
+        let BoxFrames { dir, t_scale, inv_dir } = &self.frames;
+        BoxFrame {
+            dir: [dir[0][r], dir[1][r], dir[2][r]],
+            t_scale: t_scale[r],
+            inv_dir: [inv_dir[0][r], inv_dir[1][r], inv_dir[2][r]],
+        }
     }
 
     /// The near and far planes of each child of `node` on each axis, oriented for
@@ -925,7 +960,8 @@ mod tests {
         }
     }
 
-    /// Asserts that a packet's test of each child gives each ray the bits its own
+    /// Asserts that a packet holds each ray's slab values and box frame, and that
+    /// its test of each child gives each ray the bits its own
     /// test gives (entered or not, entry distance) at every node of `wide`, for
     /// the packets of `rays` that can share it, with random bounds, and that the
     /// children it tests ray by ray ([`PacketSlabs::maybe_entered`]) hold every
@@ -948,6 +984,7 @@ mod tests {
             let forward = slabs.iter().all(|s| s.test == SlabTest::Forward);
             assert_eq!(packet.test == SlabTest::Forward, forward, "{group:?}");
             assert_rows_match(&packet, &slabs);
+            assert_box_frames_match(&packet, group);
             packets += 1;
             let bounds: [f32; PACKET_RAYS] =
                 std::array::from_fn(|_| if rng.chance(0.3) { f32::INFINITY } else { rng.range(0.0, 4.0) });
@@ -1011,6 +1048,14 @@ mod tests {
         assert_eq!(packet.rows, slabs[0].rows);
     }
 
+    /// Asserts that `packet` holds each of `rays`' box frame, bit for bit.
+    fn assert_box_frames_match<L: Lanes8>(packet: &PacketSlabs<L>, rays: &[Ray; PACKET_RAYS]) {
+        let bits = |f: BoxFrame| (f.dir.map(f32::to_bits), f.t_scale.to_bits(), f.inv_dir.map(f32::to_bits));
+        for (r, ray) in rays.iter().enumerate() {
+            assert_eq!(bits(packet.box_frame(r)), bits(BoxFrame::new(ray)), "{ray:?}");
+        }
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     fn check_packets_avx2(wide: &WideBvh, rays: &[Ray], rng: &mut Rng) -> usize {
@@ -1053,6 +1098,35 @@ mod tests {
         // 1e30 scales to about 1, and -1e-30 with it to -0.0.
         assert!(packet([Vec3::new(0.1, -0.2, 1.0), Vec3::new(1e30, -1e-30, 1.0)]).is_none());
         assert!(packet([Vec3::new(0.1, 0.2, 1.0), Vec3::new(0.0, 0.2, 1.0)]).is_none());
+    }
+
+    /// A packet of rays whose directions have several lengths, so several scales,
+    /// holds each ray's own box frame.
+    #[test]
+    fn packets_hold_each_rays_box_frame() {
+        let mut rng = Rng::new(32);
+        let wide = WideBvh::from_bvh(&Bvh::build(&kit::mesh(fixtures::builtin_scene(500))));
+        let origin = Vec3::new(0.1, 0.2, -3.0);
+        let rays: [Ray; PACKET_RAYS] = std::array::from_fn(|r| {
+            let dir = Vec3::new(rng.range(0.1, 0.3), rng.range(0.1, 0.3), 1.0);
+            Ray::new(origin, dir * [0.25, 1.0, 8.0, 0.5][r % 4])
+        });
+        let scales: std::collections::HashSet<u32> = rays.iter().map(|ray| BoxFrame::new(ray).t_scale.to_bits()).collect();
+        assert_eq!(scales.len(), 4);
+        let packet = PacketSlabs::<Portable>::for_rays(&wide, &rays).expect("the rays share their box tests");
+        assert_box_frames_match(&packet, &rays);
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::simd::has_avx2() {
+            // SAFETY: AVX2 and FMA are present (checked just above).
+            unsafe { check_box_frames_avx2(&wide, &rays) };
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn check_box_frames_avx2(wide: &WideBvh, rays: &[Ray; PACKET_RAYS]) {
+        let packet = PacketSlabs::<crate::cpu::vector::Avx2>::for_rays(wide, rays).expect("the rays share their box tests");
+        assert_box_frames_match(&packet, rays);
     }
 
     /// Rays whose distances could overflow (a zero direction component against a
