@@ -84,7 +84,7 @@ pub(super) fn overlaps_lanes<L: Lanes8>(near: L::V, far: L::V) -> u32 {
 
 /// `f32::is_finite` lane by lane, as a lane mask.
 #[inline(always)]
-fn finite_lanes<L: Lanes8>(x: L::V) -> u32 {
+pub(super) fn finite_lanes<L: Lanes8>(x: L::V) -> u32 {
     L::le(L::abs(x), L::splat(f32::MAX))
 }
 

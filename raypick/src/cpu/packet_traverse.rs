@@ -14,9 +14,7 @@
 //! are tested, so the answers are bit for bit those of the lone-ray traversal; only
 //! the work is shared.
 
-use super::intersect::{
-    DIR_LANES, ORIGIN_LANES, RayFrame, beyond_lanes, lanes, ray_lanes, valid_lanes,
-};
+use super::intersect::{RayFrame, beyond_lanes, lanes};
 use super::query::{Closest, Collect};
 use super::vector::Lanes8;
 use super::wide_boxes::{PACKET_RAYS, PacketSlabs, load_rows};
@@ -53,35 +51,11 @@ impl Pending {
 #[derive(Default)]
 pub(super) struct PacketStack(Vec<Pending>);
 
-/// Whether `rays` can travel as one packet: one origin, every direction in one
-/// octant (so that they tend to enter the same boxes), and all valid (so that
-/// sanitising would leave them as they are).
-///
-/// Checked on the lanes of one vector per ray, without a branch per ray: the
-/// origin lanes equal to the first ray's (as `==` compares them), the negative
-/// direction lanes the first ray's, and [`is_valid_ray`](crate::prepare::is_valid_ray).
-#[inline(always)]
-pub(super) fn coherent<L: Lanes8>(rays: &[Ray; PACKET]) -> bool {
-    let first = ray_lanes::<L>(&rays[0]);
-    let zero = L::splat(0.0);
-    let octant = L::lt(first, zero) & DIR_LANES;
-    // A loop, not `fold`: the closure of a library function may be compiled apart,
-    // without the caller's vector unit.
-    let mut all = true;
-    for ray in rays {
-        let values = ray_lanes::<L>(ray);
-        let same_origin = L::eq(values, first) & ORIGIN_LANES == ORIGIN_LANES;
-        let same_octant = L::lt(values, zero) & DIR_LANES == octant;
-        let valid = valid_lanes::<L>(values, ray);
-        all &= same_origin & same_octant & valid;
-    }
-    all
-}
-
-/// The nearest hits of a [`coherent`] packet of rays, written to `closest`; `false`
-/// (and nothing written) when the rays cannot share their box tests
-/// ([`PacketSlabs::for_rays`]: a direction component of different signs, or some
-/// ray outside the folded test's range), to be traced alone instead.
+/// The nearest hits of a packet of rays, written to `closest`; `false` (and nothing
+/// written) when the rays are not one packet or cannot share their box tests
+/// ([`PacketSlabs::for_rays`]: some ray invalid or from another origin, a
+/// direction component of different signs, or some ray outside the folded test's
+/// range), to be traced alone instead.
 #[inline(always)]
 pub(super) fn trace_packet<L: Lanes8, const WATERTIGHT: bool>(
     wide: &WideBvh,
@@ -272,7 +246,7 @@ mod tests {
             .chunks_exact(PACKET)
             .map(|g| <[Ray; PACKET]>::try_from(g).expect("a full group"))
             .collect();
-        let packets = groups.iter().filter(|g| coherent::<Portable>(g)).count();
+        let packets = groups.iter().filter(|g| PacketSlabs::<Portable>::for_rays(&wide, g).is_some()).count();
         assert!(
             packets * 4 >= groups.len() * 3,
             "{packets} of {} groups travel as packets",
@@ -297,7 +271,7 @@ mod tests {
         }
     }
 
-    /// A coherent group whose rays cannot share their box tests (a direction
+    /// A group of valid rays from one origin whose rays cannot share their box tests (a direction
     /// component that scaling makes -0.0 in half of them) is traced ray by ray, with
     /// each ray's own answer.
     #[test]
@@ -309,7 +283,7 @@ mod tests {
         // y component of -1e-30 that the frame's scaling (by about 1e-30) makes -0.0.
         let dirs = [Vec3::new(0.1, -1.0, 0.1), Vec3::new(1e30, -1e-30, 1e30)];
         let group: [Ray; PACKET] = std::array::from_fn(|r| Ray::new(origin, dirs[r % 2]));
-        assert!(coherent::<Portable>(&group));
+        assert!(group.iter().all(crate::prepare::is_valid_ray));
         let mut closest = std::array::from_fn(|_| Closest::default());
         let shared = trace_packet::<Portable, true>(
             &wide,
@@ -329,11 +303,15 @@ mod tests {
         assert!(together.iter().any(|h| h.is_hit()), "{together:?}");
     }
 
+    /// Groups of rays from different origins, of different octants or with an
+    /// invalid ray are not packets; `-0.0` and `0.0` are one origin.
     #[test]
     fn mixed_groups_are_not_packets() {
+        let wide = WideBvh::from_bvh(&Bvh::build(&kit::mesh(fixtures::builtin_scene(500))));
+        let packet = |group: &[Ray; PACKET]| PacketSlabs::<Portable>::for_rays(&wide, group).is_some();
         let ray = |dir: Vec3| Ray::new(Vec3::new(0.5, 1.0, -3.0), dir);
         let group = [ray(Vec3::new(0.1, 0.2, 1.0)); PACKET];
-        assert!(coherent::<Portable>(&group));
+        assert!(packet(&group));
         let mut other_origin = group;
         other_origin[7].origin.x += 1e-3;
         let mut other_octant = group;
@@ -346,14 +324,13 @@ mod tests {
         nan_origin[0].origin.y = f32::NAN;
         let mut infinite_dir = group;
         infinite_dir[9].dir.z = f32::INFINITY;
-        for group in [other_origin, other_octant, invalid, reversed, nan_origin, infinite_dir] {
-            assert!(!coherent::<Portable>(&group));
+        let mut nan_tmin = group;
+        nan_tmin[12].tmin = f32::NAN;
+        for group in [other_origin, other_octant, invalid, reversed, nan_origin, infinite_dir, nan_tmin] {
+            assert!(!packet(&group), "{group:?}");
         }
-        // A zero component's sign does not make another octant; 0.0 and -0.0 are
-        // one origin.
         let mut signed_zeros = [Ray::new(Vec3::new(0.0, 1.0, -3.0), Vec3::new(0.1, 0.2, 1.0)); PACKET];
         signed_zeros[4].origin.x = -0.0;
-        signed_zeros[2].dir.x = -0.0;
-        assert!(coherent::<Portable>(&signed_zeros));
+        assert!(packet(&signed_zeros));
     }
 }

@@ -15,7 +15,7 @@
 //! every vector unit ([`Lanes8`]).
 
 use super::intersect::{
-    BIG, BoxFrame, overlaps_lanes, padded_above, padded_above_lanes, padded_below, ray_lanes,
+    BIG, BoxFrame, finite_lanes, overlaps_lanes, padded_above, padded_above_lanes, padded_below, ray_lanes,
     padded_below_lanes, ray_scale, reciprocal_scale, slab_reciprocal,
 };
 use super::vector::Lanes8;
@@ -597,6 +597,32 @@ fn ray_rows<L: Lanes8>(rays: &[Ray; PACKET_RAYS]) -> [Rows<L>; 8] {
     fields
 }
 
+/// Whether every ray of a packet, given by its rows, is valid
+/// ([`is_valid_ray`](crate::prepare::is_valid_ray): origin and direction finite,
+/// the direction not zero, `tmin <= tmax`) and starts at `first` (as `==`
+/// compares them: `-0.0` and `0.0` are one origin).
+#[inline(always)]
+fn valid_from_one_origin<L: Lanes8>(
+    first: [f32; 3],
+    origin: &[Rows<L>; 3],
+    dir: &[Rows<L>; 3],
+    tmin: &Rows<L>,
+    tmax: &Rows<L>,
+) -> bool {
+    let zero = L::splat(0.0);
+    let mut valid = true;
+    for h in 0..2 {
+        let (mut finite, mut zero_dir, mut same) = (0xff, 0xff, 0xff);
+        for axis in 0..3 {
+            finite &= finite_lanes::<L>(origin[axis][h]) & finite_lanes::<L>(dir[axis][h]);
+            zero_dir &= L::eq(dir[axis][h], zero);
+            same &= L::eq(origin[axis][h], L::splat(first[axis]));
+        }
+        valid &= (finite == 0xff) & (zero_dir == 0) & (same == 0xff) & (L::le(tmin[h], tmax[h]) == 0xff);
+    }
+    valid
+}
+
 /// `values` as two vectors of eight.
 #[inline(always)]
 pub(super) fn load_rows<L: Lanes8>(values: &[f32; PACKET_RAYS]) -> Rows<L> {
@@ -647,9 +673,11 @@ impl<L: Lanes8> SlabTerms<L> {
 
 impl<L: Lanes8> PacketSlabs<L> {
     /// The rows of `rays`' slabs, each lane the operations of [`Slabs::new`] for
-    /// its ray (so the same bits), worked out eight rays at a time; `None` when some
-    /// ray does not take the folded test or the rays' directions differ in sign
-    /// somewhere. The rays are valid ([`is_valid_ray`](crate::prepare::is_valid_ray)).
+    /// its ray (so the same bits), worked out eight rays at a time; `None` when the
+    /// rays are not one packet: some ray invalid
+    /// ([`is_valid_ray`](crate::prepare::is_valid_ray)) or from another origin, the
+    /// rays' directions differing in sign somewhere, or some ray not taking the
+    /// folded test. Checked on the rows, a few vector steps for all the rays.
     #[inline(always)]
     pub(super) fn for_rays(wide: &WideBvh, rays: &[Ray; PACKET_RAYS]) -> Option<Self> {
         // The scales take a few integer steps per ray; the rest runs on the lanes.
@@ -663,6 +691,9 @@ impl<L: Lanes8> PacketSlabs<L> {
         let to_frame = load_rows::<L>(&to_frames);
         let [ox, oy, oz, tmin, dx, dy, dz, tmax] = ray_rows::<L>(rays);
         let (origin, dir) = ([ox, oy, oz], [dx, dy, dz]);
+        if !valid_from_one_origin::<L>(rays[0].origin.to_array(), &origin, &dir, &tmin, &tmax) {
+            return None;
+        }
         let zero = L::splat(0.0);
         // As `folds`.
         let max_scale = L::splat(FOLDED_MAX_SCALE);

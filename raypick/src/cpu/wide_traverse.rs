@@ -24,7 +24,7 @@ use super::intersect::{
     BoxFrame, RayFrame, is_valid_ray_on, lanes, padded_below, padded_below_lanes, padded_beyond,
 };
 use super::moller_trumbore::moller_trumbore_block;
-use super::packet_traverse::{PACKET, PacketStack, coherent, trace_packet};
+use super::packet_traverse::{PACKET, PacketStack, trace_packet};
 use super::query::{AnyHit, Closest, Collect};
 use super::simd::simd_dispatch;
 use super::vector::Lanes8;
@@ -553,7 +553,6 @@ fn trace_rays_with<L: Lanes8, const WATERTIGHT: bool>(
     for (start, group) in (0..).step_by(PACKET).zip(rays.chunks(PACKET)) {
         prefetch_group(rays, hits, start + GROUPS_AHEAD * PACKET);
         if let Ok(group) = <&[Ray; PACKET]>::try_from(group)
-            && coherent::<L>(group)
             && let Some(slots) = hits[start..].first_chunk_mut::<PACKET>()
         {
             // Traced in place: the slots start as misses and keep the nearest hits
