@@ -680,6 +680,13 @@ impl<L: Lanes8> PacketSlabs<L> {
     /// folded test. Checked on the rows, a few vector steps for all the rays.
     #[inline(always)]
     pub(super) fn for_rays(wide: &WideBvh, rays: &[Ray; PACKET_RAYS]) -> Option<Self> {
+        // First whether the rays are one packet at all: a batch of incoherent rays
+        // asks this of every group.
+        let [ox, oy, oz, tmin, dx, dy, dz, tmax] = ray_rows::<L>(rays);
+        let (origin, dir) = ([ox, oy, oz], [dx, dy, dz]);
+        if !valid_from_one_origin::<L>(rays[0].origin.to_array(), &origin, &dir, &tmin, &tmax) {
+            return None;
+        }
         // The scales take a few integer steps per ray; the rest runs on the lanes.
         let mut scales = [0.0f32; PACKET_RAYS];
         let mut to_frames = [0.0f32; PACKET_RAYS];
@@ -689,11 +696,6 @@ impl<L: Lanes8> PacketSlabs<L> {
         }
         let t_scale = load_rows::<L>(&scales);
         let to_frame = load_rows::<L>(&to_frames);
-        let [ox, oy, oz, tmin, dx, dy, dz, tmax] = ray_rows::<L>(rays);
-        let (origin, dir) = ([ox, oy, oz], [dx, dy, dz]);
-        if !valid_from_one_origin::<L>(rays[0].origin.to_array(), &origin, &dir, &tmin, &tmax) {
-            return None;
-        }
         let zero = L::splat(0.0);
         // As `folds`.
         let max_scale = L::splat(FOLDED_MAX_SCALE);
