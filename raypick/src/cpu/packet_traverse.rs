@@ -271,9 +271,9 @@ mod tests {
         }
     }
 
-    /// A group of valid rays from one origin whose rays cannot share their box tests (a direction
-    /// component that scaling makes -0.0 in half of them) is traced ray by ray, with
-    /// each ray's own answer.
+    /// A group of valid rays from one origin that cannot share their box tests (a
+    /// direction component that scaling makes -0.0 in half of them) is traced ray
+    /// by ray, with each ray's own answer.
     #[test]
     fn groups_that_cannot_share_box_tests_are_traced_alone() {
         let floor = [Vec3::new(-10.0, 0.0, -10.0), Vec3::new(10.0, 0.0, -10.0), Vec3::new(0.0, 0.0, 10.0)];

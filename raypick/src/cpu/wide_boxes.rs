@@ -15,8 +15,8 @@
 //! every vector unit ([`Lanes8`]).
 
 use super::intersect::{
-    BIG, BoxFrame, finite_lanes, overlaps_lanes, padded_above, padded_above_lanes, padded_below, ray_lanes,
-    padded_below_lanes, ray_scale, reciprocal_scale, slab_reciprocal,
+    BIG, BoxFrame, finite_lanes, overlaps_lanes, padded_above, padded_above_lanes, padded_below,
+    padded_below_lanes, ray_lanes, ray_scale, reciprocal_scale, slab_reciprocal,
 };
 use super::vector::Lanes8;
 use super::wide_bvh::{self, ExactNode, WIDTH, WideBvh};
