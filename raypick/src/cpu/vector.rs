@@ -75,6 +75,12 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     /// The transpose of eight rows: lane `j` of row `i` is lane `i` of row `j` of
     /// the result (eight records of eight fields, such as rays, as a row per field).
     fn transpose(rows: [Self::V; 8]) -> [Self::V; 8];
+    /// [`direction_scale`](super::intersect::direction_scale) lane by lane: the
+    /// power of two read from each lane's exponent bits.
+    fn direction_scale(max_abs: Self::V) -> Self::V;
+    /// [`reciprocal_scale`](super::intersect::reciprocal_scale) lane by lane, for
+    /// lanes that hold a [`Lanes8::direction_scale`].
+    fn reciprocal_scale(scale: Self::V) -> Self::V;
 
     /// Eight `u32` lanes: lane indices, and the children's fields they pick.
     type U: Copy;
@@ -222,6 +228,15 @@ unsafe impl Lanes8 for Portable {
             }
         }
         out
+    }
+
+    #[inline(always)]
+    fn direction_scale(max_abs: Self::V) -> Self::V {
+        max_abs.map(super::intersect::direction_scale)
+    }
+    #[inline(always)]
+    fn reciprocal_scale(scale: Self::V) -> Self::V {
+        scale.map(super::intersect::reciprocal_scale)
     }
 
     type U = [u32; 8];
@@ -404,6 +419,21 @@ mod avx2 {
                     _mm256_permute2f128_ps::<SECOND_HALVES>(b3, b7),
                 ]
             }
+        }
+        #[inline(always)]
+        fn direction_scale(max_abs: Self::V) -> Self::V {
+            unsafe {
+                // `254 - exponent`, clamped to `1..=253` (an exponent of 255 gives
+                // -1, which the clamp takes to 1, as the saturating step does).
+                let exponent = _mm256_and_si256(_mm256_srli_epi32::<23>(_mm256_castps_si256(max_abs)), _mm256_set1_epi32(0xff));
+                let biased = _mm256_sub_epi32(_mm256_set1_epi32(254), exponent);
+                let clamped = _mm256_min_epi32(_mm256_max_epi32(biased, _mm256_set1_epi32(1)), _mm256_set1_epi32(253));
+                _mm256_castsi256_ps(_mm256_slli_epi32::<23>(clamped))
+            }
+        }
+        #[inline(always)]
+        fn reciprocal_scale(scale: Self::V) -> Self::V {
+            unsafe { _mm256_castsi256_ps(_mm256_sub_epi32(_mm256_set1_epi32(254 << 23), _mm256_castps_si256(scale))) }
         }
 
         type U = __m256i;
@@ -640,6 +670,10 @@ mod tests {
             if !a.iter().any(|x| x.is_nan()) {
                 assert_eq!(portable, a.iter().copied().fold(f32::INFINITY, f32::min), "{a:?}");
             }
+            let scales = Portable::direction_scale(pa);
+            assert_eq!(bits(scales), bits(Avx2::store(Avx2::direction_scale(va))), "{a:?}");
+            let inverse = Avx2::store(Avx2::reciprocal_scale(Avx2::load(&scales)));
+            assert_eq!(bits(Portable::reciprocal_scale(scales)), bits(inverse), "{a:?}");
             let rows: [[f32; 8]; 8] = std::array::from_fn(|_| std::array::from_fn(|_| pick()));
             let avx2 = Avx2::transpose(rows.map(|row| Avx2::load(&row))).map(Avx2::store);
             assert_eq!(Portable::transpose(rows).map(bits), avx2.map(bits), "{rows:?}");

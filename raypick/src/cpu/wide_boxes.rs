@@ -16,7 +16,7 @@
 
 use super::intersect::{
     BIG, BoxFrame, finite_lanes, overlaps_lanes, padded_above, padded_above_lanes, padded_below,
-    padded_below_lanes, ray_lanes, ray_scale, reciprocal_scale, slab_reciprocal,
+    padded_below_lanes, ray_lanes, slab_reciprocal,
 };
 use super::vector::Lanes8;
 use super::wide_bvh::{self, ExactNode, WIDTH, WideBvh};
@@ -687,15 +687,16 @@ impl<L: Lanes8> PacketSlabs<L> {
         if !valid_from_one_origin::<L>(rays[0].origin.to_array(), &origin, &dir, &tmin, &tmax) {
             return None;
         }
-        // The scales take a few integer steps per ray; the rest runs on the lanes.
+        // As `ray_scale`: the scale of each direction's largest magnitude, taken
+        // by its bits, on the lanes.
         let mut scales = [0.0f32; PACKET_RAYS];
-        let mut to_frames = [0.0f32; PACKET_RAYS];
-        for ((scale, to_frame), ray) in scales.iter_mut().zip(&mut to_frames).zip(rays) {
-            *scale = ray_scale(ray);
-            *to_frame = reciprocal_scale(*scale);
+        let (mut t_scale, mut to_frame) = ([L::splat(0.0); 2], [L::splat(0.0); 2]);
+        for h in 0..2 {
+            let largest = L::max_bits(L::max_bits(L::abs(dir[0][h]), L::abs(dir[1][h])), L::abs(dir[2][h]));
+            t_scale[h] = L::direction_scale(largest);
+            to_frame[h] = L::reciprocal_scale(t_scale[h]);
+            scales[WIDTH * h..WIDTH * (h + 1)].copy_from_slice(&L::store(t_scale[h]));
         }
-        let t_scale = load_rows::<L>(&scales);
-        let to_frame = load_rows::<L>(&to_frames);
         let zero = L::splat(0.0);
         // As `folds`.
         let max_scale = L::splat(FOLDED_MAX_SCALE);
