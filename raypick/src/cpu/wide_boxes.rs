@@ -632,6 +632,16 @@ pub(super) fn load_rows<L: Lanes8>(values: &[f32; PACKET_RAYS]) -> Rows<L> {
     [L::load(half(0)), L::load(half(1))]
 }
 
+/// The values of `rows`, one per ray: [`load_rows`] undone.
+#[inline(always)]
+fn store_rows<L: Lanes8>(rows: &Rows<L>) -> [f32; PACKET_RAYS] {
+    let mut values = [0.0f32; PACKET_RAYS];
+    let (low, high) = values.split_at_mut(WIDTH);
+    low.copy_from_slice(&L::store(rows[0]));
+    high.copy_from_slice(&L::store(rows[1]));
+    values
+}
+
 /// The box tests' limits of a packet's rays ([`PacketSlabs::limits`]): they change
 /// only where a ray's nearest hit does, so a packet makes them again only then,
 /// not at every node.
@@ -689,13 +699,11 @@ impl<L: Lanes8> PacketSlabs<L> {
         }
         // As `ray_scale`: the scale of each direction's largest magnitude, taken
         // by its bits, on the lanes.
-        let mut scales = [0.0f32; PACKET_RAYS];
         let (mut t_scale, mut to_frame) = ([L::splat(0.0); 2], [L::splat(0.0); 2]);
         for h in 0..2 {
             let largest = L::max_bits(L::max_bits(L::abs(dir[0][h]), L::abs(dir[1][h])), L::abs(dir[2][h]));
             t_scale[h] = L::direction_scale(largest);
             to_frame[h] = L::reciprocal_scale(t_scale[h]);
-            scales[WIDTH * h..WIDTH * (h + 1)].copy_from_slice(&L::store(t_scale[h]));
         }
         let zero = L::splat(0.0);
         // As `folds`.
@@ -709,11 +717,13 @@ impl<L: Lanes8> PacketSlabs<L> {
         };
         let mut frames = BoxFrames {
             dir: [[0.0; PACKET_RAYS]; 3],
-            t_scale: scales,
+            t_scale: store_rows::<L>(&t_scale),
             inv_dir: [[0.0; PACKET_RAYS]; 3],
         };
         for axis in 0..3 {
             let mut signs = 0;
+            // As `BoxFrame::new`: the scaled direction and its reciprocal.
+            let (mut scaled_dir, mut inv_scaled) = ([zero; 2], [zero; 2]);
             for h in 0..2 {
                 // As `Slabs::new`: the caller's direction and its reciprocal.
                 let d = dir[axis][h];
@@ -724,11 +734,8 @@ impl<L: Lanes8> PacketSlabs<L> {
                 let bound = L::mul(L::add(L::splat(wide.reach[axis]), L::abs(origin[axis][h])), L::abs(inv));
                 let scaled = L::mul(d, t_scale[h]);
                 let scaled_zeros = L::eq(scaled, zero);
-                // As `BoxFrame::new`: the scaled direction and its reciprocal.
-                let lanes = WIDTH * h..WIDTH * (h + 1);
-                frames.dir[axis][lanes.clone()].copy_from_slice(&L::store(scaled));
-                let inv_scaled = L::fill_outside(L::div(L::splat(1.0), scaled), !scaled_zeros & 0xff, BIG);
-                frames.inv_dir[axis][lanes].copy_from_slice(&L::store(inv_scaled));
+                scaled_dir[h] = scaled;
+                inv_scaled[h] = L::fill_outside(L::div(L::splat(1.0), scaled), !scaled_zeros & 0xff, BIG);
                 folded &= L::le(L::mul(bound, to_frame[h]), L::splat(FOLDED_LIMIT)) == 0xff;
                 folded &= zeros == scaled_zeros;
                 let slack = L::add(L::mul(L::splat(FOLDED_SLACK), bound), L::splat(f32::MIN_POSITIVE));
@@ -739,6 +746,8 @@ impl<L: Lanes8> PacketSlabs<L> {
                 terms.near[axis][h] = L::sub(start, slack);
                 terms.far[axis][h] = L::add(start, slack);
             }
+            frames.dir[axis] = store_rows::<L>(&scaled_dir);
+            frames.inv_dir[axis] = store_rows::<L>(&inv_scaled);
             if signs != 0 && signs != u32::MAX >> (32 - PACKET_RAYS) {
                 return None;
             }
@@ -836,7 +845,7 @@ impl<L: Lanes8> PacketSlabs<L> {
         rays: u32,
     ) -> (u32, [f32; PACKET_RAYS], f32) {
         let mut entered = 0;
-        let mut entry = [0.0f32; PACKET_RAYS];
+        let mut entry = [L::splat(0.0); 2];
         let mut nearest = [L::splat(f32::INFINITY); 2];
         for h in 0..2 {
             let (nx, fx) = self.terms.slab(planes, 0, child, h);
@@ -847,9 +856,9 @@ impl<L: Lanes8> PacketSlabs<L> {
             let these = entered_here & (rays >> (WIDTH * h));
             entered |= these << (WIDTH * h);
             nearest[h] = L::fill_outside(near, these, f32::INFINITY);
-            entry[WIDTH * h..WIDTH * (h + 1)].copy_from_slice(&L::store(near));
+            entry[h] = near;
         }
-        (entered, entry, L::min_lane(L::min(nearest[0], nearest[1])))
+        (entered, store_rows::<L>(&entry), L::min_lane(L::min(nearest[0], nearest[1])))
     }
 }
 

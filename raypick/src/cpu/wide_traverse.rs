@@ -346,9 +346,17 @@ fn prefetch_either(wide: &WideBvh, child: u32, blocks: u32) {
     prefetch_lines::<LINES>(std::hint::select_unpredictable(blocks == 0, node, block));
 }
 
+/// Bytes per cache line.
+const LINE: usize = 64;
+
+/// Cache lines that `bytes` bytes span from the start of a line.
+const fn lines(bytes: usize) -> usize {
+    bytes.div_ceil(LINE)
+}
+
 /// Cache lines of a node and of a leaf block.
-const NODE_LINES: usize = size_of::<ExactNode>().div_ceil(64);
-const BLOCK_LINES: usize = size_of::<LeafBlock>().div_ceil(64);
+const NODE_LINES: usize = lines(size_of::<ExactNode>());
+const BLOCK_LINES: usize = lines(size_of::<LeafBlock>());
 
 /// Where a pending child starts if it is a node (`child` a node index) and if it
 /// is a leaf (`child` its first block), for a prefetch (never read through:
@@ -377,7 +385,7 @@ pub(super) fn prefetch_lines<const N: usize>(start: *const i8) {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         // SAFETY: SSE is part of every x86-64 CPU, and a prefetch reads nothing and
         // never faults, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(64 * line)) };
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(LINE * line)) };
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = start;
@@ -532,8 +540,8 @@ const GROUPS_AHEAD: usize = 4;
 /// hardware's own prefetch is what they would otherwise wait on.
 #[inline(always)]
 fn prefetch_group(rays: &[Ray], hits: &[Hit], start: usize) {
-    const RAY_LINES: usize = (PACKET * size_of::<Ray>()).div_ceil(64);
-    const HIT_LINES: usize = (PACKET * size_of::<Hit>()).div_ceil(64);
+    const RAY_LINES: usize = lines(PACKET * size_of::<Ray>());
+    const HIT_LINES: usize = lines(PACKET * size_of::<Hit>());
     prefetch_lines::<RAY_LINES>(rays.as_ptr().wrapping_add(start).cast());
     prefetch_lines::<HIT_LINES>(hits.as_ptr().wrapping_add(start).cast());
 }
