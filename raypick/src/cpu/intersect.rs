@@ -814,22 +814,34 @@ impl<L: Lanes8> LaneTest<L> {
 /// and the lanes accepted, with [`box_interval`]'s and [`place`]'s operations lane
 /// by lane. The vertices are finite (unhittable triangles are stored as zeros), so
 /// the order in which the box's minima and maxima are taken does not matter.
+///
+/// The box's magnitude is the greatest of six values that are never NaN nor
+/// `-0.0` (absolute values and extents), taken as a tree rather than one after
+/// another: the same value, in half the dependent steps, which an accepted block's
+/// hit waits on. The entry and exit are [`box_interval`]'s fold over the axes
+/// without its infinite start, which no distance (never NaN) loses to.
 #[inline(always)]
 fn place_lanes<L: Lanes8>(t: L::V, block: &SoaTriangles<8>, ray: &Ray, frame: &RayFrame) -> (L::V, u32) {
     let [v0, v1, v2] = &block.vertices;
     let mut lo = [L::splat(0.0); 3];
     let mut hi = [L::splat(0.0); 3];
-    let mut magnitude = L::splat(0.0);
+    let mut size = [L::splat(0.0); 3];
+    let mut extent = [L::splat(0.0); 3];
     for axis in 0..3 {
         let (a, b, c) = (L::load(&v0[axis]), L::load(&v1[axis]), L::load(&v2[axis]));
         lo[axis] = L::min(L::min(a, b), c);
         hi[axis] = L::max(L::max(a, b), c);
-        let size = L::max(L::abs(lo[axis]), L::abs(hi[axis]));
-        magnitude = L::max(L::max(magnitude, size), L::sub(hi[axis], lo[axis]));
+        size[axis] = L::max(L::abs(lo[axis]), L::abs(hi[axis]));
+        extent[axis] = L::sub(hi[axis], lo[axis]);
     }
+    let magnitude = L::max(
+        L::max(L::max(size[0], size[1]), L::max(size[2], extent[0])),
+        L::max(extent[1], extent[2]),
+    );
     // As `bvh::build`'s padding of a triangle's box.
     let margin = L::add(L::mul(magnitude, L::splat(BOX_PADDING)), L::splat(f32::MIN_POSITIVE));
-    let (mut entry, mut exit) = (L::splat(f32::NEG_INFINITY), L::splat(f32::INFINITY));
+    let mut near = [L::splat(0.0); 3];
+    let mut far = [L::splat(0.0); 3];
     for axis in 0..3 {
         let (lo, hi) = (L::sub(lo[axis], margin), L::add(hi[axis], margin));
         let (origin, inv) = (L::splat(frame.origin[axis]), L::splat(frame.inv_dir[axis]));
@@ -837,9 +849,12 @@ fn place_lanes<L: Lanes8>(t: L::V, block: &SoaTriangles<8>, ray: &Ray, frame: &R
         // no branch on the direction's sign; the planes are finite and `inv` is
         // not zero, so neither is NaN.
         let (to_lo, to_hi) = (L::mul(L::sub(lo, origin), inv), L::mul(L::sub(hi, origin), inv));
-        entry = L::max(L::min(to_lo, to_hi), entry);
-        exit = L::min(L::max(to_lo, to_hi), exit);
+        near[axis] = L::min(to_lo, to_hi);
+        far[axis] = L::max(to_lo, to_hi);
     }
+    // Later axes first, as `box_interval` keeps the earlier of equal distances.
+    let entry = L::max(near[2], L::max(near[1], near[0]));
+    let exit = L::min(far[2], L::min(far[1], far[0]));
     let clamped = L::max(entry, L::min(exit, t));
     let t = L::mul(clamped, L::splat(frame.t_scale));
     let within = L::le(L::splat(ray.tmin), t) & L::le(t, L::splat(ray.tmax));
