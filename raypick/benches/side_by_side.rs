@@ -23,10 +23,11 @@
 //! * **Embree** (`libembree3.so.3`, Debian's `libembree-dev`) is loaded at run time;
 //!   without it its column is left out with a notice. Its build time is measured
 //!   beside raypick's, and batches of 1 and 64 picks at the image centre are timed
-//!   on the calling thread for both, as are single picks over the image with the
-//!   caches swept before each (an application's pick, once a frame between other
-//!   work), and rays of each set cast one per call (an application that casts its
-//!   rays one at a time).
+//!   on the calling thread for both (the single pick also one call at a time, each
+//!   begun once the last has finished: its latency), as are single picks over the
+//!   image with the caches swept before each (an application's pick, once a frame
+//!   between other work), and rays of each set cast one per call (an application
+//!   that casts its rays one at a time).
 //! * raypick's work per ray (nodes visited, boxes tested and entered, leaves and
 //!   leaf blocks tested) is counted on each ray set, each ray traced alone.
 //! * `--skip parry3d,obvhs` leaves libraries out (their builds are single-threaded
@@ -524,9 +525,17 @@ fn trace_rounds(set: &str, rays: &[Ray], contenders: &[Contender], rounds: usize
 
 /// Times batches of 1 and 64 picks at the image centre, one batch per call on the
 /// calling thread, raypick and Embree taking turns; prints the median per batch.
+/// The single pick is timed twice: calls back to back, where the processor may
+/// start a call's work before the last one's is done, and each call begun only
+/// once the last has finished (on x86-64), which times a pick's latency.
 fn picks(cpu_mesh: &CpuMesh, embree: &Embree, camera: &[Ray], rounds: usize) {
     let options = TraceOptions::default();
-    for side in [1u32, 8] {
+    let cases = [
+        (1u32, Calls::BackToBack),
+        (1, Calls::OneAtATime),
+        (8, Calls::BackToBack),
+    ];
+    for (side, calls) in cases.into_iter().filter(|&(_, calls)| calls.available()) {
         let rays: Vec<Ray> = support::centre_block(side)
             .iter()
             .map(|&i| camera[i])
@@ -539,21 +548,62 @@ fn picks(cpu_mesh: &CpuMesh, embree: &Embree, camera: &[Ray], rounds: usize) {
                 for _ in 0..PICK_CALLS {
                     support::cpu().trace_into(cpu_mesh, &rays, &options, &mut our_hits);
                     std::hint::black_box(&our_hits);
+                    calls.settle();
                 }
             },
             || {
                 for _ in 0..PICK_CALLS {
                     embree.trace_serial_into(&rays, &mut their_hits);
                     std::hint::black_box(&their_hits);
+                    calls.settle();
                 }
             },
         );
         let per_call = |seconds: &mut [f64]| median_us(seconds) / PICK_CALLS as f64;
         let (ours, theirs) = (per_call(&mut ours), per_call(&mut theirs));
         println!(
-            "  {} pick(s) per batch: raypick {ours:.2} us, Embree {theirs:.2} us, raypick/Embree time {:.2}x",
+            "  {} pick(s) per batch{}: raypick {ours:.3} us, Embree {theirs:.3} us, raypick/Embree time {:.2}x",
             rays.len(),
+            calls.label(),
             ours / theirs
         );
+    }
+}
+
+/// How the timed pick calls follow each other.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Calls {
+    /// Back to back: the processor may start a call's work before the last
+    /// call's is done, as in a loop of picks.
+    BackToBack,
+    /// Each call begun once the last has finished (an `lfence` between them, so
+    /// on x86-64 only): the time is a pick's latency, its longest chain of
+    /// dependent steps.
+    OneAtATime,
+}
+
+impl Calls {
+    /// Whether this machine can time calls this way.
+    fn available(self) -> bool {
+        self == Self::BackToBack || cfg!(target_arch = "x86_64")
+    }
+
+    /// Waits, after a call, for what this way of calling asks.
+    #[inline(always)]
+    fn settle(self) {
+        #[cfg(target_arch = "x86_64")]
+        if self == Self::OneAtATime {
+            // SAFETY: SSE2 is part of every x86-64 CPU; `lfence` only orders
+            // execution.
+            unsafe { std::arch::x86_64::_mm_lfence() };
+        }
+    }
+
+    /// How the printed line names this way.
+    fn label(self) -> &'static str {
+        match self {
+            Self::BackToBack => "",
+            Self::OneAtATime => ", each call after the last has finished",
+        }
     }
 }
