@@ -38,6 +38,14 @@ pub fn slab_reciprocal(d: f32) -> f32 {
     if d == 0.0 { BIG } else { 1.0 / d }
 }
 
+/// [`slab_reciprocal`] lane by lane (the same operations, so the same bits), and
+/// the lanes where `d` is zero (bit per lane).
+#[inline(always)]
+pub(super) fn slab_reciprocal_lanes<L: Lanes8>(d: L::V) -> (L::V, u32) {
+    let zeros = L::eq(d, L::splat(0.0));
+    (L::fill_outside(L::div(L::splat(1.0), d), !zeros & 0xff, BIG), zeros)
+}
+
 /// Relative margin on slab distances: far above the few ulps of rounding in a box
 /// test and in Möller–Trumbore's `t` for non-grazing rays.
 pub const BOX_MARGIN: f32 = 1e-5;

@@ -15,8 +15,8 @@
 //! every vector unit ([`Lanes8`]).
 
 use super::intersect::{
-    BIG, BoxFrame, finite_lanes, overlaps_lanes, padded_above, padded_above_lanes, padded_below,
-    padded_below_lanes, ray_lanes, slab_reciprocal,
+    BoxFrame, finite_lanes, overlaps_lanes, padded_above, padded_above_lanes, padded_below,
+    padded_below_lanes, ray_lanes, slab_reciprocal, slab_reciprocal_lanes,
 };
 use super::vector::Lanes8;
 use super::wide_bvh::{self, ExactNode, WIDTH, WideBvh};
@@ -281,8 +281,8 @@ pub(super) struct Slabs<L: Lanes8> {
     origin: [f32; 3],
     /// `1 / dir` of the scaled direction: the plain test's factors.
     inv_dir: [f32; 3],
-    /// `1 / dir` of the caller's direction ([`BIG`] for a zero component): the
-    /// folded test's factors.
+    /// `1 / dir` of the caller's direction ([`BIG`](super::intersect::BIG) for a
+    /// zero component): the folded test's factors.
     folded_inv: [f32; 3],
     /// `-origin / dir` (caller's units), less the slack (for near planes) and plus
     /// it (for far ones): the folded test's offsets.
@@ -461,8 +461,9 @@ impl<L: Lanes8> Slabs<L> {
     /// caller's ([`FOLDED_MAX_SCALE`]). The slack, [`FOLDED_SLACK`]`·B +
     /// MIN_POSITIVE`, exceeds their sum, so every folded entry is no later and
     /// every folded exit no earlier than the plain test's padded one. Both tests
-    /// take the same components as parallel (with [`BIG`] for `1 / 0`; [`folds`]).
-    /// The padded `tmin` and limit are padded as the plain test pads them.
+    /// take the same components as parallel (with
+    /// [`BIG`](super::intersect::BIG) for `1 / 0`; [`folds`]). The padded `tmin`
+    /// and limit are padded as the plain test pads them.
     #[inline(always)]
     fn enter_folded(&self, test: SlabTest, planes: &Planes<L>, padded_limit: L::V, terms: &RayTerms<L>) -> (u32, L::V) {
         let (nx, fx) = self.folded_slab(planes, 0, terms);
@@ -727,15 +728,13 @@ impl<L: Lanes8> PacketSlabs<L> {
             for h in 0..2 {
                 // As `Slabs::new`: the caller's direction and its reciprocal.
                 let d = dir[axis][h];
-                let zeros = L::eq(d, zero);
-                let inv = L::fill_outside(L::div(L::splat(1.0), d), !zeros & 0xff, BIG);
+                let (inv, zeros) = slab_reciprocal_lanes::<L>(d);
                 signs |= L::lt(d, zero) << (WIDTH * h);
                 // The distance bound, the slack and the offsets.
                 let bound = L::mul(L::add(L::splat(wide.reach[axis]), L::abs(origin[axis][h])), L::abs(inv));
                 let scaled = L::mul(d, t_scale[h]);
-                let scaled_zeros = L::eq(scaled, zero);
-                scaled_dir[h] = scaled;
-                inv_scaled[h] = L::fill_outside(L::div(L::splat(1.0), scaled), !scaled_zeros & 0xff, BIG);
+                let (scaled_inv, scaled_zeros) = slab_reciprocal_lanes::<L>(scaled);
+                (scaled_dir[h], inv_scaled[h]) = (scaled, scaled_inv);
                 folded &= L::le(L::mul(bound, to_frame[h]), L::splat(FOLDED_LIMIT)) == 0xff;
                 folded &= zeros == scaled_zeros;
                 let slack = L::add(L::mul(L::splat(FOLDED_SLACK), bound), L::splat(f32::MIN_POSITIVE));
