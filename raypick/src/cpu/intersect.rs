@@ -226,13 +226,6 @@ impl BoxFrame {
         let inv_dir = dir.map(slab_reciprocal);
         Self { dir, t_scale, inv_dir }
     }
-
-    /// `1 / t_scale`: multiplies distances in the caller's units into the frame's
-    /// (exact, [`reciprocal_scale`]).
-    #[inline(always)]
-    pub fn inv_t_scale(&self) -> f32 {
-        reciprocal_scale(self.t_scale)
-    }
 }
 
 /// The scale of `ray`'s direction: [`direction_scale`] of its largest component.

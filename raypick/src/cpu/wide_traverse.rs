@@ -227,8 +227,7 @@ impl<L: Lanes8> Walk<L> {
     /// for a collector whose bound is `bound`.
     #[inline(always)]
     pub(super) fn new(wide: &WideBvh, ray: &Ray, bound: f32) -> Self {
-        let boxes = BoxFrame::new(ray);
-        let slabs = Slabs::<L>::new(wide, ray, &boxes);
+        let (boxes, slabs) = Slabs::<L>::for_ray(wide, ray);
         Self {
             ray: *ray,
             boxes,
@@ -251,8 +250,7 @@ impl<L: Lanes8> Walk<L> {
     #[inline(always)]
     pub(super) fn restart(&mut self, wide: &WideBvh, ray: &Ray, bound: f32) {
         self.ray = *ray;
-        self.boxes = BoxFrame::new(ray);
-        self.slabs = Slabs::<L>::new(wide, ray, &self.boxes);
+        (self.boxes, self.slabs) = Slabs::<L>::for_ray(wide, ray);
         self.limit = self.slabs.limit(bound);
         self.frame = Some(RayFrame::with_boxes(ray, &self.boxes));
         self.top = (0, 0);
