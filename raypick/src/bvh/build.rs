@@ -223,13 +223,21 @@ pub(crate) const BOX_PADDING: f32 = 1.0 / 262_144.0;
 /// Pads a box outward by [`BOX_PADDING`] of its coordinates' magnitude.
 #[inline(always)]
 fn pad(lo: Vec3A, hi: Vec3A) -> (Vec3A, Vec3A) {
+    let margin = box_margin(lo, hi);
+    (lo - margin, hi + margin)
+}
+
+/// How far [`triangle_box`] pads the box from `lo` to `hi` on every side:
+/// [`BOX_PADDING`] of its magnitude (its largest coordinate or extent), plus
+/// `f32::MIN_POSITIVE`.
+#[inline(always)]
+pub(crate) fn box_margin(lo: Vec3A, hi: Vec3A) -> f32 {
     let magnitude = lo
         .abs()
         .max(hi.abs())
         .max_element()
         .max((hi - lo).max_element());
-    let margin = magnitude * BOX_PADDING + f32::MIN_POSITIVE;
-    (lo - margin, hi + margin)
+    magnitude * BOX_PADDING + f32::MIN_POSITIVE
 }
 
 /// A tree as the builder leaves it: the node array with the gaps that parallel

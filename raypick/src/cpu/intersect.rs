@@ -8,7 +8,6 @@
 //! [`intersect`] calls the very same code.
 
 use super::moller_trumbore::{fast_deciding, moller_trumbore, moller_trumbore_unscaled};
-use crate::bvh::build::BOX_PADDING;
 use super::vector::Lanes8;
 use super::watertight::{watertight, watertight_lanes};
 use crate::options::{Cull, Mode};
@@ -761,7 +760,8 @@ impl<L: Lanes8> LaneTest<L> {
     }
 
     /// The accepted hits among these lanes, the test of `ray` (whose frame is
-    /// `frame`) against `block`, for culling `cull`: [`Lanes::candidates`], then
+    /// `frame`) against `block`, whose triangles' box margins are `margins`
+    /// ([`box_margins`]), for culling `cull`: [`Lanes::candidates`], then
     /// [`place`] with no best hit yet, lane by lane the same operations (`t` in
     /// the caller's units). `None` when no lane passes the rules that need no
     /// division ([`passes_before_division`]), which most blocks a traversal tests
@@ -770,6 +770,7 @@ impl<L: Lanes8> LaneTest<L> {
     pub(super) fn accepted(
         &self,
         block: &SoaTriangles<8>,
+        margins: &[f32; 8],
         ray: &Ray,
         frame: &RayFrame,
         cull: Cull,
@@ -800,7 +801,7 @@ impl<L: Lanes8> LaneTest<L> {
         let (t, u, v) = (L::mul(self.big_t, inv_det), L::mul(u, inv_det), L::mul(v, inv_det));
         let finite = finite_lanes::<L>(inv_det) & finite_lanes::<L>(t);
         let candidates = maybe & finite & finite_lanes::<L>(u) & finite_lanes::<L>(v);
-        let (t, placed) = place_lanes::<L>(t, block, ray, frame);
+        let (t, placed) = place_lanes::<L>(t, block, margins, ray, frame);
         Some(Candidates {
             t: L::store(t),
             u: L::store(u),
@@ -816,35 +817,28 @@ impl<L: Lanes8> LaneTest<L> {
 /// by lane. The vertices are finite (unhittable triangles are stored as zeros), so
 /// the order in which the box's minima and maxima are taken does not matter.
 ///
-/// The box's magnitude is the greatest of six values that are never NaN nor
-/// `-0.0` (absolute values and extents), taken as a tree rather than one after
-/// another: the same value, in half the dependent steps, which an accepted block's
-/// hit waits on. The entry and exit are [`box_interval`]'s fold over the axes
-/// without its infinite start, which no distance (never NaN) loses to.
+/// Each lane's padding is its stored margin ([`box_margins`], worked out when
+/// the block was packed): the box's magnitude and margin are the longest chain
+/// of dependent steps of the block's whole test, longer than the triangle test
+/// and its division, and an accepted block's hit would wait on it. The entry and
+/// exit are [`box_interval`]'s fold over the axes without its infinite start,
+/// which no distance (never NaN) loses to.
 #[inline(always)]
-fn place_lanes<L: Lanes8>(t: L::V, block: &SoaTriangles<8>, ray: &Ray, frame: &RayFrame) -> (L::V, u32) {
+fn place_lanes<L: Lanes8>(
+    t: L::V,
+    block: &SoaTriangles<8>,
+    margins: &[f32; 8],
+    ray: &Ray,
+    frame: &RayFrame,
+) -> (L::V, u32) {
     let [v0, v1, v2] = &block.vertices;
-    let mut lo = [L::splat(0.0); 3];
-    let mut hi = [L::splat(0.0); 3];
-    let mut size = [L::splat(0.0); 3];
-    let mut extent = [L::splat(0.0); 3];
-    for axis in 0..3 {
-        let (a, b, c) = (L::load(&v0[axis]), L::load(&v1[axis]), L::load(&v2[axis]));
-        lo[axis] = L::min(L::min(a, b), c);
-        hi[axis] = L::max(L::max(a, b), c);
-        size[axis] = L::max(L::abs(lo[axis]), L::abs(hi[axis]));
-        extent[axis] = L::sub(hi[axis], lo[axis]);
-    }
-    let magnitude = L::max(
-        L::max(L::max(size[0], size[1]), L::max(size[2], extent[0])),
-        L::max(extent[1], extent[2]),
-    );
-    // As `bvh::build`'s padding of a triangle's box.
-    let margin = L::add(L::mul(magnitude, L::splat(BOX_PADDING)), L::splat(f32::MIN_POSITIVE));
+    let margin = L::load(margins);
     let mut near = [L::splat(0.0); 3];
     let mut far = [L::splat(0.0); 3];
     for axis in 0..3 {
-        let (lo, hi) = (L::sub(lo[axis], margin), L::add(hi[axis], margin));
+        let (a, b, c) = (L::load(&v0[axis]), L::load(&v1[axis]), L::load(&v2[axis]));
+        let lo = L::sub(L::min(L::min(a, b), c), margin);
+        let hi = L::add(L::max(L::max(a, b), c), margin);
         let (origin, inv) = (L::splat(frame.origin[axis]), L::splat(frame.inv_dir[axis]));
         // The near plane's distance is the smaller (rounding keeps the order), so
         // no branch on the direction's sign; the planes are finite and `inv` is
@@ -860,6 +854,16 @@ fn place_lanes<L: Lanes8>(t: L::V, block: &SoaTriangles<8>, ray: &Ray, frame: &R
     let t = L::mul(clamped, L::splat(frame.t_scale));
     let within = L::le(L::splat(ray.tmin), t) & L::le(t, L::splat(ray.tmax));
     (t, overlaps_lanes::<L>(entry, exit) & finite_lanes::<L>(t) & within)
+}
+
+/// The margin by which each lane's triangle box is padded
+/// ([`box_margin`](crate::bvh::build::box_margin), the BVH builder's padding), as
+/// [`place_lanes`] takes them: a wide BVH keeps them beside each leaf block.
+pub(crate) fn box_margins(block: &SoaTriangles<8>) -> [f32; 8] {
+    std::array::from_fn(|lane| {
+        let [a, b, c] = block.triangle(lane).map(glam::Vec3A::from);
+        crate::bvh::build::box_margin(a.min(b).min(c), a.max(b).max(c))
+    })
 }
 
 /// `N` packed triangles as structure of arrays (x, y, z rows of the three vertices),
@@ -1050,11 +1054,11 @@ mod tests {
     /// candidates, bit for bit, in both modes and every culling; returns how many
     /// (block, ray, culling) triples had candidates and how many (block, ray) pairs
     /// had an exactly-zero watertight edge function.
-    fn check_unit<L: Lanes8>(blocks: &[SoaTriangles<8>], rays: &[Ray]) -> (usize, usize) {
+    fn check_unit<L: Lanes8>(blocks: &[(SoaTriangles<8>, [f32; 8])], rays: &[Ray]) -> (usize, usize) {
         let (mut hits, mut exact) = (0, 0);
         for ray in rays {
             let frame = RayFrame::new(ray);
-            for block in blocks {
+            for (block, margins) in blocks {
                 let watertight = block.test::<true>(&frame);
                 exact += (0..8).any(|l| {
                     let n = watertight.get(l);
@@ -1068,7 +1072,7 @@ mod tests {
                 for (kernel, test) in on_lanes {
                     for cull in [Cull::None, Cull::Back, Cull::Front] {
                         let expected = kernel.candidates(&frame, cull).placed(block, ray, &frame);
-                        let got = listed(test.accepted(block, ray, &frame, cull));
+                        let got = listed(test.accepted(block, margins, ray, &frame, cull));
                         let expected = listed(Some(expected));
                         assert_eq!(got, expected, "{ray:?} cull {cull}");
                         hits += (expected.0 != 0) as usize;
@@ -1081,7 +1085,7 @@ mod tests {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    fn check_avx2(blocks: &[SoaTriangles<8>], rays: &[Ray]) -> (usize, usize) {
+    fn check_avx2(blocks: &[(SoaTriangles<8>, [f32; 8])], rays: &[Ray]) -> (usize, usize) {
         check_unit::<crate::cpu::vector::Avx2>(blocks, rays)
     }
 
@@ -1101,7 +1105,8 @@ mod tests {
         rays.extend(kit::rays(fixtures::random_rays(200, &mut rng, bounds)));
         rays.push(Ray::new(glam::Vec3::ZERO, glam::Vec3::ZERO));
         let wide = WideBvh::from_bvh(&Bvh::build(&mesh));
-        let blocks: Vec<SoaTriangles<8>> = wide.blocks.clone();
+        // Each block with the margins its tree keeps beside it.
+        let blocks: Vec<_> = wide.blocks.iter().zip(&wide.lookups).map(|(block, lookup)| (*block, lookup.margins)).collect();
         let (hits, exact) = check_unit::<Portable>(&blocks, &rays);
         assert!(hits > rays.len(), "{hits} candidate blocks");
         assert!(exact > 100, "{exact} blocks with an exactly-zero edge function");

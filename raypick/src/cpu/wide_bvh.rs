@@ -12,7 +12,7 @@
 
 use std::borrow::Cow;
 
-use super::intersect::SoaTriangles;
+use super::intersect::{SoaTriangles, box_margins};
 use super::wide_traverse::prefetch_lines;
 use crate::bvh::Bvh;
 use crate::bvh::build::BuiltTree;
@@ -194,9 +194,34 @@ fn step_for(lo: f32, hi: f32) -> f32 {
 
 /// Up to eight triangles of one leaf as structure of arrays: five cache lines.
 /// Unused lanes are degenerate and never hit. Their ids are kept apart
-/// ([`WideBvh`]'s `block_ids`), read only for a hit: the traversal loads one line
-/// fewer per block.
+/// ([`BlockLookup`]), read only for a hit: the traversal loads one line fewer per
+/// block.
 pub type LeafBlock = SoaTriangles<WIDTH>;
+
+/// What the hits of a leaf block look up once its test accepts a lane: its
+/// triangles' ids in the caller's mesh, and the margins by which their boxes
+/// are padded ([`box_margins`](super::intersect::box_margins)). One cache line,
+/// apart from the triangles that every test of the block reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, align(64))]
+pub struct BlockLookup {
+    /// The triangles' ids in the caller's mesh, a lane each.
+    pub ids: [u32; WIDTH],
+    /// The triangles' box margins, a lane each.
+    pub margins: [f32; WIDTH],
+}
+
+const _: () = assert!(size_of::<BlockLookup>() == 64);
+
+impl BlockLookup {
+    /// The lookup of `block`, whose triangles' ids are `ids`.
+    fn new(block: &LeafBlock, ids: [u32; WIDTH]) -> Self {
+        Self {
+            ids,
+            margins: box_margins(block),
+        }
+    }
+}
 
 /// Eight children with their boxes as `f32` planes, the binary tree's own
 /// (structure of arrays, so one vector instruction tests a ray against eight boxes;
@@ -237,8 +262,8 @@ impl ExactNode {
 pub struct WideBvh {
     pub(crate) nodes: Vec<ExactNode>,
     pub(crate) blocks: Vec<LeafBlock>,
-    /// The ids in the caller's mesh of each leaf block's triangles.
-    pub(crate) block_ids: Vec<[u32; WIDTH]>,
+    /// Beside each leaf block, what its accepted hits look up.
+    pub(crate) lookups: Vec<BlockLookup>,
     pub(crate) mesh_triangles: usize,
     /// The binary tree it was collapsed from, kept only by [`WideBvh::refittable`].
     pub(crate) binary: Option<std::sync::Arc<Bvh>>,
@@ -274,12 +299,12 @@ impl WideBvh {
     /// then its leaf blocks packed.
     fn from_collapse(collapse: &Collapse, triangles: usize, mesh_triangles: usize) -> Self {
         let (nodes, block_triangles) = collapse.collapsed(triangles).exact_nodes();
-        let (blocks, block_ids) = collapse.packed_blocks(&block_triangles);
+        let (blocks, lookups) = collapse.packed_blocks(&block_triangles);
         WideBvh {
             reach: plane_reach(&nodes),
             nodes,
             blocks,
-            block_ids,
+            lookups,
             mesh_triangles,
             binary: None,
         }
@@ -309,7 +334,7 @@ impl WideBvh {
     pub fn size_bytes(&self) -> usize {
         std::mem::size_of_val(self.nodes.as_slice())
             + std::mem::size_of_val(self.blocks.as_slice())
-            + std::mem::size_of_val(self.block_ids.as_slice())
+            + std::mem::size_of_val(self.lookups.as_slice())
     }
 
     /// Triangles of the mesh the BVH was built from.
@@ -393,7 +418,7 @@ pub(super) struct Tree {
     pub(super) nodes: Vec<WideNode>,
     pub(super) exact: Vec<ExactBoxes>,
     pub(super) blocks: Vec<LeafBlock>,
-    pub(super) block_ids: Vec<[u32; WIDTH]>,
+    pub(super) lookups: Vec<BlockLookup>,
     /// While the nodes are collapsed, each leaf block's triangles (first, count) in
     /// the binary tree's order: the blocks are packed afterwards, in parallel.
     block_triangles: Vec<(u32, u32)>,
@@ -601,7 +626,7 @@ impl LeafTriangles<'_> {
 
     /// The leaf block of the `count` triangles from leaf position `first` on, and
     /// their ids.
-    fn block(&self, first: u32, count: u32) -> (LeafBlock, [u32; WIDTH]) {
+    fn block(&self, first: u32, count: u32) -> (LeafBlock, BlockLookup) {
         let (first, count) = (first as usize, count as usize);
         let mut gathered = [bytemuck::Zeroable::zeroed(); WIDTH];
         let triangles: &[PackedTriangle] = match self {
@@ -617,7 +642,9 @@ impl LeafTriangles<'_> {
         for (id, triangle) in ids.iter_mut().zip(triangles) {
             *id = triangle.id;
         }
-        (SoaTriangles::new(triangles), ids)
+        let block = SoaTriangles::new(triangles);
+        let lookup = BlockLookup::new(&block, ids);
+        (block, lookup)
     }
 }
 
@@ -669,7 +696,7 @@ impl<'a> Collapse<'a> {
     /// blocks packed.
     pub(super) fn tree(&self, triangles: usize) -> Tree {
         let mut tree = self.collapsed(triangles).flattened();
-        (tree.blocks, tree.block_ids) = self.packed_blocks(&tree.block_triangles);
+        (tree.blocks, tree.lookups) = self.packed_blocks(&tree.block_triangles);
         tree
     }
 
@@ -684,15 +711,15 @@ impl<'a> Collapse<'a> {
     }
 
     /// The leaf blocks of a flattened tree's `block_triangles` and their
-    /// triangles' ids; none for [`Leaves::Ranges`].
-    fn packed_blocks(&self, block_triangles: &[(u32, u32)]) -> (Vec<LeafBlock>, Vec<[u32; WIDTH]>) {
-        let (mut blocks, mut block_ids) = (Vec::new(), Vec::new());
+    /// lookups; none for [`Leaves::Ranges`].
+    fn packed_blocks(&self, block_triangles: &[(u32, u32)]) -> (Vec<LeafBlock>, Vec<BlockLookup>) {
+        let (mut blocks, mut lookups) = (Vec::new(), Vec::new());
         if let Leaves::Blocks { triangles, .. } = &self.leaves {
             // Packing reads every triangle and writes every block: memory-bound
             // work that two threads share well, unlike the walk over the nodes.
             let count = block_triangles.len();
             blocks = crate::bvh::memory::with_capacity(count);
-            block_ids = crate::bvh::memory::with_capacity(count);
+            lookups = crate::bvh::memory::with_capacity(count);
             block_triangles
                 .par_iter()
                 .enumerate()
@@ -703,9 +730,9 @@ impl<'a> Collapse<'a> {
                     }
                     triangles.block(first, count)
                 })
-                .unzip_into_vecs(&mut blocks, &mut block_ids);
+                .unzip_into_vecs(&mut blocks, &mut lookups);
         }
-        (blocks, block_ids)
+        (blocks, lookups)
     }
 
     /// A binary child, as a leaf when it is one or its subtree fits one block.
@@ -880,7 +907,7 @@ impl Tree {
             nodes: Vec::with_capacity(nodes),
             exact: Vec::with_capacity(if exact { nodes } else { 0 }),
             blocks: Vec::new(),
-            block_ids: Vec::new(),
+            lookups: Vec::new(),
             block_triangles: Vec::with_capacity(blocks),
             splices: Vec::new(),
         }
@@ -932,7 +959,7 @@ impl Tree {
             nodes: layout.gather(|l| l.nodes, |plan, k| plan.moved(&plan.tree.nodes[k])),
             exact: layout.gather(|l| l.exact, |plan, k| plan.tree.exact[k]),
             blocks: Vec::new(),
-            block_ids: Vec::new(),
+            lookups: Vec::new(),
             block_triangles: layout.gather(|l| l.blocks, |plan, k| plan.tree.block_triangles[k]),
             splices: Vec::new(),
         }
@@ -1157,16 +1184,19 @@ mod tests {
             let nodes = |w: &WideBvh| {
                 w.nodes.iter().map(|n| (n.boxes.lo, n.boxes.hi, n.child, n.blocks, n.occupied)).collect::<Vec<_>>()
             };
-            // Each block's lanes as (id, vertices, edge norm), by id.
+            // Each block's lanes as (id, vertices, edge norm and margin), by id.
             let blocks = |w: &WideBvh| {
-                let lanes = |(block, ids): (&LeafBlock, &[u32; WIDTH])| {
+                let lanes = |(block, lookup): (&LeafBlock, &BlockLookup)| {
                     let mut lanes: Vec<_> = (0..WIDTH)
-                        .map(|lane| (ids[lane], block.triangle(lane), block.edge_norm[lane].to_bits()))
+                        .map(|lane| {
+                            let bits = [block.edge_norm[lane], lookup.margins[lane]].map(f32::to_bits);
+                            (lookup.ids[lane], block.triangle(lane), bits)
+                        })
                         .collect();
                     lanes.sort_by_key(|&(id, ..)| id);
                     lanes
                 };
-                w.blocks.iter().zip(&w.block_ids).map(lanes).collect::<Vec<_>>()
+                w.blocks.iter().zip(&w.lookups).map(lanes).collect::<Vec<_>>()
             };
             let triangles = mesh.triangle_count();
             assert_eq!(nodes(&direct), nodes(&collapsed), "{triangles} triangles");

@@ -366,12 +366,12 @@ fn child_addresses(wide: &WideBvh, child: u32) -> (*const i8, *const i8) {
     (node, block)
 }
 
-/// Asks the memory system for the ids of a leaf's first block as its test begins:
-/// they sit apart from the triangles, and the accepted hits that read them would
-/// otherwise wait on a load of their own after the test.
+/// Asks the memory system for the lookup of a leaf's first block as its test
+/// begins: it sits apart from the triangles, and the accepted hits that read it
+/// would otherwise wait on a load of their own after the test.
 #[inline(always)]
-fn prefetch_ids(wide: &WideBvh, first: u32) {
-    prefetch_lines::<1>(wide.block_ids.as_ptr().wrapping_add(first as usize).cast());
+fn prefetch_lookup(wide: &WideBvh, first: u32) {
+    prefetch_lines::<1>(wide.lookups.as_ptr().wrapping_add(first as usize).cast());
 }
 
 /// Asks for the `N` lines from `start`: a fixed count, so the loop unrolls (a count
@@ -401,17 +401,18 @@ pub(super) fn offer_leaf<L: Lanes8, const WATERTIGHT: bool>(
     cull: Cull,
     collect: &mut impl Collect,
 ) -> bool {
-    prefetch_ids(wide, first);
+    prefetch_lookup(wide, first);
     for index in first as usize..(first + blocks) as usize {
         let block = &wide.blocks[index];
-        // The ids are read only for accepted hits, which few blocks have.
-        let prim = |lane: usize| wide.block_ids[index][lane];
+        // The lookup is read only for accepted hits, which few blocks have.
+        let lookup = &wide.lookups[index];
+        let prim = |lane: usize| lookup.ids[lane];
         let test = if WATERTIGHT {
             watertight_block::<L>(block, frame)
         } else {
             moller_trumbore_block::<L>(block, frame)
         };
-        let Some(accepted) = test.accepted(block, ray, frame, cull) else {
+        let Some(accepted) = test.accepted(block, &lookup.margins, ray, frame, cull) else {
             continue;
         };
         if offer_accepted(&accepted, prim, collect) {
