@@ -466,7 +466,7 @@ impl<L: Lanes8> Slabs<L> {
         self.test
     }
 
-    /// The children among `node`'s used ones that the ray enters within
+    /// The children among `node`'s occupied ones that the ray enters within
     /// `limit` ([`Slabs::limit`]), as a lane mask, and every lane's entry distance
     /// (in the caller's units); `test` is this ray's ([`Slabs::test`]), `terms`
     /// its [`Slabs::terms`]. A walk that passes the test as a constant is compiled
@@ -481,14 +481,14 @@ impl<L: Lanes8> Slabs<L> {
     pub(super) fn enter(&self, test: SlabTest, node: &ExactNode, limit: &Limit<L>, terms: &RayTerms<L>) -> (u32, L::V) {
         debug_assert_eq!(test, self.test);
         let planes = Planes::of(node, &self.rows);
-        match test {
-            // No unused slot: see `enter_folded`.
+        let (entered, near) = match test {
             folded @ (SlabTest::Forward | SlabTest::Folded) => self.enter_folded(folded, &planes, limit.padded, terms),
             SlabTest::Plain => {
                 let (entered, near) = self.enter_plain(&planes, limit.plain);
-                (entered & u32::from(node.occupied), L::mul(near, L::splat(self.t_scale)))
+                (entered, L::mul(near, L::splat(self.t_scale)))
             }
-        }
+        };
+        (entered & u32::from(node.occupied), near)
     }
 
     /// The plain distances to the planes of every lane on `axis`, nearer first:
@@ -560,18 +560,6 @@ impl<L: Lanes8> Slabs<L> {
     /// take the same components as parallel (with
     /// [`BIG`](super::intersect::BIG) for `1 / 0`; [`folds`]). The padded `tmin`
     /// and limit are padded as the plain test pads them.
-    ///
-    /// Why it never enters an unused slot, whose box is `lo = f32::MAX`,
-    /// `hi = -f32::MAX` on every axis ([`ExactNode`]), so that no mask of the
-    /// used slots is needed: on any axis, its near plane's distance exceeds its
-    /// far plane's by `2·MAX·|1 / dir|` less twice the slack before rounding. As
-    /// `|dir| <= MAX`, `MAX·|1 / dir|` is at least about 1, and the slack is at
-    /// most `FOLDED_SLACK · 2·MAX·|1 / dir| + MIN_POSITIVE` (a folded ray's `B`
-    /// is finite), so the difference is nearly the whole `2·MAX·|1 / dir|`, far
-    /// above the rounding of either distance, and where a product overflows the
-    /// near distance is `+inf` and the far one `-inf`. So the largest entry
-    /// exceeds the smallest exit, by the numbers and by bits alike (a far
-    /// distance below zero has its sign bit set).
     #[inline(always)]
     fn enter_folded(&self, test: SlabTest, planes: &Planes<L>, padded_limit: L::V, terms: &RayTerms<L>) -> (u32, L::V) {
         let (nx, fx) = self.folded_slab(planes, 0, terms);
@@ -1068,9 +1056,7 @@ mod tests {
                         let bits = |near: L::V| L::store(near).map(f32::to_bits);
                         assert_eq!(bits(by_bits_near), bits(folded_near), "{ray:?} bound {bound} node {node:?}");
                     }
-                    // The folded test never enters an unused slot; the plain one may.
-                    assert_eq!(folded & !u32::from(node.occupied), 0, "{ray:?} bound {bound} node {node:?}");
-                    let plain = plain & u32::from(node.occupied);
+                    let plain = plain & node.occupied as u32;
                     assert_eq!(plain & !folded, 0, "{ray:?} bound {bound} node {node:?}");
                     // The plain entries in the caller's units, as `Slabs::enter` gives them.
                     let plain_near = L::mul(plain_near, L::splat(slabs.t_scale));
@@ -1091,9 +1077,8 @@ mod tests {
     }
 
     /// The folded slab test enters every child the plain test enters, no later,
-    /// and no unused slot, on meshes from tiny to huge and far from the origin,
-    /// with both vector units; by bits, it enters the same children at the same
-    /// distances as by the numbers.
+    /// on meshes from tiny to huge and far from the origin, with both vector units;
+    /// by bits, it enters the same children at the same distances as by the numbers.
     #[test]
     fn folded_test_enters_what_the_plain_test_enters() {
         let mut rng = Rng::new(29);
