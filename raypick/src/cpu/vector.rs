@@ -342,16 +342,13 @@ mod avx2 {
         #[inline(always)]
         fn le_bits(a: Self::V, b: Self::V) -> u32 {
             let greater = unsafe { _mm256_cmpgt_epi32(_mm256_castps_si256(a), _mm256_castps_si256(b)) };
-            let greater = unsafe { _mm256_movemask_ps(_mm256_castsi256_ps(greater)) } as u32;
-            let mut at_most = !greater & 0xff;
+            let mut greater = unsafe { _mm256_movemask_ps(_mm256_castsi256_ps(greater)) } as u32;
             // The mask is hidden from the optimiser, which would otherwise, where a
             // walk takes this or `le` as the ray says, join the two masks as lanes
             // of one bit each and turn them into bits with a chain of shuffles.
-            // Hidden once it is final, so that no step of the optimiser's (a
-            // widening, a second mask) is left between it and its uses.
-            // SAFETY: an empty instruction string: nothing runs, `at_most` is kept.
-            unsafe { std::arch::asm!("/* {0:e} */", inout(reg) at_most, options(pure, nomem, nostack, preserves_flags)) };
-            at_most
+            // SAFETY: an empty instruction string: nothing runs, `greater` is kept.
+            unsafe { std::arch::asm!("/* {0:e} */", inout(reg) greater, options(pure, nomem, nostack, preserves_flags)) };
+            !greater & 0xff
         }
         #[inline(always)]
         fn abs(a: Self::V) -> Self::V {
