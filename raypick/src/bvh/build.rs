@@ -211,9 +211,23 @@ pub fn triangle_box(tri: &PackedTriangle) -> (Vec3, Vec3) {
 pub fn vertices_box(vertices: [Vec3; 3]) -> (Vec3, Vec3) {
     // In vector registers (`Vec3A`): some four times faster than three scalar lanes,
     // with the same operations, so the same box.
-    let [a, b, c] = vertices.map(Vec3A::from);
-    let (lo, hi) = pad(a.min(b).min(c), a.max(b).max(c));
+    let (lo, hi) = vertices_bounds(vertices.map(Vec3A::from));
+    let (lo, hi) = pad(lo, hi);
     (lo.into(), hi.into())
+}
+
+/// How far [`vertices_box`] pads the box of a triangle given by its vertices on
+/// every side ([`box_margin`]).
+#[inline]
+pub(crate) fn vertices_margin(vertices: [Vec3A; 3]) -> f32 {
+    let (lo, hi) = vertices_bounds(vertices);
+    box_margin(lo, hi)
+}
+
+/// The unpadded box of three vertices.
+#[inline(always)]
+fn vertices_bounds([a, b, c]: [Vec3A; 3]) -> (Vec3A, Vec3A) {
+    (a.min(b).min(c), a.max(b).max(c))
 }
 
 /// The fraction of a triangle box's magnitude (its largest coordinate or extent)
@@ -231,7 +245,7 @@ fn pad(lo: Vec3A, hi: Vec3A) -> (Vec3A, Vec3A) {
 /// [`BOX_PADDING`] of its magnitude (its largest coordinate or extent), plus
 /// `f32::MIN_POSITIVE`.
 #[inline(always)]
-pub(crate) fn box_margin(lo: Vec3A, hi: Vec3A) -> f32 {
+fn box_margin(lo: Vec3A, hi: Vec3A) -> f32 {
     let magnitude = lo
         .abs()
         .max(hi.abs())

@@ -857,13 +857,11 @@ fn place_lanes<L: Lanes8>(
 }
 
 /// The margin by which each lane's triangle box is padded
-/// ([`box_margin`](crate::bvh::build::box_margin), the BVH builder's padding), as
-/// [`place_lanes`] takes them: a wide BVH keeps them beside each leaf block.
+/// ([`vertices_margin`](crate::bvh::build::vertices_margin), the BVH builder's
+/// padding), as [`place_lanes`] takes them: a wide BVH keeps them beside each
+/// leaf block.
 pub(crate) fn box_margins(block: &SoaTriangles<8>) -> [f32; 8] {
-    std::array::from_fn(|lane| {
-        let [a, b, c] = block.triangle(lane).map(glam::Vec3A::from);
-        crate::bvh::build::box_margin(a.min(b).min(c), a.max(b).max(c))
-    })
+    std::array::from_fn(|lane| crate::bvh::build::vertices_margin(block.triangle(lane).map(glam::Vec3A::from)))
 }
 
 /// `N` packed triangles as structure of arrays (x, y, z rows of the three vertices),

@@ -111,8 +111,9 @@ impl Row {
 
 impl PlaneRows {
     /// The rows for each of the eight octants of a direction, by the octant's
-    /// [`PlaneRows::octant`] index: a table, so that a ray's rows are one load
-    /// rather than a choice per row.
+    /// index (bit `a` set where the component on axis `a` is negative,
+    /// [`PlaneRows::for_negative_axes`]): a table, so that a ray's rows are one
+    /// load rather than a choice per row.
     const FOR_OCTANT: [Self; 8] = {
         let mut table = [Self::for_octant(0); 8];
         let mut octant = 1;
@@ -133,18 +134,18 @@ impl PlaneRows {
         }
     }
 
-    /// The octant index of a direction whose components are negative where
-    /// `negative` says: bit `a` for axis `a`.
-    #[inline(always)]
-    fn octant(negative: [bool; 3]) -> usize {
-        usize::from(negative[0]) | usize::from(negative[1]) << 1 | usize::from(negative[2]) << 2
-    }
-
     /// The rows for a direction whose components are negative where `negative`
     /// says.
     #[inline(always)]
     fn for_signs(negative: [bool; 3]) -> Self {
-        Self::FOR_OCTANT[Self::octant(negative)]
+        Self::for_negative_axes(u32::from(negative[0]) | u32::from(negative[1]) << 1 | u32::from(negative[2]) << 2)
+    }
+
+    /// The rows for a direction whose component on axis `a` is negative where
+    /// bit `a` of `negative` is set (its octant's index; higher bits ignored).
+    #[inline(always)]
+    fn for_negative_axes(negative: u32) -> Self {
+        Self::FOR_OCTANT[(negative & 0b111) as usize]
     }
 }
 
@@ -165,16 +166,10 @@ impl AxisLanes {
     /// The lanes that move each axis's value two axes back (x takes z's).
     const AXIS_AFTER_NEXT: [u32; 8] = [2, 0, 1, 3, 4, 5, 6, 7];
 
-    /// The axes' bits of a lane mask, bit `a` for axis `a`.
-    #[inline(always)]
-    fn mask(lanes: u32) -> u32 {
-        lanes & Self::AXES
-    }
-
     /// Whether every axis's bit of a lane mask is set.
     #[inline(always)]
     fn all(lanes: u32) -> bool {
-        Self::mask(lanes) == Self::AXES
+        lanes & Self::AXES == Self::AXES
     }
 
     /// The axes' values.
@@ -427,7 +422,7 @@ impl<L: Lanes8> Slabs<L> {
             folded_inv: AxisLanes::axes::<L>(folded_inv),
             near_offset: AxisLanes::axes::<L>(L::sub(start, slack)),
             far_offset: AxisLanes::axes::<L>(L::add(start, slack)),
-            rows: PlaneRows::FOR_OCTANT[AxisLanes::mask(L::lt(dir, L::splat(0.0))) as usize],
+            rows: PlaneRows::for_negative_axes(L::lt(dir, L::splat(0.0))),
             tmin: ray.tmin * to_frame,
             padded_tmin: L::splat(padded_tmin),
             test,
