@@ -21,7 +21,7 @@ use super::bvh_walk::pop_until;
 use super::hit_list::HitList;
 use super::interleaved_walks::{INTERLEAVED, interleave};
 use super::intersect::{
-    BoxFrame, RayFrame, is_valid_ray_on, lanes, padded_below, padded_below_lanes, padded_beyond,
+    BoxFrame, RayFrame, is_valid_ray_on, lanes, padded_below_lanes, padded_beyond,
 };
 use super::moller_trumbore::moller_trumbore_block;
 use super::packet_traverse::{PACKET, PacketStack, trace_packet};
@@ -121,7 +121,9 @@ impl Stack {
         if rest == 0 {
             return Some(pending(nearest));
         }
-        let near = L::store(near);
+        // The entries padded on the lanes at once, as the stack keeps them, and
+        // ordered by them: padding never reverses two distances' order.
+        let near = L::store(padded_below_lanes::<L>(near));
         // The node's pushes land in the row of lanes above the depth, where an
         // index needs no check against the stack's end.
         let base = *depth;
@@ -135,7 +137,7 @@ impl Stack {
             if farther.1 < kept.1 {
                 std::mem::swap(&mut farther, &mut kept);
             }
-            let (farther, distance) = (farther.0, padded_below(farther.1));
+            let (farther, distance) = farther;
             let pushed_child = pending(farther);
             prefetch(wide, pushed_child.0, pushed_child.1);
             // Indices taken modulo the row's width, which they never reach (at most
