@@ -306,6 +306,21 @@ impl CpuBackend {
         if Self::runs_here(rays.len()) {
             return task(rays, out);
         }
+        self.in_tracing_order_on_pool(bounds, incoherent, rays, out, fill, task);
+    }
+
+    /// [`CpuBackend::in_tracing_order`] of a batch of more than one task, compiled
+    /// apart: a pick's call then sets up none of the pool's work.
+    #[inline(never)]
+    fn in_tracing_order_on_pool<T: Copy + Send + Sync>(
+        &self,
+        bounds: impl FnOnce() -> Option<(glam::Vec3, glam::Vec3)>,
+        incoherent: Incoherent,
+        rays: &[Ray],
+        out: &mut [T],
+        fill: T,
+        task: impl Fn(&[Ray], &mut [T]) + Send + Sync,
+    ) {
         let bounds = bounds();
         let windows = rays.chunks(ray_order::WINDOW).zip(out.chunks_mut(ray_order::WINDOW));
         for (rays, out) in windows {
