@@ -137,8 +137,8 @@ impl Stack {
             if farther.1 < kept.1 {
                 std::mem::swap(&mut farther, &mut kept);
             }
-            let (farther, distance) = farther;
-            let pushed_child = pending(farther);
+            let (farther_lane, distance) = farther;
+            let pushed_child = pending(farther_lane);
             prefetch(wide, pushed_child.0, pushed_child.1);
             // Indices taken modulo the row's width, which they never reach (at most
             // `WIDTH - 1` children are pushed), so that none is checked.
