@@ -99,8 +99,9 @@ impl Stack {
     /// equals), which it returns, farthest at the bottom; `None` when the ray
     /// enters none. Branches on the count and order of the entered children,
     /// which a lone walk waits on less than on the sort of [`Stack::push`]: one
-    /// child, the most common case, goes straight to the next visit, and of two
-    /// the farther is pushed without a search for its place. The children
+    /// child, the most common case, goes straight to the next visit, and two or
+    /// three are ordered by a few comparisons, without a search for each pushed
+    /// child's place. The children
     /// pushed are asked of the memory system ([`prefetch`]): on a large mesh their
     /// loads are what the walk would wait on when it pops them, and in a pick whose
     /// nodes are cached the requests cost only a few instructions.
@@ -129,26 +130,49 @@ impl Stack {
         // index needs no check against the stack's end.
         let base = *depth;
         let (child, blocks, entry) = self.row_from(base);
-        if rest & (rest - 1) == 0 {
-            // Two children, the next most common case: the farther pushed, the
-            // nearer (the lower lane if equally near) visited, chosen by a branch
-            // (as the longer case below chooses): a hot pick's walk goes on along
-            // the predicted child instead of waiting for the two distances.
-            let other = rest.trailing_zeros() as usize;
-            let mut push_one = |lane: usize| {
-                let pushed_child = pending(lane);
-                prefetch(wide, pushed_child.0, pushed_child.1);
-                (child[0], blocks[0]) = pushed_child;
-                entry[0] = near[lane];
-                *depth = base + 1;
-            };
-            if near[other] < near[nearest] {
+        // Puts the child of `lane` in the row's `slot` and asks for its node or block.
+        let mut push_at = |slot: usize, lane: usize| {
+            let pushed_child = pending(lane);
+            prefetch(wide, pushed_child.0, pushed_child.1);
+            (child[slot], blocks[slot]) = pushed_child;
+            entry[slot] = near[lane];
+        };
+        // Two or three children, the next most common cases, are ordered by
+        // branches on their distances, each kept a branch ([`keep_branch`]): a hot
+        // pick's walk goes on along the predicted order instead of waiting for the
+        // distances. Equally near children keep their lanes' order, as in the
+        // longer case below.
+        let second = rest.trailing_zeros() as usize;
+        let third = rest & (rest - 1);
+        if third == 0 {
+            *depth = base + 1;
+            if near[second] < near[nearest] {
                 keep_branch();
-                push_one(nearest);
-                return Some(pending(other));
+                push_at(0, nearest);
+                return Some(pending(second));
             }
-            push_one(other);
+            push_at(0, second);
             return Some(pending(nearest));
+        }
+        if third & (third - 1) == 0 {
+            // Nearest to farthest: `p`, `q`, `r`; the farther two pushed, `r` below.
+            let (mut p, mut q, mut r) = (nearest, second, third.trailing_zeros() as usize);
+            if near[q] < near[p] {
+                keep_branch();
+                (p, q) = (q, p);
+            }
+            if near[r] < near[q] {
+                keep_branch();
+                (q, r) = (r, q);
+                if near[q] < near[p] {
+                    keep_branch();
+                    (p, q) = (q, p);
+                }
+            }
+            push_at(0, r);
+            push_at(1, q);
+            *depth = base + 2;
+            return Some(pending(p));
         }
         // The nearest so far (lane, distance) is kept aside, and each child pushed
         // moves only past the children already pushed that are no farther.
@@ -827,7 +851,9 @@ const _: () = assert!(MISS == u32::MAX);
 mod tests {
     use super::*;
     use crate::bvh::Bvh;
+    use crate::cpu::intersect::padded_below;
     use crate::cpu::vector::Portable;
+    use crate::cpu::wide_bvh::ExactBoxes;
     use crate::kit::{self, Rng, fixtures};
     use crate::prepare::is_valid_ray;
 
@@ -898,6 +924,57 @@ mod tests {
                 "{counts:?}"
             );
         }
+    }
+
+    /// A lone walk's pushes visit a node's entered children nearest first: the
+    /// returned child is the nearest (the lowest lane among equally near ones) and
+    /// the stack pops each other entered child once, none nearer than the one
+    /// before, for every set of entered lanes (each count, so each way
+    /// `push_but_nearest` orders them) and for distances drawn from a few values
+    /// (so that many tie), leaf and interior children mixed.
+    #[test]
+    fn lone_pushes_visit_children_nearest_first() {
+        let mut node = ExactNode {
+            boxes: ExactBoxes::default(),
+            child: std::array::from_fn(|lane| 100 + lane as u32),
+            blocks: std::array::from_fn(|lane| (lane % 3) as u8),
+            occupied: 0xff,
+        };
+        node.boxes.lo = [[0.0; WIDTH]; 3];
+        node.boxes.hi = [[1.0; WIDTH]; 3];
+        let wide = WideBvh::default();
+        let mut rng = Rng::new(21);
+        let levels = [0.0, 0.5, 0.5, 1.0, 2.0, -1.0, 1e-30, 3e37];
+        let mut stack = Stack::default();
+        for entered in 1..=0xffu32 {
+            for _ in 0..16 {
+                let near: [f32; WIDTH] = std::array::from_fn(|_| levels[rng.below(levels.len())]);
+                // The expected order: by padded entry (the stack's own form), then lane.
+                let mut expected: Vec<usize> = lanes(entered).collect();
+                expected.sort_by(|&a, &b| padded_below(near[a]).total_cmp(&padded_below(near[b])).then(a.cmp(&b)));
+                let below = 5;
+                let mut depth = below;
+                let first = stack.push_but_nearest::<Portable>(&wide, &mut depth, &node, entered, Portable::load(&near));
+                let lane = |(child, _): (u32, u32)| (child - 100) as usize;
+                let mut visited = vec![lane(first.expect("a child is entered"))];
+                assert_eq!(depth - below, expected.len() - 1, "entered {entered:#b}");
+                while depth > below {
+                    let next = stack.pop(&mut depth, f32::INFINITY).expect("a pending child");
+                    assert_eq!(next.1, u32::from(node.blocks[lane(next)]));
+                    visited.push(lane(next));
+                }
+                let padded = |lane: usize| padded_below(near[lane]);
+                let context = format!("entered {entered:#b}, entries {near:?}, visited {visited:?}");
+                assert_eq!(visited[0], expected[0], "{context}");
+                assert!(visited.windows(2).all(|w| padded(w[0]) <= padded(w[1])), "{context}");
+                visited.sort_unstable();
+                expected.sort_unstable();
+                assert_eq!(visited, expected, "{context}");
+            }
+        }
+        let mut depth = 0;
+        assert_eq!(stack.push_but_nearest::<Portable>(&wide, &mut depth, &node, 0, Portable::load(&[0.0; WIDTH])), None);
+        assert_eq!(depth, 0);
     }
 
     /// Interleaved walks (batches) answer as lone walks, ray by ray, bit for bit:
