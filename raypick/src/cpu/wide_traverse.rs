@@ -101,10 +101,10 @@ impl Stack {
     /// which a lone walk waits on less than on the sort of [`Stack::push`]: one
     /// child, the most common case, goes straight to the next visit, and two or
     /// three are ordered by a few comparisons, without a search for each pushed
-    /// child's place. The children
-    /// pushed are asked of the memory system ([`prefetch`]): on a large mesh their
-    /// loads are what the walk would wait on when it pops them, and in a pick whose
-    /// nodes are cached the requests cost only a few instructions.
+    /// child's place. The children pushed are asked of the memory system
+    /// ([`prefetch`]): on a large mesh their loads are what the walk would wait on
+    /// when it pops them, and in a pick whose nodes are cached the requests cost
+    /// only a few instructions.
     #[inline(always)]
     fn push_but_nearest<L: Lanes8>(
         &mut self,
@@ -140,8 +140,7 @@ impl Stack {
         // Two or three children, the next most common cases, are ordered by
         // branches on their distances, each kept a branch ([`keep_branch`]): a hot
         // pick's walk goes on along the predicted order instead of waiting for the
-        // distances. Equally near children keep their lanes' order, as in the
-        // longer case below.
+        // distances. Equally near children are visited in their lanes' order.
         let second = rest.trailing_zeros() as usize;
         let third = rest & (rest - 1);
         if third == 0 {
@@ -376,7 +375,7 @@ impl<L: Lanes8> Walk<L> {
 /// condition's operands where a predicted branch does not.
 #[inline(always)]
 fn keep_branch() {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     // SAFETY: an empty sequence of instructions, which reads and writes nothing.
     unsafe {
         std::arch::asm!("", options(nomem, nostack, preserves_flags));
@@ -934,14 +933,13 @@ mod tests {
     /// (so that many tie), leaf and interior children mixed.
     #[test]
     fn lone_pushes_visit_children_nearest_first() {
-        let mut node = ExactNode {
+        // The boxes are never read: the entry distances are given.
+        let node = ExactNode {
             boxes: ExactBoxes::default(),
             child: std::array::from_fn(|lane| 100 + lane as u32),
             blocks: std::array::from_fn(|lane| (lane % 3) as u8),
             occupied: 0xff,
         };
-        node.boxes.lo = [[0.0; WIDTH]; 3];
-        node.boxes.hi = [[1.0; WIDTH]; 3];
         let wide = WideBvh::default();
         let mut rng = Rng::new(21);
         let levels = [0.0, 0.5, 0.5, 1.0, 2.0, -1.0, 1e-30, 3e37];
