@@ -100,11 +100,15 @@ impl Stack {
     /// enters none. Branches on the count and order of the entered children,
     /// which a lone walk waits on less than on the sort of [`Stack::push`]: one
     /// child, the most common case, goes straight to the next visit, and two or
-    /// three are ordered by a few comparisons, without a search for each pushed
-    /// child's place. The children pushed are asked of the memory system
-    /// ([`prefetch`]): on a large mesh their loads are what the walk would wait on
-    /// when it pops them, and in a pick whose nodes are cached the requests cost
-    /// only a few instructions.
+    /// three are ordered by a few comparisons. Four or more have too many orders
+    /// for a predictor to learn, and a search for each pushed child's place
+    /// mispredicts its way through them, so they are sorted without a branch, as
+    /// [`Stack::push`] sorts them (entries that differ only in
+    /// [`push_key`](super::vector::push_key)'s lane
+    /// bits ordered by lane), and the nearest taken back off the top. The
+    /// children pushed are asked of the memory system ([`prefetch`]): on a large
+    /// mesh their loads are what the walk would wait on when it pops them, and in
+    /// a pick whose nodes are cached the requests cost only a few instructions.
     #[inline(always)]
     fn push_but_nearest<L: Lanes8>(
         &mut self,
@@ -125,6 +129,7 @@ impl Stack {
         }
         // The entries padded on the lanes at once, as the stack keeps them, and
         // ordered by them: padding never reverses two distances' order.
+        let near_lanes = near;
         let near = L::store(padded_below_lanes::<L>(near));
         // The node's pushes land in the row of lanes above the depth, where an
         // index needs no check against the stack's end.
@@ -173,32 +178,14 @@ impl Stack {
             *depth = base + 2;
             return Some(pending(p));
         }
-        // The nearest so far (lane, distance) is kept aside, and each child pushed
-        // moves only past the children already pushed that are no farther.
-        let mut kept = (nearest, near[nearest]);
-        let mut pushed = 0;
-        for lane in lanes(rest) {
-            let mut farther = (lane, near[lane]);
-            if farther.1 < kept.1 {
-                std::mem::swap(&mut farther, &mut kept);
-            }
-            let (farther_lane, distance) = farther;
-            let pushed_child = pending(farther_lane);
-            prefetch(wide, pushed_child.0, pushed_child.1);
-            // Indices taken modulo the row's width, which they never reach (at most
-            // `WIDTH - 1` children are pushed), so that none is checked.
-            let mut slot = pushed % WIDTH;
-            while slot > 0 && entry[(slot - 1) % WIDTH] <= distance {
-                let below = (slot - 1) % WIDTH;
-                (child[slot], blocks[slot], entry[slot]) = (child[below], blocks[below], entry[below]);
-                slot = below;
-            }
-            (child[slot], blocks[slot]) = pushed_child;
-            entry[slot] = distance;
-            pushed += 1;
+        // Four or more: each asked for without a branch on whether it is a leaf,
+        // then all sorted on the lanes and the nearest taken back off the top.
+        for lane in lanes(entered) {
+            prefetch_either(wide, node.child[lane], u32::from(node.blocks[lane]));
         }
-        *depth = base + pushed;
-        Some(pending(kept.0))
+        self.push::<L>(depth, node, entered, near_lanes);
+        *depth -= 1;
+        Some((self.child[*depth], self.blocks[*depth]))
     }
 
     /// Pops the nearest pending child that a hit at `bound` leaves worth visiting
@@ -851,7 +838,7 @@ mod tests {
     use super::*;
     use crate::bvh::Bvh;
     use crate::cpu::intersect::padded_below;
-    use crate::cpu::vector::Portable;
+    use crate::cpu::vector::{Portable, push_key};
     use crate::cpu::wide_bvh::ExactBoxes;
     use crate::kit::{self, Rng, fixtures};
     use crate::prepare::is_valid_ray;
@@ -942,14 +929,24 @@ mod tests {
         };
         let wide = WideBvh::default();
         let mut rng = Rng::new(21);
-        let levels = [0.0, 0.5, 0.5, 1.0, 2.0, -1.0, 1e-30, 3e37];
+        // Two entries a bit apart, which four or more children order by lane.
+        let levels = [0.0, 0.5, 0.5, 1.0, 2.0, -1.0, 1e-30, 3e37, f32::from_bits(0.5f32.to_bits() + 1)];
         let mut stack = Stack::default();
         for entered in 1..=0xffu32 {
             for _ in 0..16 {
                 let near: [f32; WIDTH] = std::array::from_fn(|_| levels[rng.below(levels.len())]);
-                // The expected order: by padded entry (the stack's own form), then lane.
+                // The expected order: by padded entry (the stack's own form), then by
+                // lane; for four or more, entries that differ only in the sort key's
+                // lane bits count as equal.
+                let sorted = entered.count_ones() >= 4;
+                let entry = |lane: usize| padded_below(near[lane]);
+                let coarse = |lane: usize| push_key(entry(lane), 0, true);
+                let before = |a: usize, b: usize| match sorted {
+                    true => coarse(a).cmp(&coarse(b)),
+                    false => entry(a).partial_cmp(&entry(b)).expect("no entry is NaN"),
+                };
                 let mut expected: Vec<usize> = lanes(entered).collect();
-                expected.sort_by(|&a, &b| padded_below(near[a]).total_cmp(&padded_below(near[b])).then(a.cmp(&b)));
+                expected.sort_by(|&a, &b| before(a, b).then(a.cmp(&b)));
                 let below = 5;
                 let mut depth = below;
                 let first = stack.push_but_nearest::<Portable>(&wide, &mut depth, &node, entered, Portable::load(&near));
@@ -961,10 +958,9 @@ mod tests {
                     assert_eq!(next.1, u32::from(node.blocks[lane(next)]));
                     visited.push(lane(next));
                 }
-                let padded = |lane: usize| padded_below(near[lane]);
                 let context = format!("entered {entered:#b}, entries {near:?}, visited {visited:?}");
                 assert_eq!(visited[0], expected[0], "{context}");
-                assert!(visited.windows(2).all(|w| padded(w[0]) <= padded(w[1])), "{context}");
+                assert!(visited.windows(2).all(|w| before(w[0], w[1]).is_le()), "{context}");
                 visited.sort_unstable();
                 expected.sort_unstable();
                 assert_eq!(visited, expected, "{context}");
