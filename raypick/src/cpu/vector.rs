@@ -99,6 +99,9 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     /// farthest to the nearest, then the others from lane 7 down), as lane indices.
     /// Sorted without a branch, so no order of distances costs a mispredicted one.
     fn push_order(near: Self::V, entered: u32) -> Self::U;
+    /// The [`push_key`] of each lane's entry distance `near` (entered where
+    /// `entered` has its bit), the keys [`Lanes8::push_order`] sorts.
+    fn push_keys(near: Self::V, entered: u32) -> Self::U;
 }
 
 /// The key [`Lanes8::push_order`] sorts on, descending: for an entered lane,
@@ -263,9 +266,13 @@ unsafe impl Lanes8 for Portable {
     }
     #[inline(always)]
     fn push_order(near: Self::V, entered: u32) -> Self::U {
-        let mut keys: [u32; 8] = std::array::from_fn(|i| push_key(near[i], i, entered >> i & 1 != 0));
+        let mut keys = Self::push_keys(near, entered);
         keys.sort_unstable_by(|a, b| b.cmp(a));
         keys.map(|key| key & 7)
+    }
+    #[inline(always)]
+    fn push_keys(near: Self::V, entered: u32) -> Self::U {
+        std::array::from_fn(|i| push_key(near[i], i, entered >> i & 1 != 0))
     }
 }
 
@@ -465,6 +472,10 @@ mod avx2 {
         }
         #[inline(always)]
         fn push_order(near: Self::V, entered: u32) -> Self::U {
+            unsafe { _mm256_and_si256(sort_descending(Self::push_keys(near, entered)), _mm256_set1_epi32(7)) }
+        }
+        #[inline(always)]
+        fn push_keys(near: Self::V, entered: u32) -> Self::U {
             unsafe {
                 // `push_key` lane by lane.
                 let bits = _mm256_castps_si256(near);
@@ -473,8 +484,7 @@ mod avx2 {
                 let keyed = _mm256_or_si256(_mm256_andnot_si256(_mm256_set1_epi32(7), _mm256_xor_si256(bits, flip)), lane);
                 let flags = lane_bits();
                 let inside = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(entered as i32), flags), flags);
-                let keys = _mm256_blendv_epi8(lane, keyed, inside);
-                _mm256_and_si256(sort_descending(keys), _mm256_set1_epi32(7))
+                _mm256_blendv_epi8(lane, keyed, inside)
             }
         }
     }
@@ -656,6 +666,7 @@ mod tests {
             assert_eq!(bits(filled), bits(Avx2::store(Avx2::fill_outside(va, mask, x))), "{a:?} {mask:#x}");
             let order = Portable::push_order(pa, mask);
             assert_eq!(order, Avx2::store_u32(Avx2::push_order(va, mask)), "{a:?} {mask:#x}");
+            assert_eq!(Portable::push_keys(pa, mask), Avx2::store_u32(Avx2::push_keys(va, mask)), "{a:?} {mask:#x}");
             let index = Portable::load_u32(&order);
             let (vindex, vb) = (Avx2::load_u32(&order), Avx2::load_u32(&b.map(f32::to_bits)));
             assert_eq!(bits(Portable::permute(pb, index)), bits(Avx2::store(Avx2::permute(Avx2::load(&b), vindex))));

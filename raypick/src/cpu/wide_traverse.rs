@@ -102,13 +102,15 @@ impl Stack {
     /// child, the most common case, goes straight to the next visit, and two or
     /// three are ordered by a few comparisons. Four or more have too many orders
     /// for a predictor to learn, and a search for each pushed child's place
-    /// mispredicts its way through them, so they are sorted without a branch, as
+    /// mispredicts its way through them: they are sorted without a branch, as
     /// [`Stack::push`] sorts them (entries that differ only in
-    /// [`push_key`](super::vector::push_key)'s lane
-    /// bits ordered by lane), and the nearest taken back off the top. The
-    /// children pushed are asked of the memory system ([`prefetch`]): on a large
-    /// mesh their loads are what the walk would wait on when it pops them, and in
-    /// a pick whose nodes are cached the requests cost only a few instructions.
+    /// [`push_key`](super::vector::push_key)'s lane bits ordered by lane), and the
+    /// top dropped, while the nearest, the same child, is found by a branch per
+    /// child, which a hot pick's walk follows without waiting for the distances.
+    /// The children pushed are asked of the memory system ([`prefetch`]): on a
+    /// large mesh their loads are what the walk would wait on when it pops them,
+    /// and in a pick whose nodes are cached the requests cost only a few
+    /// instructions.
     #[inline(always)]
     fn push_but_nearest<L: Lanes8>(
         &mut self,
@@ -178,14 +180,23 @@ impl Stack {
             *depth = base + 2;
             return Some(pending(p));
         }
-        // Four or more: each asked for without a branch on whether it is a leaf,
-        // then all sorted on the lanes and the nearest taken back off the top.
+        // Four or more: each asked for without a branch on whether it is a leaf;
+        // the nearest found by kept branches on the sort's keys (all distinct),
+        // so that it is the top the sort then leaves, which is dropped.
         for lane in lanes(entered) {
             prefetch_either(wide, node.child[lane], u32::from(node.blocks[lane]));
         }
+        let keys = L::store_u32(L::push_keys(near_lanes, entered));
+        let mut top = nearest;
+        for lane in lanes(rest) {
+            if keys[lane] < keys[top] {
+                keep_branch();
+                top = lane;
+            }
+        }
         self.push::<L>(depth, node, entered, near_lanes);
         *depth -= 1;
-        Some((self.child[*depth], self.blocks[*depth]))
+        Some(pending(top))
     }
 
     /// Pops the nearest pending child that a hit at `bound` leaves worth visiting
