@@ -103,9 +103,10 @@ pub enum Accel {
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum NodeLayout {
     /// Two children per node, boxes as `f32` (64 bytes a node): the faster kernel
-    /// on the hardware GPU and the software adapter measured (README), so what an
-    /// uploaded mesh gets, and what a mesh read from a renderer's buffers is
-    /// traversed with, as the GPU refits its boxes in place.
+    /// on the hardware GPU and the software adapter measured
+    /// (docs/performance.md), so what an uploaded mesh gets, and what a mesh read
+    /// from a renderer's buffers is traversed with, as the GPU refits its boxes in
+    /// place.
     /// `NodeLayout::default()`.
     #[default]
     Binary,
