@@ -129,9 +129,10 @@ impl Stack {
         if rest == 0 {
             return Some(pending(nearest));
         }
+        // The distances as they are, for the sort of four or more.
+        let near_lanes = near;
         // The entries padded on the lanes at once, as the stack keeps them, and
         // ordered by them: padding never reverses two distances' order.
-        let near_lanes = near;
         let near = L::store(padded_below_lanes::<L>(near));
         // The node's pushes land in the row of lanes above the depth, where an
         // index needs no check against the stack's end.
@@ -947,11 +948,11 @@ mod tests {
             for _ in 0..16 {
                 let near: [f32; WIDTH] = std::array::from_fn(|_| levels[rng.below(levels.len())]);
                 // The expected order: by padded entry (the stack's own form), then by
-                // lane; for four or more, entries that differ only in the sort key's
-                // lane bits count as equal.
+                // lane; for four or more, by the sort's key of each distance, where
+                // distances that differ only in the key's lane bits count as equal.
                 let sorted = entered.count_ones() >= 4;
                 let entry = |lane: usize| padded_below(near[lane]);
-                let coarse = |lane: usize| push_key(entry(lane), 0, true);
+                let coarse = |lane: usize| push_key(near[lane], 0, true);
                 let before = |a: usize, b: usize| match sorted {
                     true => coarse(a).cmp(&coarse(b)),
                     false => entry(a).partial_cmp(&entry(b)).expect("no entry is NaN"),
