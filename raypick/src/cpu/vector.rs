@@ -98,10 +98,16 @@ pub(crate) unsafe trait Lanes8: Copy + 'static {
     /// of each lane's entry distance `near` (lanes of `entered` first, from the
     /// farthest to the nearest, then the others from lane 7 down), as lane indices.
     /// Sorted without a branch, so no order of distances costs a mispredicted one.
-    fn push_order(near: Self::V, entered: u32) -> Self::U;
+    #[inline(always)]
+    fn push_order(near: Self::V, entered: u32) -> Self::U {
+        Self::key_order(Self::push_keys(near, entered))
+    }
     /// The [`push_key`] of each lane's entry distance `near` (entered where
     /// `entered` has its bit), the keys [`Lanes8::push_order`] sorts.
     fn push_keys(near: Self::V, entered: u32) -> Self::U;
+    /// The lanes of `keys` ([`Lanes8::push_keys`]) from the largest key to the
+    /// smallest, as lane indices: [`Lanes8::push_order`] of keys already made.
+    fn key_order(keys: Self::U) -> Self::U;
 }
 
 /// The key [`Lanes8::push_order`] sorts on, descending: for an entered lane,
@@ -265,14 +271,13 @@ unsafe impl Lanes8 for Portable {
         order.map(|lane| a[lane as usize & 7])
     }
     #[inline(always)]
-    fn push_order(near: Self::V, entered: u32) -> Self::U {
-        let mut keys = Self::push_keys(near, entered);
-        keys.sort_unstable_by(|a, b| b.cmp(a));
-        keys.map(|key| key & 7)
-    }
-    #[inline(always)]
     fn push_keys(near: Self::V, entered: u32) -> Self::U {
         std::array::from_fn(|i| push_key(near[i], i, entered >> i & 1 != 0))
+    }
+    #[inline(always)]
+    fn key_order(mut keys: Self::U) -> Self::U {
+        keys.sort_unstable_by(|a, b| b.cmp(a));
+        keys.map(|key| key & 7)
     }
 }
 
@@ -471,10 +476,6 @@ mod avx2 {
             unsafe { _mm256_permutevar8x32_epi32(a, order) }
         }
         #[inline(always)]
-        fn push_order(near: Self::V, entered: u32) -> Self::U {
-            unsafe { _mm256_and_si256(sort_descending(Self::push_keys(near, entered)), _mm256_set1_epi32(7)) }
-        }
-        #[inline(always)]
         fn push_keys(near: Self::V, entered: u32) -> Self::U {
             unsafe {
                 // `push_key` lane by lane.
@@ -486,6 +487,10 @@ mod avx2 {
                 let inside = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(entered as i32), flags), flags);
                 _mm256_blendv_epi8(lane, keyed, inside)
             }
+        }
+        #[inline(always)]
+        fn key_order(keys: Self::U) -> Self::U {
+            unsafe { _mm256_and_si256(sort_descending(keys), _mm256_set1_epi32(7)) }
         }
     }
 

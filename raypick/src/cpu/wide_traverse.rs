@@ -85,7 +85,12 @@ impl Stack {
     /// how many were entered or in which order.
     #[inline(always)]
     fn push<L: Lanes8>(&mut self, depth: &mut usize, node: &ExactNode, entered: u32, near: L::V) {
-        let order = L::push_order(near, entered);
+        self.push_in_order::<L>(depth, node, entered, near, L::push_order(near, entered));
+    }
+
+    /// [`Stack::push`] with the push order of `near` and `entered` made already.
+    #[inline(always)]
+    fn push_in_order<L: Lanes8>(&mut self, depth: &mut usize, node: &ExactNode, entered: u32, near: L::V, order: L::U) {
         let at = *depth;
         let (child, blocks, entry) = self.row_from(at);
         *child = L::store_u32(L::permute_u32(L::load_u32(&node.child), order));
@@ -185,17 +190,19 @@ impl Stack {
         // the nearest found by kept branches on the sort's keys (all distinct),
         // so that it is the top the sort then leaves, which is dropped.
         for lane in lanes(entered) {
-            prefetch_either(wide, node.child[lane], u32::from(node.blocks[lane]));
+            let (child, blocks) = pending(lane);
+            prefetch_either(wide, child, blocks);
         }
-        let keys = L::store_u32(L::push_keys(near_lanes, entered));
+        let keys = L::push_keys(near_lanes, entered);
+        let key = L::store_u32(keys);
         let mut top = nearest;
         for lane in lanes(rest) {
-            if keys[lane] < keys[top] {
+            if key[lane] < key[top] {
                 keep_branch();
                 top = lane;
             }
         }
-        self.push::<L>(depth, node, entered, near_lanes);
+        self.push_in_order::<L>(depth, node, entered, near_lanes, L::key_order(keys));
         *depth -= 1;
         Some(pending(top))
     }
@@ -953,9 +960,12 @@ mod tests {
                 let sorted = entered.count_ones() >= 4;
                 let entry = |lane: usize| padded_below(near[lane]);
                 let coarse = |lane: usize| push_key(near[lane], 0, true);
-                let before = |a: usize, b: usize| match sorted {
-                    true => coarse(a).cmp(&coarse(b)),
-                    false => entry(a).partial_cmp(&entry(b)).expect("no entry is NaN"),
+                let before = |a: usize, b: usize| {
+                    if sorted {
+                        coarse(a).cmp(&coarse(b))
+                    } else {
+                        entry(a).partial_cmp(&entry(b)).expect("no entry is NaN")
+                    }
                 };
                 let mut expected: Vec<usize> = lanes(entered).collect();
                 expected.sort_by(|&a, &b| before(a, b).then(a.cmp(&b)));
