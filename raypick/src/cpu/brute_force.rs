@@ -2,7 +2,9 @@
 //!
 //! The shader walks triangles in id order in tiles of workgroup memory; here they are
 //! walked in id order in blocks of [`LANES`] triangles stored as structure of arrays,
-//! so the per-lane loop compiles to AVX-512 / AVX2 vector code. Each lane keeps its
+//! so the per-lane loop compiles to AVX-512 / AVX2 vector code, and for nearest hits
+//! a group of rays walks the blocks a tile at a time, each tile read from beyond
+//! the core's caches once for the whole group. Each lane keeps its
 //! own best hit (strictly nearer wins, so the lowest id wins ties within a lane) and
 //! the lanes are reduced at the end by (t, id) — the same answer as the shader's
 //! sequential walk.
@@ -71,55 +73,112 @@ macro_rules! with_consts {
     };
 }
 
-/// Nearest hit of one (already sanitised) ray; `CULL` is a `crate::Cull` as `u32`,
-/// `WATERTIGHT` selects the test.
-#[inline(always)]
-fn trace_ray<const CULL: u32, const WATERTIGHT: bool>(blocks: &[TriangleBlock], ray: &Ray) -> Hit {
-    let frame = RayFrame::new(ray);
-    let mut best_t = [f32::INFINITY; LANES];
-    let mut best_u = [0.0f32; LANES];
-    let mut best_v = [0.0f32; LANES];
-    let mut best_id = [MISS; LANES];
-    for (index, block) in blocks.iter().enumerate() {
-        let base = (index * LANES) as u32;
-        let c = block.candidates::<WATERTIGHT>(&frame, Cull::from_bits(CULL));
-        if !c.any() {
-            continue;
-        }
-        for lane in c.lanes() {
-            let vertices = block.triangle(lane);
-            let (t, accepted) = place(c.t[lane], ray, &frame, vertices, best_t[lane]);
-            if accepted {
-                best_t[lane] = t;
-                best_u[lane] = c.u[lane];
-                best_v[lane] = c.v[lane];
-                best_id[lane] = base + lane as u32;
+/// Blocks that a group of rays ([`GROUP_RAYS`]) tests in turn before the next
+/// ones: 160 KiB of triangles, which stay in a core's second-level cache while
+/// every ray of the group reads them. A mesh larger than that cache would
+/// otherwise be read from memory, or a shared cache, once per ray, and that read
+/// rather than the arithmetic would set the pace.
+const TILE_BLOCKS: usize = 256;
+
+/// Rays that share each tile of blocks ([`TILE_BLOCKS`]): each tile is read from
+/// beyond the core's caches once per this many rays. Their nearest hits so far
+/// take 256 bytes each.
+const GROUP_RAYS: usize = 32;
+
+/// One ray's nearest hit so far in each lane: strictly nearer replaces, so within a
+/// lane the lowest id wins ties. The same, block after block in id order, however
+/// the blocks are split into tiles.
+struct LaneHits {
+    t: [f32; LANES],
+    u: [f32; LANES],
+    v: [f32; LANES],
+    id: [u32; LANES],
+}
+
+impl LaneHits {
+    const MISS: Self = Self {
+        t: [f32::INFINITY; LANES],
+        u: [0.0; LANES],
+        v: [0.0; LANES],
+        id: [MISS; LANES],
+    };
+
+    /// Tests `blocks`, whose first is the mesh's block `first`, against `ray`
+    /// (already sanitised) with its frame; `CULL` is a `crate::Cull` as `u32`,
+    /// `WATERTIGHT` selects the test.
+    #[inline(always)]
+    fn test<const CULL: u32, const WATERTIGHT: bool>(
+        &mut self,
+        blocks: &[TriangleBlock],
+        first: usize,
+        ray: &Ray,
+        frame: &RayFrame,
+    ) {
+        for (index, block) in (first..).zip(blocks) {
+            let base = (index * LANES) as u32;
+            let c = block.candidates::<WATERTIGHT>(frame, Cull::from_bits(CULL));
+            if !c.any() {
+                continue;
+            }
+            for lane in c.lanes() {
+                let vertices = block.triangle(lane);
+                let (t, accepted) = place(c.t[lane], ray, frame, vertices, self.t[lane]);
+                if accepted {
+                    self.t[lane] = t;
+                    self.u[lane] = c.u[lane];
+                    self.v[lane] = c.v[lane];
+                    self.id[lane] = base + lane as u32;
+                }
             }
         }
     }
-    let mut hit = Hit::MISS;
-    for lane in 0..LANES {
-        let nearer = best_t[lane] < hit.t || (best_t[lane] == hit.t && best_id[lane] < hit.prim);
-        if best_id[lane] != MISS && nearer {
-            hit = Hit {
-                t: best_t[lane],
-                u: best_u[lane],
-                v: best_v[lane],
-                prim: best_id[lane],
-            };
+
+    /// The nearest of the lanes' hits, ties to the lowest id: the shader's answer
+    /// from its walk in id order.
+    fn nearest(&self) -> Hit {
+        let mut hit = Hit::MISS;
+        for lane in 0..LANES {
+            let nearer = self.t[lane] < hit.t || (self.t[lane] == hit.t && self.id[lane] < hit.prim);
+            if self.id[lane] != MISS && nearer {
+                hit = Hit {
+                    t: self.t[lane],
+                    u: self.u[lane],
+                    v: self.v[lane],
+                    prim: self.id[lane],
+                };
+            }
         }
+        hit
     }
-    hit
 }
 
+/// Nearest hits of `rays`, [`GROUP_RAYS`] at a time, each group testing the blocks
+/// a tile at a time ([`TILE_BLOCKS`]); `CULL` is a `crate::Cull` as `u32`,
+/// `WATERTIGHT` selects the test.
 #[inline(always)]
 fn trace_rays_with<const CULL: u32, const WATERTIGHT: bool>(
     blocks: &[TriangleBlock],
     rays: &[Ray],
     hits: &mut [Hit],
 ) {
-    for (ray, hit) in rays.iter().zip(hits) {
-        *hit = trace_ray::<CULL, WATERTIGHT>(blocks, &sanitize_ray(ray));
+    let mut lanes = [const { LaneHits::MISS }; GROUP_RAYS];
+    let mut group = Vec::with_capacity(GROUP_RAYS.min(rays.len()));
+    for (rays, hits) in rays.chunks(GROUP_RAYS).zip(hits.chunks_mut(GROUP_RAYS)) {
+        group.clear();
+        group.extend(rays.iter().map(|ray| {
+            let ray = sanitize_ray(ray);
+            (ray, RayFrame::new(&ray))
+        }));
+        let lanes = &mut lanes[..group.len()];
+        lanes.fill_with(|| LaneHits::MISS);
+        for (tile, first) in blocks.chunks(TILE_BLOCKS).zip((0..).step_by(TILE_BLOCKS)) {
+            for ((ray, frame), lanes) in group.iter().zip(lanes.iter_mut()) {
+                lanes.test::<CULL, WATERTIGHT>(tile, first, ray, frame);
+            }
+        }
+        for (hit, lanes) in hits.iter_mut().zip(lanes.iter()) {
+            *hit = lanes.nearest();
+        }
     }
 }
 

@@ -5,9 +5,10 @@
 //! triangles, in every culling mode. Every hit on both backends also obeys the hit
 //! contract. Both ray–triangle tests (watertight and fast).
 
-use crate::support::{CPU_BRUTE, assert_contracts, compare, engines, trace_with};
+use crate::support::{CPU_BRUTE, CPU_BVH, assert_contracts, compare, engines, trace_with};
 use glam::Vec3;
-use raypick::{Cull, Mesh, Mode, Ray, TraceOptions};
+use raypick::cpu::{CpuBackend, CpuMesh};
+use raypick::{Accel, Cull, Hit, Mesh, Mode, Ray, TraceOptions};
 use raypick_testkit::fixtures::{self, Rng};
 
 pub(crate) fn meshes() -> Vec<(&'static str, Mesh)> {
@@ -84,6 +85,49 @@ fn parity_fast_cull_back() {
 #[test]
 fn parity_fast_cull_front() {
     parity_case(Cull::Front, Mode::Fast);
+}
+
+/// Brute force walks its triangles a tile of some thousands at a time for a group
+/// of rays. On a mesh of many tiles whose every triangle comes again, exactly, in
+/// a later tile (a whole number of 16- and 8-triangle blocks later, so in the
+/// same vector lane), the rays (more than fill whole groups) get the BVH's hits,
+/// each on the lower id of the two copies, and the same hits when traced one per
+/// call.
+#[test]
+fn brute_force_tiles_give_the_lowest_id_across_tiles() {
+    let mut rng = Rng::new(0xB7);
+    let soup = fixtures::soup(9_008, &mut rng, (Vec3::splat(-2.0), Vec3::splat(2.0)));
+    let copies = soup.triangle_count();
+    assert_eq!(
+        copies % 16,
+        0,
+        "the copies are a whole number of blocks apart"
+    );
+    let mesh = fixtures::concat(&[soup.clone(), soup]);
+    let bounds = mesh.bounds().expect("mesh has finite vertices");
+    let mut rays = fixtures::random_rays(3_007, &mut rng, bounds);
+    rays.extend(fixtures::adversarial_rays(&mesh, &mut rng, 2_000));
+    let options = TraceOptions::default();
+    let brute = trace_with(CPU_BRUTE, &mesh, &rays, &options);
+    let hits = brute.iter().filter(|h| h.is_hit()).count();
+    assert!(
+        hits > rays.len() / 10,
+        "only {hits} hits, the rays miss the mesh"
+    );
+    let second_copy = brute
+        .iter()
+        .filter(|h| h.is_hit() && h.prim as usize >= copies)
+        .count();
+    assert_eq!(second_copy, 0, "hits on the second copy of a triangle");
+    let bvh = trace_with(CPU_BVH, &mesh, &rays, &options);
+    compare(&mesh, &rays, &bvh, &brute).assert_identical("brute force in tiles against the BVH");
+    let cpu = CpuBackend::with_threads(1).expect("a CPU pool");
+    let blocks = CpuMesh::with_accel(&mesh, Accel::Brute);
+    let one_per_call: Vec<Hit> = rays
+        .iter()
+        .map(|ray| cpu.trace(&blocks, std::slice::from_ref(ray), &options)[0])
+        .collect();
+    compare(&mesh, &rays, &brute, &one_per_call).assert_identical("brute force one ray per call");
 }
 
 /// wgpu's OpenGL API, the one a machine with Mesa's OpenGL driver but no Vulkan
