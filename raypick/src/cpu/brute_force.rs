@@ -13,6 +13,7 @@
 //! blocks in id order and offer each block's accepted triangles in lane (= id) order
 //! to a [`Collect`]or, stopping when it says so.
 
+use super::bvh_walk::nearer;
 use super::hit_list::HitList;
 use super::intersect::{Candidates, RayFrame, SoaTriangles, place};
 use super::query::{AnyHit, Collect};
@@ -134,12 +135,11 @@ impl LaneHits {
     }
 
     /// The nearest of the lanes' hits, ties to the lowest id: the shader's answer
-    /// from its walk in id order.
+    /// from its walk in id order. A lane without a hit (at `t` = ∞) never wins.
     fn nearest(&self) -> Hit {
         let mut hit = Hit::MISS;
         for lane in 0..LANES {
-            let nearer = self.t[lane] < hit.t || (self.t[lane] == hit.t && self.id[lane] < hit.prim);
-            if self.id[lane] != MISS && nearer {
+            if nearer(self.t[lane], self.id[lane], &hit) {
                 hit = Hit {
                     t: self.t[lane],
                     u: self.u[lane],
@@ -161,22 +161,20 @@ fn trace_rays_with<const CULL: u32, const WATERTIGHT: bool>(
     rays: &[Ray],
     hits: &mut [Hit],
 ) {
-    let mut lanes = [const { LaneHits::MISS }; GROUP_RAYS];
+    // Each ray of the group, ready for the blocks, with its lanes' hits so far.
     let mut group = Vec::with_capacity(GROUP_RAYS.min(rays.len()));
     for (rays, hits) in rays.chunks(GROUP_RAYS).zip(hits.chunks_mut(GROUP_RAYS)) {
         group.clear();
         group.extend(rays.iter().map(|ray| {
             let ray = sanitize_ray(ray);
-            (ray, RayFrame::new(&ray))
+            (ray, RayFrame::new(&ray), LaneHits::MISS)
         }));
-        let lanes = &mut lanes[..group.len()];
-        lanes.fill_with(|| LaneHits::MISS);
         for (tile, first) in blocks.chunks(TILE_BLOCKS).zip((0..).step_by(TILE_BLOCKS)) {
-            for ((ray, frame), lanes) in group.iter().zip(lanes.iter_mut()) {
+            for (ray, frame, lanes) in &mut group {
                 lanes.test::<CULL, WATERTIGHT>(tile, first, ray, frame);
             }
         }
-        for (hit, lanes) in hits.iter_mut().zip(lanes.iter()) {
+        for (hit, (_, _, lanes)) in hits.iter_mut().zip(&group) {
             *hit = lanes.nearest();
         }
     }
