@@ -350,19 +350,21 @@ fn build_tree_in<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bottom, roo
 /// in windows of `room`; `None` when one ran out.
 fn try_build<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bottom, room: Room) -> Option<BuiltTree<'m>> {
     // One indexed pass learns from each triangle's vertices whether it can be hit
-    // and its box, writes the boxes in place and gathers the bounds of the boxes
-    // and of their centroids; triangles that can never be hit get a NaN box and
-    // are removed afterwards, which meshes rarely need. Nothing is packed here:
-    // the leaves pack their triangles from the mesh, in leaf order.
+    // and its box, writes the boxes of the hittable ones in place, at the front of
+    // each chunk, and gathers the bounds of the boxes and of their centroids;
+    // chunks that left out triangles that can never be hit (which meshes rarely
+    // have) are then gathered into one run. Nothing is packed here: the leaves pack
+    // their triangles from the mesh, in leaf order.
     let count = mesh.triangle_count();
     let mut prims: Vec<PrimRef> = memory::scratch(count);
-    let first_pass = prims
+    let chunks: Vec<FirstPass> = prims
         .par_chunks_mut(FIRST_PASS_CHUNK)
         .enumerate()
         .map(|(chunk, prims)| chunk_boxes(mesh, chunk * FIRST_PASS_CHUNK, prims))
-        .reduce(FirstPass::default, FirstPass::merge);
-    if first_pass.unhittable {
-        prims.retain(|p: &PrimRef| !p.lo.x.is_nan());
+        .collect();
+    let first_pass = chunks.iter().fold(FirstPass::default(), FirstPass::merge);
+    if first_pass.kept < count {
+        prims = gathered(&prims, &chunks, first_pass.kept);
     }
     let mut tree = BuiltTree {
         nodes: Vec::new(),
@@ -418,49 +420,70 @@ fn try_build<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bottom, room: R
 /// Triangles per task of the first pass.
 const FIRST_PASS_CHUNK: usize = 16 * 1024;
 
-/// What the first pass gathers besides the triangles' boxes: the
-/// bounds of the hittable triangles' boxes and of their centroids, and whether
-/// any triangle is unhittable.
+/// What the first pass gathers besides the triangles' boxes (of a chunk, or of
+/// the mesh): the bounds of the hittable triangles' boxes and of their centroids,
+/// and how many triangles are hittable.
+#[derive(Clone, Copy)]
 struct FirstPass {
     /// Bounds of the boxes and of the centroids.
     bounds: (Aabb, Aabb),
-    unhittable: bool,
+    /// Hittable triangles, whose boxes were kept.
+    kept: usize,
 }
 
 impl Default for FirstPass {
     fn default() -> Self {
         Self {
             bounds: (Aabb::EMPTY, Aabb::EMPTY),
-            unhittable: false,
+            kept: 0,
         }
     }
 }
 
 impl FirstPass {
-    fn merge(self, other: FirstPass) -> FirstPass {
+    fn merge(self, other: &FirstPass) -> FirstPass {
         FirstPass {
             bounds: union_bounds(self.bounds, other.bounds),
-            unhittable: self.unhittable || other.unhittable,
+            kept: self.kept + other.kept,
         }
     }
 }
 
-/// Writes the boxes of the triangles from `first` on into `prims` (NaN for
-/// unhittable ones), and gathers their bounds.
+/// Writes the boxes of the hittable triangles among those from `first` on (as
+/// many as `prims` holds) to the front of `prims`, in order, and gathers their
+/// bounds.
 fn chunk_boxes(mesh: &Mesh, first: usize, prims: &mut [PrimRef]) -> FirstPass {
     let mut pass = FirstPass::default();
-    for (k, prim) in (first..).zip(prims) {
+    for k in first..first + prims.len() {
         let vertices = mesh.triangle(k);
-        let can_hit = hittable(vertices);
-        let (lo, hi) = if can_hit { vertices_box(vertices) } else { (Vec3::NAN, Vec3::NAN) };
-        *prim = PrimRef::new(lo, hi, k as u32);
-        if can_hit {
+        if hittable(vertices) {
+            let (lo, hi) = vertices_box(vertices);
+            let prim = PrimRef::new(lo, hi, k as u32);
             prim.add_to(&mut pass.bounds);
-        } else {
-            pass.unhittable = true;
+            prims[pass.kept] = prim;
+            pass.kept += 1;
         }
     }
     pass
+}
+
+/// The `kept` boxes that the first pass left at the front of each of its
+/// `chunks` of `prims`, in order, copied into one array chunk by chunk in
+/// parallel.
+fn gathered(prims: &[PrimRef], chunks: &[FirstPass], kept: usize) -> Vec<PrimRef> {
+    let mut out: Vec<PrimRef> = memory::scratch(kept);
+    let mut rest = out.as_mut_slice();
+    let mut pieces = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(chunk.kept);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
+        .into_par_iter()
+        .zip(prims.par_chunks(FIRST_PASS_CHUNK))
+        .for_each(|(piece, chunk)| piece.copy_from_slice(&chunk[..piece.len()]));
+    out
 }
 
 /// Bounds of the boxes and of the centroids.
@@ -721,7 +744,12 @@ impl Builder<'_> {
             }
             let binner = Binner::new(centroids, self.bins_for(count));
             let threshold = binner.threshold(best.axis, best.bin);
-            partition(prims, |p| left_of(p.centroid2(), best.axis, threshold))
+            let left = |p: &PrimRef| left_of(p.centroid2(), best.axis, threshold);
+            if count > PARALLEL_PARTITION {
+                partition_in_blocks(prims, left)
+            } else {
+                partition(prims, left)
+            }
         } else {
             if count <= max_leaf {
                 return (leaf, depth);
@@ -900,6 +928,87 @@ fn partition(prims: &mut [PrimRef], left: impl Fn(&PrimRef) -> bool) -> (usize, 
     }
 }
 
+/// Nodes of more triangles than this are partitioned in blocks on all threads
+/// ([`partition_in_blocks`]); smaller ones, of which there are enough to keep the
+/// threads busy, one after another in place ([`partition`]), which moves less.
+const PARALLEL_PARTITION: usize = 512 * 1024;
+
+/// Triangles per block of [`partition_in_blocks`]: a fixed number, so that the
+/// order it leaves (and so the tree) is the same on any number of threads.
+const PARTITION_BLOCK: usize = 32 * 1024;
+
+/// [`partition`] on all threads: each block of [`PARTITION_BLOCK`] triangles is
+/// partitioned on its own, and then the right-side triangles that lie before the
+/// split swap places with as many left-side ones after it, run against run. The
+/// bounds of each side are the union of the blocks', the same as one pass's.
+fn partition_in_blocks(prims: &mut [PrimRef], left: impl Fn(&PrimRef) -> bool + Sync) -> (usize, [(Aabb, Aabb); 2]) {
+    let blocks: Vec<(usize, [(Aabb, Aabb); 2])> = prims
+        .par_chunks_mut(PARTITION_BLOCK)
+        .map(|block| partition(block, &left))
+        .collect();
+    let empty = (Aabb::EMPTY, Aabb::EMPTY);
+    let split: usize = blocks.iter().map(|(lefts, _)| lefts).sum();
+    let sides = blocks.iter().fold([empty; 2], |[l, r], (_, [bl, br])| {
+        [union_bounds(l, *bl), union_bounds(r, *br)]
+    });
+    // Each block is its left run then its right run: the right runs' parts before
+    // the split and the left runs' parts after it are out of place, as many of
+    // one as of the other.
+    let (mut misplaced_right, mut misplaced_left) = (Vec::new(), Vec::new());
+    for (k, &(lefts, _)) in blocks.iter().enumerate() {
+        let start = k * PARTITION_BLOCK;
+        let (middle, end) = (start + lefts, (start + PARTITION_BLOCK).min(prims.len()));
+        if middle < end.min(split) {
+            misplaced_right.push(middle..end.min(split));
+        }
+        if start.max(split) < middle {
+            misplaced_left.push(start.max(split) - split..middle - split);
+        }
+    }
+    let (head, tail) = prims.split_at_mut(split);
+    let swaps = paired_runs(runs_of(head, &misplaced_right), runs_of(tail, &misplaced_left));
+    swaps.into_par_iter().for_each(|(a, b)| a.swap_with_slice(b));
+    (split, sides)
+}
+
+/// The runs of `prims` in `ranges` (in order, disjoint), as slices.
+fn runs_of<'a>(mut prims: &'a mut [PrimRef], ranges: &[std::ops::Range<usize>]) -> Vec<&'a mut [PrimRef]> {
+    let mut taken = 0;
+    ranges
+        .iter()
+        .map(|range| {
+            let (_, from_start) = std::mem::take(&mut prims).split_at_mut(range.start - taken);
+            let (run, rest) = from_start.split_at_mut(range.len());
+            (prims, taken) = (rest, range.end);
+            run
+        })
+        .collect()
+}
+
+/// Pairs of equally long pieces, at most [`PARTITION_BLOCK`] triangles each,
+/// that cut the runs `a` and `b` (as many triangles in all) in order.
+fn paired_runs<'a>(a: Vec<&'a mut [PrimRef]>, b: Vec<&'a mut [PrimRef]>) -> Vec<(&'a mut [PrimRef], &'a mut [PrimRef])> {
+    let mut pairs = Vec::new();
+    let (mut a, mut b) = (a.into_iter(), b.into_iter());
+    let (mut x, mut y): (&mut [PrimRef], &mut [PrimRef]) = (&mut [], &mut []);
+    loop {
+        if x.is_empty() {
+            let Some(next) = a.next() else { break };
+            x = next;
+        }
+        if y.is_empty() {
+            let Some(next) = b.next() else { break };
+            y = next;
+        }
+        let n = x.len().min(y.len()).min(PARTITION_BLOCK);
+        let (x_piece, x_rest) = std::mem::take(&mut x).split_at_mut(n);
+        let (y_piece, y_rest) = std::mem::take(&mut y).split_at_mut(n);
+        pairs.push((x_piece, y_piece));
+        (x, y) = (x_rest, y_rest);
+    }
+    pairs
+}
+
 /// Splits at the median centroid along the widest centroid axis (or at the middle
 /// of the array when all centroids coincide); returns the size of the left side.
 fn median_split(prims: &mut [PrimRef], centroids: Aabb) -> usize {
@@ -1067,6 +1176,73 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Partitioned in blocks, on one thread or several, a large array is split as
+    /// one pass splits it: the same triangles on each side, in the same order
+    /// whatever the threads, and the same bounds of each side. Some splits leave
+    /// one side nearly empty, some leave every block's runs out of place.
+    #[test]
+    fn partitions_in_blocks_split_as_one_pass_does() {
+        let unit = (Vec3::splat(-1.0), Vec3::splat(1.0));
+        let soup = kit::mesh(fixtures::soup(5 * PARTITION_BLOCK + 777, &mut Rng::new(9), unit));
+        let prims = prims_of(&soup.triangles().collect::<Vec<_>>());
+        let ids = |prims: &[PrimRef]| {
+            let mut ids: Vec<u32> = prims.iter().map(PrimRef::id).collect();
+            ids.sort_unstable();
+            ids
+        };
+        for (axis, threshold) in [(0, 0.0), (1, 0.9), (2, -0.999), (0, 2.0), (1, -2.0)] {
+            let left = |p: &PrimRef| left_of(p.centroid2(), axis, threshold);
+            let mut serial = prims.clone();
+            let (split, sides) = partition(&mut serial, left);
+            let on_threads = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let mut blocked = prims.clone();
+                let (blocked_split, blocked_sides) = pool.install(|| partition_in_blocks(&mut blocked, left));
+                assert_eq!(blocked_split, split, "axis {axis} at {threshold}");
+                assert_eq!(format!("{blocked_sides:?}"), format!("{sides:?}"));
+                let (lefts, rights) = blocked.split_at(split);
+                assert!(lefts.iter().all(left) && !rights.iter().any(left));
+                assert_eq!(ids(lefts), ids(&serial[..split]));
+                assert_eq!(ids(rights), ids(&serial[split..]));
+                blocked.iter().map(PrimRef::id).collect::<Vec<u32>>()
+            };
+            assert_eq!(on_threads(1), on_threads(3), "the order hangs on the blocks alone");
+        }
+    }
+
+    /// Triangles that can never be hit, spread over many chunks of the first
+    /// pass, are left out, and the others keep the mesh's order into the first
+    /// split: the tree holds each hittable triangle once, and a mesh with the
+    /// unhittable ones at its end builds the same tree as one without them.
+    #[test]
+    fn unhittable_triangles_leave_every_chunk() {
+        let unit = (Vec3::splat(-1.0), Vec3::splat(1.0));
+        let soup = kit::mesh(fixtures::soup(3 * FIRST_PASS_CHUNK + 500, &mut Rng::new(13), unit));
+        let triangles: Vec<[Vec3; 3]> = soup.triangles().collect();
+        let degenerate = |k: usize| k % 7 == 3;
+        let mixed: Vec<[Vec3; 3]> = (0..triangles.len())
+            .map(|k| if degenerate(k) { [triangles[k][0]; 3] } else { triangles[k] })
+            .collect();
+        let mixed_mesh = Mesh::from_triangles(&mixed);
+        let tree = build_tree(&mixed_mesh, &BuildOptions::default(), Bottom::Split);
+        let mut ids: Vec<u32> = tree.prims.iter().map(PrimRef::id).collect();
+        ids.sort_unstable();
+        let can_hit: Vec<u32> = (0..mixed.len() as u32).filter(|&k| hittable(mixed[k as usize])).collect();
+        assert!(can_hit.len() < mixed.len() - mixed.len() / 7, "a seventh can never be hit");
+        assert!(ids == can_hit, "{} triangles in the tree, {} hittable", ids.len(), can_hit.len());
+
+        let kept: Vec<[Vec3; 3]> = can_hit.iter().map(|&k| mixed[k as usize]).collect();
+        let unhittable = mixed.iter().filter(|&&t| !hittable(t)).copied();
+        let last: Vec<[Vec3; 3]> = kept.iter().copied().chain(unhittable).collect();
+        let (last, kept) = (Mesh::from_triangles(&last), Mesh::from_triangles(&kept));
+        let options = BuildOptions::default();
+        let (with, without) = (
+            build_tree(&last, &options, Bottom::Split),
+            build_tree(&kept, &options, Bottom::Split),
+        );
+        assert_same_tree(&with, &without);
     }
 
     /// The builder's boxes of `triangles`.
