@@ -364,7 +364,7 @@ fn try_build<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bottom, room: R
         .collect();
     let first_pass = chunks.iter().fold(FirstPass::default(), FirstPass::merge);
     if first_pass.kept < count {
-        prims = gathered(&prims, &chunks, first_pass.kept);
+        prims = gathered(&prims, &chunks);
     }
     let mut tree = BuiltTree {
         nodes: Vec::new(),
@@ -423,7 +423,6 @@ const FIRST_PASS_CHUNK: usize = 16 * 1024;
 /// What the first pass gathers besides the triangles' boxes (of a chunk, or of
 /// the mesh): the bounds of the hittable triangles' boxes and of their centroids,
 /// and how many triangles are hittable.
-#[derive(Clone, Copy)]
 struct FirstPass {
     /// Bounds of the boxes and of the centroids.
     bounds: (Aabb, Aabb),
@@ -467,19 +466,19 @@ fn chunk_boxes(mesh: &Mesh, first: usize, prims: &mut [PrimRef]) -> FirstPass {
     pass
 }
 
-/// The `kept` boxes that the first pass left at the front of each of its
-/// `chunks` of `prims`, in order, copied into one array chunk by chunk in
-/// parallel.
-fn gathered(prims: &[PrimRef], chunks: &[FirstPass], kept: usize) -> Vec<PrimRef> {
-    let mut out: Vec<PrimRef> = memory::scratch(kept);
-    let mut rest = out.as_mut_slice();
-    let mut pieces = Vec::with_capacity(chunks.len());
-    for chunk in chunks {
-        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(chunk.kept);
-        pieces.push(piece);
-        rest = tail;
-    }
-    pieces
+/// The boxes that the first pass kept at the front of each of its `chunks` of
+/// `prims`, in order, copied into one array chunk by chunk in parallel.
+fn gathered(prims: &[PrimRef], chunks: &[FirstPass]) -> Vec<PrimRef> {
+    let places: Vec<std::ops::Range<usize>> = chunks
+        .iter()
+        .scan(0, |end, chunk| {
+            let start = *end;
+            *end += chunk.kept;
+            Some(start..*end)
+        })
+        .collect();
+    let mut out: Vec<PrimRef> = memory::scratch(places.last().map_or(0, |last| last.end));
+    runs_of(&mut out, &places)
         .into_par_iter()
         .zip(prims.par_chunks(FIRST_PASS_CHUNK))
         .for_each(|(piece, chunk)| piece.copy_from_slice(&chunk[..piece.len()]));
