@@ -38,11 +38,11 @@ macro_rules! simd_dispatch {
             }
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,fma")]
+                #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,fma,bmi1,bmi2,lzcnt,popcnt")]
                 fn avx512($($arg: $ty),*) {
                     $wide($($arg),*)
                 }
-                #[target_feature(enable = "avx2,fma")]
+                #[target_feature(enable = "avx2,fma,bmi1,bmi2,lzcnt,popcnt")]
                 fn avx2($($arg: $ty),*) {
                     $wide($($arg),*)
                 }
@@ -78,9 +78,9 @@ pub(crate) use simd_dispatch;
 pub(crate) enum Unit {
     /// The compile target's own (e.g. SSE2 on x86-64).
     Baseline = 1,
-    /// AVX2 and FMA.
+    /// AVX2 and FMA, with the bit instructions of the same CPUs.
     Avx2 = 2,
-    /// AVX-512 (F, VL, BW, DQ) and FMA.
+    /// AVX-512 (F, VL, BW, DQ) and FMA, with the same bit instructions.
     Avx512 = 3,
 }
 
@@ -152,9 +152,10 @@ pub(crate) static WALKS: UnitCache = UnitCache::new(|| match Unit::of_cpu() {
     unit => unit,
 });
 
-/// Whether the CPU has what the AVX-512 variant uses: AVX-512F, FMA, and the
-/// VL, BW and DQ extensions, which give the 256-bit lanes of the kernels the
-/// AVX-512 encodings (32 registers, compares into mask registers).
+/// Whether the CPU has what the AVX-512 variant uses: AVX-512F, FMA, the VL,
+/// BW and DQ extensions, which give the 256-bit lanes of the kernels the
+/// AVX-512 encodings (32 registers, compares into mask registers), and the bit
+/// instructions ([`has_bit_ops`]).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) fn has_avx512() -> bool {
@@ -163,6 +164,7 @@ pub(crate) fn has_avx512() -> bool {
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512dq")
         && std::arch::is_x86_feature_detected!("fma")
+        && has_bit_ops()
 }
 
 /// Whether the CPU's vendor is Intel (CPUID leaf 0's "GenuineIntel").
@@ -172,11 +174,23 @@ fn intel() -> bool {
     [id.ebx, id.edx, id.ecx].map(u32::to_le_bytes) == [*b"Genu", *b"ineI", *b"ntel"]
 }
 
-/// Whether the CPU has what the AVX2 variant uses: AVX2 and FMA.
+/// Whether the CPU has what the AVX2 variant uses: AVX2, FMA and the bit
+/// instructions ([`has_bit_ops`]).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) fn has_avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") && has_bit_ops()
+}
+
+/// Whether the CPU has the scalar bit instructions that every CPU with AVX2 has
+/// (BMI1, BMI2, LZCNT, POPCNT), which the vector variants are compiled with: a
+/// walk's lane masks are counted, cleared and searched in one instruction each.
+#[cfg(target_arch = "x86_64")]
+fn has_bit_ops() -> bool {
+    std::arch::is_x86_feature_detected!("bmi1")
+        && std::arch::is_x86_feature_detected!("bmi2")
+        && std::arch::is_x86_feature_detected!("lzcnt")
+        && std::arch::is_x86_feature_detected!("popcnt")
 }
 
 /// The vector unit the CPU kernels run on here: `"avx512f"`, `"avx2"`, or
