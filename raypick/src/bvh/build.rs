@@ -582,6 +582,20 @@ impl Binner {
     fn bins(&self, p: &PrimRef) -> [usize; 3] {
         let b =
             ((p.centroid2() - self.origin) * self.scale).clamp(Vec4::ZERO, Vec4::splat(self.last));
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_cvtsi128_si32, _mm_cvttps_epi32, _mm_shuffle_epi32};
+            // All three axes in one truncating conversion, which is `to_bin`'s cast
+            // on every lane the clamp leaves: its maximum (`_mm_max_ps`) gives 0 for
+            // NaN, so each lane is in `0..=last`.
+            // SAFETY: SSE2, all these use, is part of every x86-64 CPU.
+            unsafe {
+                let bins = _mm_cvttps_epi32(b.into());
+                let lane = |x| _mm_cvtsi128_si32(x) as u32 as usize;
+                [lane(bins), lane(_mm_shuffle_epi32::<1>(bins)), lane(_mm_shuffle_epi32::<2>(bins))]
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
         [to_bin(b.x), to_bin(b.y), to_bin(b.z)]
     }
 
@@ -1173,6 +1187,34 @@ mod tests {
                         "centroid {c} bin {bin} of {bins} threshold {threshold} origin {} scale {} bin_of {}", binner.origin[axis], binner.scale[axis], binner.bin_of(c, axis)
                     );
                 }
+            }
+        }
+    }
+
+    /// The bins of all three axes at once are each axis's own, for centroids in and
+    /// far outside the binned bounds, infinite and NaN ones, and bounds from tiny
+    /// (whose scale overflows to infinity) to flat ones (no extent on an axis).
+    #[test]
+    fn bins_of_all_axes_are_each_axis_bin_of() {
+        let mut rng = Rng::new(43);
+        let odd = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN, 0.0, -0.0, 1e-40];
+        for round in 0..300 {
+            let centre = [0.0, 1e-30, -7.5, 3e5, -2e30][round % 5];
+            let sizes = [0.0f32, 1e-3, 1.0, 1e4, 1e-38, 1e-44, 1e30];
+            let size = Vec4::from_array(std::array::from_fn(|_| sizes[rng.below(sizes.len())]));
+            let lo = Vec4::splat(centre) - size;
+            let hi = Vec4::splat(centre) + size;
+            let binner = Binner::new(Aabb { lo, hi }, 2 + rng.below(MAX_BINS - 1));
+            for _ in 0..40 {
+                let mut coordinate = |axis: usize| match rng.below(4) {
+                    0 => odd[rng.below(odd.len())],
+                    _ => rng.range(lo[axis] - size[axis], hi[axis] + size[axis]),
+                };
+                let a = Vec3::from_array(std::array::from_fn(&mut coordinate));
+                let b = Vec3::from_array(std::array::from_fn(&mut coordinate));
+                let p = PrimRef::new(a, b, rng.below(1 << 20) as u32);
+                let each = std::array::from_fn(|axis| binner.bin_of(p.centroid2()[axis], axis));
+                assert_eq!(binner.bins(&p), each, "box {a} {b} binned over {lo} {hi}");
             }
         }
     }

@@ -887,15 +887,21 @@ impl<const N: usize> SoaTriangles<N> {
     /// Lays `triangles` (at most `N`) out in lanes `0..triangles.len()`.
     pub fn new(triangles: &[PackedTriangle]) -> Self {
         let mut soa = Self::default();
-        for (lane, tri) in triangles.iter().take(N).enumerate() {
-            for (rows, vertex) in soa.vertices.iter_mut().zip([tri.v0, tri.v1, tri.v2]) {
-                for axis in 0..3 {
-                    rows[axis][lane] = vertex[axis];
-                }
-            }
-            soa.edge_norm[lane] = tri.edge_norm;
+        for (lane, triangle) in triangles.iter().take(N).enumerate() {
+            soa.set_lane(lane, triangle);
         }
         soa
+    }
+
+    /// Lays `triangle` out in `lane`.
+    #[inline(always)]
+    pub(crate) fn set_lane(&mut self, lane: usize, triangle: &PackedTriangle) {
+        for (rows, vertex) in self.vertices.iter_mut().zip([triangle.v0, triangle.v1, triangle.v2]) {
+            for axis in 0..3 {
+                rows[axis][lane] = vertex[axis];
+            }
+        }
+        self.edge_norm[lane] = triangle.edge_norm;
     }
 
     /// The vertices of the triangle in `lane`.

@@ -624,27 +624,22 @@ impl LeafTriangles<'_> {
         }
     }
 
-    /// The leaf block of the `count` triangles from leaf position `first` on, and
-    /// their ids.
-    fn block(&self, first: u32, count: u32) -> (LeafBlock, BlockLookup) {
-        let (first, count) = (first as usize, count as usize);
-        let mut gathered = [bytemuck::Zeroable::zeroed(); WIDTH];
-        let triangles: &[PackedTriangle] = match self {
-            LeafTriangles::Ordered(triangles) => &triangles[first..][..count],
-            LeafTriangles::Built(tree) => {
-                for (k, triangle) in gathered[..count].iter_mut().enumerate() {
-                    *triangle = tree.leaf_triangle(first + k);
-                }
-                &gathered[..count]
-            }
-        };
+    /// Lays the `count` triangles from leaf position `first` on out in `block`,
+    /// whose lanes are all zero, and returns their lookup: each triangle packed
+    /// straight into its lane, with no block of them made first and moved.
+    fn pack(&self, first: u32, count: u32, block: &mut LeafBlock) -> BlockLookup {
+        debug_assert!(count as usize <= WIDTH, "a leaf block holds at most {WIDTH} triangles");
         let mut ids = [0; WIDTH];
-        for (id, triangle) in ids.iter_mut().zip(triangles) {
+        for (lane, id) in ids.iter_mut().enumerate().take(count as usize) {
+            let k = first as usize + lane;
+            let triangle = match self {
+                LeafTriangles::Ordered(triangles) => triangles[k],
+                LeafTriangles::Built(tree) => tree.leaf_triangle(k),
+            };
+            block.set_lane(lane, &triangle);
             *id = triangle.id;
         }
-        let block = SoaTriangles::new(triangles);
-        let lookup = BlockLookup::new(&block, ids);
-        (block, lookup)
+        BlockLookup::new(block, ids)
     }
 }
 
@@ -713,24 +708,31 @@ impl<'a> Collapse<'a> {
     /// The leaf blocks of a flattened tree's `block_triangles` and their
     /// lookups; none for [`Leaves::Ranges`].
     fn packed_blocks(&self, block_triangles: &[(u32, u32)]) -> (Vec<LeafBlock>, Vec<BlockLookup>) {
-        let (mut blocks, mut lookups) = (Vec::new(), Vec::new());
-        if let Leaves::Blocks { triangles, .. } = &self.leaves {
-            // Packing reads every triangle and writes every block: memory-bound
-            // work that two threads share well, unlike the walk over the nodes.
-            let count = block_triangles.len();
-            blocks = crate::bvh::memory::with_capacity(count);
-            lookups = crate::bvh::memory::with_capacity(count);
-            block_triangles
-                .par_iter()
-                .enumerate()
-                .with_min_len(BLOCKS_PER_TASK)
-                .map(|(k, &(first, count))| {
-                    if let Some(&(first, count)) = block_triangles.get(k + PREFETCH_AHEAD) {
-                        triangles.prefetch(first, count);
-                    }
-                    triangles.block(first, count)
-                })
-                .unzip_into_vecs(&mut blocks, &mut lookups);
+        let Leaves::Blocks { triangles, .. } = &self.leaves else {
+            return (Vec::new(), Vec::new());
+        };
+        // Packing reads every triangle and writes every block: memory-bound work
+        // that two threads share well, unlike the walk over the nodes. Each block
+        // and lookup is written where it stays, not made and then moved there.
+        let count = block_triangles.len();
+        let mut blocks: Vec<LeafBlock> = crate::bvh::memory::with_capacity(count);
+        let mut lookups: Vec<BlockLookup> = crate::bvh::memory::with_capacity(count);
+        blocks.spare_capacity_mut()[..count]
+            .par_iter_mut()
+            .zip(&mut lookups.spare_capacity_mut()[..count])
+            .enumerate()
+            .with_min_len(BLOCKS_PER_TASK)
+            .for_each(|(k, (block, lookup))| {
+                if let Some(&(first, count)) = block_triangles.get(k + PREFETCH_AHEAD) {
+                    triangles.prefetch(first, count);
+                }
+                let (first, count) = block_triangles[k];
+                lookup.write(triangles.pack(first, count, block.write(LeafBlock::default())));
+            });
+        // SAFETY: the loop above wrote each of the first `count` elements of both.
+        unsafe {
+            blocks.set_len(count);
+            lookups.set_len(count);
         }
         (blocks, lookups)
     }
