@@ -11,6 +11,7 @@
 //! to 8 bits per plane, so every box still holds what the binary one holds.
 
 use std::borrow::Cow;
+use std::mem::MaybeUninit;
 
 use super::intersect::{SoaTriangles, box_margins};
 use super::wide_traverse::prefetch_lines;
@@ -624,18 +625,24 @@ impl LeafTriangles<'_> {
         }
     }
 
-    /// Lays the `count` triangles from leaf position `first` on out in `block`,
-    /// whose lanes are all zero, and returns their lookup: each triangle packed
-    /// straight into its lane, with no block of them made first and moved.
-    fn pack(&self, first: u32, count: u32, block: &mut LeafBlock) -> BlockLookup {
+    /// The triangle at leaf position `k`.
+    #[inline(always)]
+    fn triangle(&self, k: usize) -> PackedTriangle {
+        match self {
+            LeafTriangles::Ordered(triangles) => triangles[k],
+            LeafTriangles::Built(tree) => tree.leaf_triangle(k),
+        }
+    }
+
+    /// Writes the leaf block of the `count` triangles from leaf position `first`
+    /// on into `slot` and returns their lookup: each triangle packed straight into
+    /// its lane of the block where it stays, the other lanes left zero.
+    fn pack(&self, first: u32, count: u32, slot: &mut MaybeUninit<LeafBlock>) -> BlockLookup {
         debug_assert!(count as usize <= WIDTH, "a leaf block holds at most {WIDTH} triangles");
+        let block = slot.write(LeafBlock::default());
         let mut ids = [0; WIDTH];
         for (lane, id) in ids.iter_mut().enumerate().take(count as usize) {
-            let k = first as usize + lane;
-            let triangle = match self {
-                LeafTriangles::Ordered(triangles) => triangles[k],
-                LeafTriangles::Built(tree) => tree.leaf_triangle(k),
-            };
+            let triangle = self.triangle(first as usize + lane);
             block.set_lane(lane, &triangle);
             *id = triangle.id;
         }
@@ -727,7 +734,7 @@ impl<'a> Collapse<'a> {
                     triangles.prefetch(first, count);
                 }
                 let (first, count) = block_triangles[k];
-                lookup.write(triangles.pack(first, count, block.write(LeafBlock::default())));
+                lookup.write(triangles.pack(first, count, block));
             });
         // SAFETY: the loop above wrote each of the first `count` elements of both.
         unsafe {
