@@ -352,8 +352,8 @@ fn try_build<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bottom, room: R
     // One indexed pass learns from each triangle's vertices whether it can be hit
     // and its box, writes the boxes of the hittable ones in place, at the front of
     // each chunk, and gathers the bounds of the boxes and of their centroids;
-    // chunks that left out triangles that can never be hit (which meshes rarely
-    // have) are then gathered into one run. Nothing is packed here: the leaves pack
+    // where chunks left out triangles that can never be hit, the gaps they leave
+    // are then closed ([`close_gaps`]). Nothing is packed here: the leaves pack
     // their triangles from the mesh, in leaf order.
     let count = mesh.triangle_count();
     let mut prims: Vec<PrimRef> = memory::scratch(count);
@@ -363,9 +363,7 @@ fn try_build<'m>(mesh: &'m Mesh, options: &BuildOptions, bottom: Bottom, room: R
         .map(|(chunk, prims)| chunk_boxes(mesh, chunk * FIRST_PASS_CHUNK, prims))
         .collect();
     let first_pass = chunks.iter().fold(FirstPass::default(), FirstPass::merge);
-    if first_pass.kept < count {
-        prims = gathered(&prims, &chunks);
-    }
+    close_gaps(&mut prims, &chunks, first_pass.kept);
     let mut tree = BuiltTree {
         nodes: Vec::new(),
         ranges: Vec::new(),
@@ -466,23 +464,27 @@ fn chunk_boxes(mesh: &Mesh, first: usize, prims: &mut [PrimRef]) -> FirstPass {
     pass
 }
 
-/// The boxes that the first pass kept at the front of each of its `chunks` of
-/// `prims`, in order, copied into one array chunk by chunk in parallel.
-fn gathered(prims: &[PrimRef], chunks: &[FirstPass]) -> Vec<PrimRef> {
-    let places: Vec<std::ops::Range<usize>> = chunks
-        .iter()
-        .scan(0, |end, chunk| {
-            let start = *end;
-            *end += chunk.kept;
-            Some(start..*end)
+/// Makes the boxes that the first pass kept at the front of each of its `chunks`
+/// of `prims` one run of `kept`: each gap before position `kept` (the end of a
+/// chunk that left out triangles) takes, in order, the kept boxes that lie at or
+/// after it. Only as many boxes move as there are gaps before `kept`, at most as
+/// many as triangles left out, where keeping the mesh's order would move every
+/// box after the first gap; the order is the mesh's but for those, and the same
+/// on any number of threads (the chunks are of a fixed size).
+fn close_gaps(prims: &mut Vec<PrimRef>, chunks: &[FirstPass], kept: usize) {
+    let len = prims.len();
+    let chunk_ranges = || {
+        chunks.iter().enumerate().map(move |(k, chunk)| {
+            let start = k * FIRST_PASS_CHUNK;
+            (start, start + chunk.kept, (start + FIRST_PASS_CHUNK).min(len))
         })
-        .collect();
-    let mut out: Vec<PrimRef> = memory::scratch(places.last().map_or(0, |last| last.end));
-    runs_of(&mut out, &places)
-        .into_par_iter()
-        .zip(prims.par_chunks(FIRST_PASS_CHUNK))
-        .for_each(|(piece, chunk)| piece.copy_from_slice(&chunk[..piece.len()]));
-    out
+    };
+    let gaps = chunk_ranges().flat_map(|(_, end_kept, end)| end_kept.min(kept)..end.min(kept));
+    let beyond = chunk_ranges().flat_map(|(start, end_kept, _)| start.max(kept)..end_kept);
+    for (gap, from) in gaps.zip(beyond) {
+        prims[gap] = prims[from];
+    }
+    prims.truncate(kept);
 }
 
 /// Bounds of the boxes and of the centroids.
@@ -1254,9 +1256,9 @@ mod tests {
     }
 
     /// Triangles that can never be hit, spread over many chunks of the first
-    /// pass, are left out, and the others keep the mesh's order into the first
-    /// split: the tree holds each hittable triangle once, and a mesh with the
-    /// unhittable ones at its end builds the same tree as one without them.
+    /// pass, are left out: the tree holds each hittable triangle once, and a mesh
+    /// with the unhittable ones at its end (which leave no gap to close) builds the
+    /// same tree as one without them.
     #[test]
     fn unhittable_triangles_leave_every_chunk() {
         let unit = (Vec3::splat(-1.0), Vec3::splat(1.0));
@@ -1284,6 +1286,44 @@ mod tests {
             build_tree(&kept, &options, Bottom::Split),
         );
         assert_same_tree(&with, &without);
+    }
+
+    /// Closing the first pass's gaps keeps every kept box once, those before the
+    /// first gap and those that no gap needs where they were, and moves only as
+    /// many as there are gaps before the kept count.
+    #[test]
+    fn closing_gaps_moves_only_what_fills_them() {
+        let mut rng = Rng::new(5);
+        for case in 0..40 {
+            let chunk_count = 1 + case % 5;
+            let len = chunk_count * FIRST_PASS_CHUNK - if case % 2 == 1 { 777 } else { 0 };
+            let mut prims: Vec<PrimRef> = vec![bytemuck::Zeroable::zeroed(); len];
+            let mut chunks = Vec::new();
+            let mut expected = Vec::new();
+            for (k, chunk) in prims.chunks_mut(FIRST_PASS_CHUNK).enumerate() {
+                let kept = match rng.below(4) {
+                    0 => chunk.len(),
+                    1 => 0,
+                    _ => rng.below(chunk.len() + 1),
+                };
+                for (i, p) in chunk.iter_mut().enumerate() {
+                    let id = (k * FIRST_PASS_CHUNK + i) as u32;
+                    *p = PrimRef::new(Vec3::ZERO, Vec3::ONE, if i < kept { id } else { u32::MAX });
+                }
+                expected.extend((0..kept).map(|i| (k * FIRST_PASS_CHUNK + i) as u32));
+                chunks.push(FirstPass { bounds: (Aabb::EMPTY, Aabb::EMPTY), kept });
+            }
+            let before: Vec<u32> = prims.iter().map(PrimRef::id).collect();
+            let kept = expected.len();
+            close_gaps(&mut prims, &chunks, kept);
+            let ids: Vec<u32> = prims.iter().map(PrimRef::id).collect();
+            let mut sorted = ids.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, expected, "case {case}: each kept box once");
+            let gaps = before[..kept].iter().filter(|&&id| id == u32::MAX).count();
+            let moved = ids.iter().zip(&before).filter(|(a, b)| a != b).count();
+            assert_eq!(moved, gaps, "case {case}: only the gaps before {kept} change");
+        }
     }
 
     /// The builder's boxes of `triangles`.

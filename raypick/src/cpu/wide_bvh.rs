@@ -906,12 +906,12 @@ impl Slots {
 
 impl Tree {
     /// An empty tree with room for `triangles` triangles in typical leaves (some
-    /// five triangles to a block, seven blocks to a node), and for every node's
+    /// five triangles to a block, three blocks to a node), and for every node's
     /// exact boxes when the collapse keeps them all (`exact`), so that it seldom
     /// grows.
     fn with_capacity(triangles: usize, exact: bool) -> Self {
         let blocks = triangles / 5 + 1;
-        let nodes = blocks / 7 + 1;
+        let nodes = blocks / 3 + 1;
         Self {
             nodes: Vec::with_capacity(nodes),
             exact: Vec::with_capacity(if exact { nodes } else { 0 }),
