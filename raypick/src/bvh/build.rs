@@ -1311,7 +1311,7 @@ mod tests {
                     *p = PrimRef::new(Vec3::ZERO, Vec3::ONE, if i < kept { id } else { u32::MAX });
                 }
                 expected.extend((0..kept).map(|i| (k * FIRST_PASS_CHUNK + i) as u32));
-                chunks.push(FirstPass { bounds: (Aabb::EMPTY, Aabb::EMPTY), kept });
+                chunks.push(FirstPass { kept, ..FirstPass::default() });
             }
             let before: Vec<u32> = prims.iter().map(PrimRef::id).collect();
             let kept = expected.len();
