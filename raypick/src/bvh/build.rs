@@ -257,10 +257,11 @@ fn box_margin(lo: Vec3A, hi: Vec3A) -> f32 {
 /// A tree as the builder leaves it: the node array with the gaps that parallel
 /// builds leave between their windows, and the hittable triangles' boxes in leaf
 /// order, each carrying its triangle's id; the triangles themselves are packed
-/// from the mesh as they are read ([`BuiltTree::leaf_triangle`]), so no packed
-/// copy of the whole mesh is written and read back. [`BuiltTree::into_bvh`] closes
-/// the gaps and packs the triangles in leaf order; the CPU's collapse reads the
-/// tree as it is and needs neither.
+/// from the mesh as they are read, so no packed copy of the whole mesh is written
+/// and read back. [`BuiltTree::into_bvh`] closes the gaps and packs the triangles
+/// in leaf order; the CPU's collapse reads the nodes as they are and needs
+/// neither, its leaf blocks packed from the leaf order alone
+/// ([`BuiltTree::into_leaf_order`]).
 pub(crate) struct BuiltTree<'m> {
     /// Interior nodes, node 0 the root; no child refers to a slot in a gap.
     pub(crate) nodes: Vec<BvhNode>,
@@ -276,7 +277,7 @@ pub(crate) struct BuiltTree<'m> {
     mesh_triangles: usize,
 }
 
-impl BuiltTree<'_> {
+impl<'m> BuiltTree<'m> {
     /// Hittable triangles in the leaves.
     pub(crate) fn triangle_count(&self) -> usize {
         self.prims.len()
@@ -287,24 +288,20 @@ impl BuiltTree<'_> {
         self.mesh_triangles
     }
 
-    /// The triangle at position `index` of the leaf order.
-    #[inline(always)]
-    pub(crate) fn leaf_triangle(&self, index: usize) -> PackedTriangle {
-        self.triangle_of(&self.prims[index])
-    }
-
-    /// Where the mesh keeps the vertex indices of the triangle at position `index`
-    /// of the leaf order, for a prefetch.
-    #[inline(always)]
-    pub(crate) fn leaf_indices(&self, index: usize) -> *const [u32; 3] {
-        self.mesh.indices().as_ptr().wrapping_add(self.prims[index].id() as usize)
-    }
-
     /// The packed triangle whose box is `prim`: a hittable one, packed from the mesh.
     #[inline(always)]
     fn triangle_of(&self, prim: &PrimRef) -> PackedTriangle {
         let id = prim.id();
         pack_hittable(self.mesh.triangle(id as usize), id)
+    }
+
+    /// The tree's interior nodes and their triangle ranges (as [`BuiltTree`]'s
+    /// fields), and its leaf order, the boxes freed ([`LeafOrder`]).
+    pub(crate) fn into_leaf_order(self) -> (Vec<BvhNode>, Vec<(u32, u32)>, LeafOrder<'m>) {
+        let mut ids = memory::scratch(self.prims.len());
+        ids.par_iter_mut().zip(&self.prims).for_each(|(id, p)| *id = p.id());
+        let order = LeafOrder { mesh: self.mesh, ids };
+        (self.nodes, self.ranges, order)
     }
 
     /// The tree as a [`Bvh`]: its nodes without gaps, its triangles in leaf order.
@@ -321,6 +318,33 @@ impl BuiltTree<'_> {
             depth: self.depth,
             mesh_triangles: self.mesh_triangles,
         }
+    }
+}
+
+/// A built tree's leaf order without its boxes: the id of the triangle at each
+/// position, and the mesh that the triangles are packed from as they are read.
+/// All that packing the CPU's leaf blocks needs of the build once its nodes are
+/// collapsed: 4 bytes a triangle where the boxes take 32, so that the build's
+/// largest buffer is freed before the blocks take their memory, which then comes
+/// from pages the process has just used rather than ones never touched.
+pub(crate) struct LeafOrder<'m> {
+    mesh: &'m Mesh,
+    ids: Vec<u32>,
+}
+
+impl LeafOrder<'_> {
+    /// The triangle at position `index` of the leaf order.
+    #[inline(always)]
+    pub(crate) fn leaf_triangle(&self, index: usize) -> PackedTriangle {
+        let id = self.ids[index];
+        pack_hittable(self.mesh.triangle(id as usize), id)
+    }
+
+    /// Where the mesh keeps the vertex indices of the triangle at position `index`
+    /// of the leaf order, for a prefetch.
+    #[inline(always)]
+    pub(crate) fn leaf_indices(&self, index: usize) -> *const [u32; 3] {
+        self.mesh.indices().as_ptr().wrapping_add(self.ids[index] as usize)
     }
 }
 
@@ -1286,6 +1310,38 @@ mod tests {
             build_tree(&kept, &options, Bottom::Split),
         );
         assert_same_tree(&with, &without);
+    }
+
+    /// The leaf order that outlives a tree's boxes holds the tree's triangles at
+    /// the same positions as the tree packed in leaf order does, with the same
+    /// nodes and ranges: on a mesh with unhittable triangles (gaps closed in the
+    /// first pass) large enough for parallel builds.
+    #[test]
+    fn leaf_order_keeps_every_position_of_the_tree() {
+        let unit = (Vec3::splat(-1.0), Vec3::splat(1.0));
+        let soup = kit::mesh(fixtures::soup(2 * FIRST_PASS_CHUNK + 300, &mut Rng::new(17), unit));
+        let triangles: Vec<[Vec3; 3]> = soup
+            .triangles()
+            .enumerate()
+            .map(|(k, t)| if k % 5 == 1 { [t[0]; 3] } else { t })
+            .collect();
+        let mesh = Mesh::from_triangles(&triangles);
+        let options = BuildOptions::default();
+        let bottom = Bottom::Blocks(8);
+        let bvh = build_tree(&mesh, &options, bottom).into_bvh();
+        let built = build_tree(&mesh, &options, bottom);
+        let (nodes, ranges) = (built.nodes.clone(), built.ranges.clone());
+        let (order_nodes, order_ranges, order) = built.into_leaf_order();
+        assert_eq!(order_nodes, nodes);
+        assert_eq!(order_ranges, ranges);
+        assert_eq!(order.ids.len(), bvh.triangles().len());
+        assert!(order.ids.len() < triangles.len(), "a fifth can never be hit");
+        for (k, triangle) in bvh.triangles().iter().enumerate() {
+            assert_eq!(order.leaf_triangle(k), *triangle, "leaf position {k}");
+            let indices = mesh.indices()[triangle.id as usize];
+            // SAFETY: the pointer is into the mesh's index array, at a hittable id.
+            assert_eq!(unsafe { *order.leaf_indices(k) }, indices, "leaf position {k}");
+        }
     }
 
     /// Closing the first pass's gaps keeps every kept box once, those before the

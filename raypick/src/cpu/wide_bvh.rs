@@ -16,7 +16,7 @@ use std::mem::MaybeUninit;
 use super::intersect::{SoaTriangles, box_margins};
 use super::wide_traverse::prefetch_lines;
 use crate::bvh::Bvh;
-use crate::bvh::build::BuiltTree;
+use crate::bvh::build::LeafOrder;
 use crate::types::{BvhChild, BvhNode, PackedTriangle};
 use rayon::prelude::*;
 
@@ -279,7 +279,8 @@ impl WideBvh {
     /// at most [`WIDTH`] triangles becomes one leaf block (its triangles are
     /// contiguous), so blocks are full and nodes few.
     pub fn from_bvh(bvh: &Bvh) -> Self {
-        Self::from_collapse(&Collapse::into_blocks(bvh), bvh.triangles().len(), bvh.mesh_triangle_count())
+        let collapsed = Collapse::into_blocks(bvh).collapsed(bvh.triangles().len()).exact_nodes();
+        Self::packed(collapsed, &LeafTriangles::Ordered(bvh.triangles()), bvh.mesh_triangle_count())
     }
 
     /// Builds the BVH of `mesh` (default options) in this layout: the tree of
@@ -292,15 +293,23 @@ impl WideBvh {
     pub fn build(mesh: &crate::Mesh) -> Self {
         let bottom = crate::bvh::build::Bottom::Blocks(WIDTH);
         let built = crate::bvh::build::build_tree(mesh, &Default::default(), bottom);
-        Self::from_collapse(&Collapse::into_blocks_of(&built), built.triangle_count(), built.mesh_triangle_count())
+        let (triangles, mesh_triangles) = (built.triangle_count(), built.mesh_triangle_count());
+        // The build's boxes go before the collapse and its binary nodes before the
+        // packing, so that the wide tree and its blocks reuse their memory.
+        let (nodes, ranges, order) = built.into_leaf_order();
+        let collapsed = Collapse::into_blocks_of(&nodes, &ranges).collapsed(triangles).exact_nodes();
+        drop((nodes, ranges));
+        Self::packed(collapsed, &LeafTriangles::Built(&order), mesh_triangles)
     }
 
-    /// The tree `collapse` makes of `triangles` triangles, with exact boxes: its
-    /// nodes laid out straight from the collapsed subtrees ([`Tree::exact_nodes`]),
-    /// then its leaf blocks packed.
-    fn from_collapse(collapse: &Collapse, triangles: usize, mesh_triangles: usize) -> Self {
-        let (nodes, block_triangles) = collapse.collapsed(triangles).exact_nodes();
-        let (blocks, lookups) = collapse.packed_blocks(&block_triangles);
+    /// The tree of a collapse's exact nodes and its leaf blocks' triangles
+    /// ([`Tree::exact_nodes`]), its blocks packed from `triangles`.
+    fn packed(
+        (nodes, block_triangles): (Vec<ExactNode>, Vec<(u32, u32)>),
+        triangles: &LeafTriangles,
+        mesh_triangles: usize,
+    ) -> Self {
+        let (blocks, lookups) = triangles.packed_blocks(&block_triangles);
         WideBvh {
             reach: plane_reach(&nodes),
             nodes,
@@ -418,11 +427,10 @@ const SPLICED: u32 = 1 << 31;
 pub(super) struct Tree {
     pub(super) nodes: Vec<WideNode>,
     pub(super) exact: Vec<ExactBoxes>,
-    pub(super) blocks: Vec<LeafBlock>,
-    pub(super) lookups: Vec<BlockLookup>,
-    /// While the nodes are collapsed, each leaf block's triangles (first, count) in
-    /// the binary tree's order: the blocks are packed afterwards, in parallel.
-    block_triangles: Vec<(u32, u32)>,
+    /// Each leaf block's triangles (first, count) in the binary tree's order: the
+    /// blocks are packed after the collapse, in parallel
+    /// ([`LeafTriangles::packed_blocks`]).
+    pub(super) block_triangles: Vec<(u32, u32)>,
     /// Subtrees collapsed apart, in lane order, each to go where this tree's
     /// arrays ended when it was spliced in ([`Tree::flattened`]).
     splices: Vec<Splice>,
@@ -591,12 +599,10 @@ impl Placement<'_> {
 
 /// Where the leaves of a collapsed tree go.
 pub(super) enum Leaves<'a> {
-    /// Into leaf blocks of `triangles`: a subtree of at most [`WIDTH`] triangles
-    /// (`ranges`: each binary node's triangle range) becomes one leaf.
-    Blocks {
-        triangles: LeafTriangles<'a>,
-        ranges: Cow<'a, [(u32, u32)]>,
-    },
+    /// Into leaf blocks, packed afterwards ([`LeafTriangles::packed_blocks`]): a
+    /// subtree of at most [`WIDTH`] triangles (`ranges`: each binary node's
+    /// triangle range) becomes one leaf.
+    Blocks { ranges: Cow<'a, [(u32, u32)]> },
     /// Nowhere: the binary tree's own leaves stay leaves, as their first triangle
     /// and triangle count in the binary tree's order.
     Ranges,
@@ -606,9 +612,8 @@ pub(super) enum Leaves<'a> {
 pub(super) enum LeafTriangles<'a> {
     /// In leaf order (a [`Bvh`]'s).
     Ordered(&'a [PackedTriangle]),
-    /// Packed from the mesh as they are read, their leaf order in the tree
-    /// ([`BuiltTree::leaf_triangle`]).
-    Built(&'a BuiltTree<'a>),
+    /// Packed from the mesh as they are read, in a built tree's leaf order.
+    Built(&'a LeafOrder<'a>),
 }
 
 impl LeafTriangles<'_> {
@@ -618,9 +623,9 @@ impl LeafTriangles<'_> {
     /// none off x86-64.
     #[inline(always)]
     fn prefetch(&self, first: u32, count: u32) {
-        if let LeafTriangles::Built(tree) = self {
+        if let LeafTriangles::Built(order) = self {
             for k in 0..count as usize {
-                prefetch_lines::<1>(tree.leaf_indices(first as usize + k).cast());
+                prefetch_lines::<1>(order.leaf_indices(first as usize + k).cast());
             }
         }
     }
@@ -630,7 +635,7 @@ impl LeafTriangles<'_> {
     fn triangle(&self, k: usize) -> PackedTriangle {
         match self {
             LeafTriangles::Ordered(triangles) => triangles[k],
-            LeafTriangles::Built(tree) => tree.leaf_triangle(k),
+            LeafTriangles::Built(order) => order.leaf_triangle(k),
         }
     }
 
@@ -647,6 +652,35 @@ impl LeafTriangles<'_> {
             *id = triangle.id;
         }
         BlockLookup::new(block, ids)
+    }
+
+    /// The leaf blocks of these triangles that a flattened tree's
+    /// `block_triangles` name, and their lookups.
+    pub(super) fn packed_blocks(&self, block_triangles: &[(u32, u32)]) -> (Vec<LeafBlock>, Vec<BlockLookup>) {
+        // Packing reads every triangle and writes every block: memory-bound work
+        // that two threads share well, unlike the walk over the nodes. Each block
+        // and lookup is written where it stays, not made and then moved there.
+        let count = block_triangles.len();
+        let mut blocks: Vec<LeafBlock> = crate::bvh::memory::with_capacity(count);
+        let mut lookups: Vec<BlockLookup> = crate::bvh::memory::with_capacity(count);
+        blocks.spare_capacity_mut()[..count]
+            .par_iter_mut()
+            .zip(&mut lookups.spare_capacity_mut()[..count])
+            .enumerate()
+            .with_min_len(BLOCKS_PER_TASK)
+            .for_each(|(k, (block, lookup))| {
+                if let Some(&(first, count)) = block_triangles.get(k + PREFETCH_AHEAD) {
+                    self.prefetch(first, count);
+                }
+                let (first, count) = block_triangles[k];
+                lookup.write(self.pack(first, count, block));
+            });
+        // SAFETY: the loop above wrote each of the first `count` elements of both.
+        unsafe {
+            blocks.set_len(count);
+            lookups.set_len(count);
+        }
+        (blocks, lookups)
     }
 }
 
@@ -671,7 +705,6 @@ impl<'a> Collapse<'a> {
         Collapse {
             nodes: bvh.nodes(),
             leaves: Leaves::Blocks {
-                triangles: LeafTriangles::Ordered(bvh.triangles()),
                 ranges: Cow::Owned(bvh.subtree_ranges()),
             },
             parallel_above: PARALLEL_COLLAPSE,
@@ -679,14 +712,14 @@ impl<'a> Collapse<'a> {
         }
     }
 
-    /// The collapse of `tree` (as the builder left it) into leaf blocks, like
-    /// [`Collapse::into_blocks`].
-    pub(super) fn into_blocks_of(tree: &'a BuiltTree<'a>) -> Self {
+    /// The collapse into leaf blocks, like [`Collapse::into_blocks`], of a tree's
+    /// interior `nodes` and their triangle `ranges` as the builder left them
+    /// ([`BuiltTree::into_leaf_order`](crate::bvh::build::BuiltTree::into_leaf_order)).
+    pub(super) fn into_blocks_of(nodes: &'a [BvhNode], ranges: &'a [(u32, u32)]) -> Self {
         Collapse {
-            nodes: &tree.nodes,
+            nodes,
             leaves: Leaves::Blocks {
-                triangles: LeafTriangles::Built(tree),
-                ranges: Cow::Borrowed(&tree.ranges),
+                ranges: Cow::Borrowed(ranges),
             },
             parallel_above: PARALLEL_COLLAPSE,
             exact: true,
@@ -694,12 +727,10 @@ impl<'a> Collapse<'a> {
     }
 
     /// The collapsed tree, its buffers sized for `triangles` triangles in leaf
-    /// blocks (0 for [`Leaves::Ranges`], which makes none), flattened, its leaf
-    /// blocks packed.
+    /// blocks (0 for [`Leaves::Ranges`], which makes none), flattened; its leaf
+    /// blocks' triangles are [`Tree::block_triangles`].
     pub(super) fn tree(&self, triangles: usize) -> Tree {
-        let mut tree = self.collapsed(triangles).flattened();
-        (tree.blocks, tree.lookups) = self.packed_blocks(&tree.block_triangles);
-        tree
+        self.collapsed(triangles).flattened()
     }
 
     /// The collapsed tree as the collapse leaves it: subtrees collapsed in
@@ -710,38 +741,6 @@ impl<'a> Collapse<'a> {
             self.collapse(&mut tree, self.children(0));
         }
         tree
-    }
-
-    /// The leaf blocks of a flattened tree's `block_triangles` and their
-    /// lookups; none for [`Leaves::Ranges`].
-    fn packed_blocks(&self, block_triangles: &[(u32, u32)]) -> (Vec<LeafBlock>, Vec<BlockLookup>) {
-        let Leaves::Blocks { triangles, .. } = &self.leaves else {
-            return (Vec::new(), Vec::new());
-        };
-        // Packing reads every triangle and writes every block: memory-bound work
-        // that two threads share well, unlike the walk over the nodes. Each block
-        // and lookup is written where it stays, not made and then moved there.
-        let count = block_triangles.len();
-        let mut blocks: Vec<LeafBlock> = crate::bvh::memory::with_capacity(count);
-        let mut lookups: Vec<BlockLookup> = crate::bvh::memory::with_capacity(count);
-        blocks.spare_capacity_mut()[..count]
-            .par_iter_mut()
-            .zip(&mut lookups.spare_capacity_mut()[..count])
-            .enumerate()
-            .with_min_len(BLOCKS_PER_TASK)
-            .for_each(|(k, (block, lookup))| {
-                if let Some(&(first, count)) = block_triangles.get(k + PREFETCH_AHEAD) {
-                    triangles.prefetch(first, count);
-                }
-                let (first, count) = block_triangles[k];
-                lookup.write(triangles.pack(first, count, block));
-            });
-        // SAFETY: the loop above wrote each of the first `count` elements of both.
-        unsafe {
-            blocks.set_len(count);
-            lookups.set_len(count);
-        }
-        (blocks, lookups)
     }
 
     /// A binary child, as a leaf when it is one or its subtree fits one block.
@@ -915,8 +914,6 @@ impl Tree {
         Self {
             nodes: Vec::with_capacity(nodes),
             exact: Vec::with_capacity(if exact { nodes } else { 0 }),
-            blocks: Vec::new(),
-            lookups: Vec::new(),
             block_triangles: Vec::with_capacity(blocks),
             splices: Vec::new(),
         }
@@ -967,8 +964,6 @@ impl Tree {
         Tree {
             nodes: layout.gather(|l| l.nodes, |plan, k| plan.moved(&plan.tree.nodes[k])),
             exact: layout.gather(|l| l.exact, |plan, k| plan.tree.exact[k]),
-            blocks: Vec::new(),
-            lookups: Vec::new(),
             block_triangles: layout.gather(|l| l.blocks, |plan, k| plan.tree.block_triangles[k]),
             splices: Vec::new(),
         }
@@ -1089,7 +1084,8 @@ mod tests {
         }
         .tree(bvh.triangles().len());
         let decoded: Vec<ExactNode> = quantized.nodes.iter().map(|node| ExactNode::new(node, &quantized.exact)).collect();
-        check_nodes(&decoded, &quantized.blocks);
+        let (blocks, _) = LeafTriangles::Ordered(bvh.triangles()).packed_blocks(&quantized.block_triangles);
+        check_nodes(&decoded, &blocks);
         quantized.exact.len()
     }
 
