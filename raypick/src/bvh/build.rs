@@ -288,13 +288,6 @@ impl<'m> BuiltTree<'m> {
         self.mesh_triangles
     }
 
-    /// The packed triangle whose box is `prim`: a hittable one, packed from the mesh.
-    #[inline(always)]
-    fn triangle_of(&self, prim: &PrimRef) -> PackedTriangle {
-        let id = prim.id();
-        pack_hittable(self.mesh.triangle(id as usize), id)
-    }
-
     /// The tree's interior nodes and their triangle ranges (as [`BuiltTree`]'s
     /// fields), and its leaf order, the boxes freed ([`LeafOrder`]).
     pub(crate) fn into_leaf_order(self) -> (Vec<BvhNode>, Vec<(u32, u32)>, LeafOrder<'m>) {
@@ -306,19 +299,38 @@ impl<'m> BuiltTree<'m> {
 
     /// The tree as a [`Bvh`]: its nodes without gaps, its triangles in leaf order.
     pub(crate) fn into_bvh(self) -> Bvh {
-        let end = self.nodes.len();
-        let mut triangles = memory::with_capacity(self.prims.len());
-        self.prims
+        // The ranges, then the node array with its gaps, go before the larger
+        // buffers that follow take their memory.
+        let BuiltTree {
+            nodes,
+            ranges,
+            gaps,
+            mesh,
+            prims,
+            depth,
+            mesh_triangles,
+        } = self;
+        drop(ranges);
+        let end = nodes.len();
+        let nodes = nodes::compact(nodes, end, gaps);
+        let mut triangles = memory::with_capacity(prims.len());
+        prims
             .par_iter()
-            .map(|p| self.triangle_of(p))
+            .map(|p| hittable_triangle(mesh, p.id()))
             .collect_into_vec(&mut triangles);
         Bvh {
-            nodes: nodes::compact(self.nodes, end, self.gaps),
+            nodes,
             triangles,
-            depth: self.depth,
-            mesh_triangles: self.mesh_triangles,
+            depth,
+            mesh_triangles,
         }
     }
+}
+
+/// Triangle `id` of `mesh`, a hittable one, packed.
+#[inline(always)]
+fn hittable_triangle(mesh: &Mesh, id: u32) -> PackedTriangle {
+    pack_hittable(mesh.triangle(id as usize), id)
 }
 
 /// A built tree's leaf order without its boxes: the id of the triangle at each
@@ -336,8 +348,7 @@ impl LeafOrder<'_> {
     /// The triangle at position `index` of the leaf order.
     #[inline(always)]
     pub(crate) fn leaf_triangle(&self, index: usize) -> PackedTriangle {
-        let id = self.ids[index];
-        pack_hittable(self.mesh.triangle(id as usize), id)
+        hittable_triangle(self.mesh, self.ids[index])
     }
 
     /// Where the mesh keeps the vertex indices of the triangle at position `index`
