@@ -279,20 +279,16 @@ pub(crate) struct BuiltTree<'m> {
 
 impl<'m> BuiltTree<'m> {
     /// Hittable triangles in the leaves.
-    pub(crate) fn triangle_count(&self) -> usize {
+    #[cfg(test)]
+    fn triangle_count(&self) -> usize {
         self.prims.len()
-    }
-
-    /// Triangles of the mesh the tree was built from (degenerate ones included).
-    pub(crate) fn mesh_triangle_count(&self) -> usize {
-        self.mesh_triangles
     }
 
     /// The tree's interior nodes and their triangle ranges (as [`BuiltTree`]'s
     /// fields), and its leaf order, the boxes freed ([`LeafOrder`]).
     pub(crate) fn into_leaf_order(self) -> (Vec<BvhNode>, Vec<(u32, u32)>, LeafOrder<'m>) {
-        let mut ids = memory::scratch(self.prims.len());
-        ids.par_iter_mut().zip(&self.prims).for_each(|(id, p)| *id = p.id());
+        let mut ids = memory::with_capacity(self.prims.len());
+        self.prims.par_iter().map(PrimRef::id).collect_into_vec(&mut ids);
         let order = LeafOrder { mesh: self.mesh, ids };
         (self.nodes, self.ranges, order)
     }
@@ -345,6 +341,11 @@ pub(crate) struct LeafOrder<'m> {
 }
 
 impl LeafOrder<'_> {
+    /// Positions in the leaf order: the tree's hittable triangles.
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
     /// The triangle at position `index` of the leaf order.
     #[inline(always)]
     pub(crate) fn leaf_triangle(&self, index: usize) -> PackedTriangle {

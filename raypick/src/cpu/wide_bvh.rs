@@ -293,13 +293,12 @@ impl WideBvh {
     pub fn build(mesh: &crate::Mesh) -> Self {
         let bottom = crate::bvh::build::Bottom::Blocks(WIDTH);
         let built = crate::bvh::build::build_tree(mesh, &Default::default(), bottom);
-        let (triangles, mesh_triangles) = (built.triangle_count(), built.mesh_triangle_count());
         // The build's boxes go before the collapse and its binary nodes before the
         // packing, so that the wide tree and its blocks reuse their memory.
         let (nodes, ranges, order) = built.into_leaf_order();
-        let collapsed = Collapse::into_blocks_of(&nodes, &ranges).collapsed(triangles).exact_nodes();
+        let collapsed = Collapse::into_blocks_of(&nodes, &ranges).collapsed(order.len()).exact_nodes();
         drop((nodes, ranges));
-        Self::packed(collapsed, &LeafTriangles::Built(&order), mesh_triangles)
+        Self::packed(collapsed, &LeafTriangles::Built(&order), mesh.triangle_count())
     }
 
     /// The tree of a collapse's exact nodes and its leaf blocks' triangles
@@ -745,7 +744,7 @@ impl<'a> Collapse<'a> {
 
     /// A binary child, as a leaf when it is one or its subtree fits one block.
     fn as_leaf(&self, c: &BvhChild) -> BvhChild {
-        let Leaves::Blocks { ranges, .. } = &self.leaves else {
+        let Leaves::Blocks { ranges } = &self.leaves else {
             return *c;
         };
         if c.is_leaf() || c.is_empty() {
@@ -844,7 +843,7 @@ impl<'a> Collapse<'a> {
     fn triangles(&self, slot: &BvhChild) -> u32 {
         match &self.leaves {
             Leaves::Blocks { .. } if slot.is_leaf() => slot.count,
-            Leaves::Blocks { ranges, .. } => {
+            Leaves::Blocks { ranges } => {
                 let (first, end) = ranges[slot.index as usize];
                 end - first
             }
